@@ -1,0 +1,78 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/countersign/countersign/handlers"
+	"github.com/countersign/countersign/mcp"
+	"github.com/countersign/countersign/models"
+)
+
+// App is a running Countersign, short of its listener.
+type App struct {
+	Config  Config
+	Store   *models.Store
+	MCP     *mcp.Server
+	Handler http.Handler
+	log     *slog.Logger
+}
+
+// Open connects to the database, migrates it, makes the default account on
+// first start and builds the HTTP handler.
+func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
+	store, err := OpenStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.EnsureDefaultAccount(ctx); err != nil {
+		return nil, err
+	}
+	endpoint := mcp.New(store, mcp.Options{AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log})
+	return &App{
+		Config:  cfg,
+		Store:   store,
+		MCP:     endpoint,
+		Handler: handlers.New(store, log).Routes(endpoint),
+		log:     log,
+	}, nil
+}
+
+// OpenStore opens the configured database, for the service and the CLI.
+func OpenStore(ctx context.Context, cfg Config) (*models.Store, error) {
+	db, dialect, err := models.Open(ctx, cfg.DatabaseURL, cfg.Data)
+	if err != nil {
+		return nil, err
+	}
+	return models.NewStore(db, dialect, cfg.AskTTL), nil
+}
+
+// Sweep expires open asks past their life every cfg.SweepEvery until ctx ends.
+func (a *App) Sweep(ctx context.Context) {
+	t := time.NewTicker(a.Config.SweepEvery)
+	defer t.Stop()
+	for {
+		if n, err := a.Store.ExpireDue(ctx); err != nil && ctx.Err() == nil {
+			a.log.Error("expire asks", "err", err)
+		} else if n > 0 {
+			a.log.Info("expired asks", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Close releases the database.
+func (a *App) Close() error {
+	db, err := a.Store.DB().DB()
+	if err != nil {
+		return fmt.Errorf("close: %w", err)
+	}
+	return db.Close()
+}

@@ -1,0 +1,100 @@
+// Package app assembles Countersign from its configuration: the database,
+// the store, the MCP endpoint and the HTTP routes. cmd and the tests both
+// start the service through it.
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/mcp"
+)
+
+// Config is every setting, read from COUNTERSIGN_* environment variables.
+type Config struct {
+	Addr        string        // COUNTERSIGN_ADDR
+	Data        string        // COUNTERSIGN_DATA
+	DatabaseURL string        // COUNTERSIGN_DATABASE_URL
+	BaseURL     string        // COUNTERSIGN_BASE_URL
+	AskTTL      time.Duration // COUNTERSIGN_ASK_TTL
+	AskRate     mcp.AskRate   // COUNTERSIGN_ASK_RATE
+	AskBurst    int           // COUNTERSIGN_ASK_BURST
+	SweepEvery  time.Duration // COUNTERSIGN_SWEEP_EVERY
+}
+
+// Setting documents one environment variable.
+type Setting struct {
+	Name, Default, Meaning string
+}
+
+// Settings lists every variable with its default, for the README and --help.
+var Settings = []Setting{
+	{"COUNTERSIGN_ADDR", ":8080", "Listen address."},
+	{"COUNTERSIGN_DATA", "./data", "Data folder: the SQLite file lives here."},
+	{"COUNTERSIGN_DATABASE_URL", "", "Empty for the embedded SQLite file; postgres://… for PostgreSQL."},
+	{"COUNTERSIGN_BASE_URL", "http://localhost:8080", "Public origin, for WebAuthn and links."},
+	{"COUNTERSIGN_ASK_TTL", "168h", "An ask's life unless its kind sets a shorter one."},
+	{"COUNTERSIGN_ASK_RATE", "60/m", "Asks one requester may file per second (s), minute (m) or hour (h)."},
+	{"COUNTERSIGN_ASK_BURST", "20", "Asks one requester may file at once before the rate applies."},
+	{"COUNTERSIGN_SWEEP_EVERY", "15s", "How often open asks past their life are expired."},
+}
+
+// LoadConfig reads the configuration through getenv and checks every value;
+// an error names the variable and what is wrong with it.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	get := func(name string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		for _, s := range Settings {
+			if s.Name == name {
+				return s.Default
+			}
+		}
+		return ""
+	}
+	var (
+		c    Config
+		errs []error
+		err  error
+	)
+	bad := func(name string, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+	}
+	c.Addr = get("COUNTERSIGN_ADDR")
+	if _, port, err := net.SplitHostPort(c.Addr); err != nil {
+		bad("COUNTERSIGN_ADDR", "%q is not host:port (like :8080 or 127.0.0.1:8080)", c.Addr)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		bad("COUNTERSIGN_ADDR", "port %q is not a number from 0 to 65535", port)
+	}
+	c.Data = get("COUNTERSIGN_DATA")
+	c.DatabaseURL = get("COUNTERSIGN_DATABASE_URL")
+	if c.DatabaseURL != "" {
+		u, err := url.Parse(c.DatabaseURL)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+			bad("COUNTERSIGN_DATABASE_URL", "must be a postgres://user:password@host/db URL, or empty for the embedded SQLite file")
+		}
+	}
+	c.BaseURL = strings.TrimRight(get("COUNTERSIGN_BASE_URL"), "/")
+	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		bad("COUNTERSIGN_BASE_URL", "%q must be an origin like https://approvals.example.com (scheme and host, no path)", c.BaseURL)
+	}
+	if c.AskTTL, err = time.ParseDuration(get("COUNTERSIGN_ASK_TTL")); err != nil || c.AskTTL < time.Minute || c.AskTTL > 31*24*time.Hour {
+		bad("COUNTERSIGN_ASK_TTL", "must be a duration from 1m to 744h, like 168h")
+	}
+	if c.AskRate, err = mcp.ParseAskRate(get("COUNTERSIGN_ASK_RATE")); err != nil {
+		bad("COUNTERSIGN_ASK_RATE", "%v", err)
+	}
+	if c.AskBurst, err = strconv.Atoi(get("COUNTERSIGN_ASK_BURST")); err != nil || c.AskBurst < 1 {
+		bad("COUNTERSIGN_ASK_BURST", "must be a whole number of at least 1")
+	}
+	if c.SweepEvery, err = time.ParseDuration(get("COUNTERSIGN_SWEEP_EVERY")); err != nil || c.SweepEvery < 100*time.Millisecond {
+		bad("COUNTERSIGN_SWEEP_EVERY", "must be a duration of at least 100ms, like 15s")
+	}
+	return c, errors.Join(errs...)
+}

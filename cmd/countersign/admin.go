@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/countersign/countersign/app"
+	"github.com/countersign/countersign/models"
+)
+
+func accountCommand(ctx context.Context, cfg app.Config, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"account needs create, set or list"}
+	}
+	store, err := app.OpenStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := store.EnsureDefaultAccount(ctx); err != nil {
+		return err
+	}
+	switch args[0] {
+	case "create":
+		if len(args) != 2 {
+			return usageError{"usage: countersign account create NAME"}
+		}
+		a, err := store.CreateAccount(ctx, args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "account %s created (%s)\n", a.Name, a.ID)
+		return nil
+	case "set":
+		fs := flag.NewFlagSet("account set", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		allow := fs.String("allow-private-evidence", "", "true or false")
+		if len(args) < 2 {
+			return usageError{"usage: countersign account set NAME --allow-private-evidence=true|false"}
+		}
+		if err := fs.Parse(args[2:]); err != nil || fs.NArg() > 0 {
+			return usageError{"usage: countersign account set NAME --allow-private-evidence=true|false"}
+		}
+		v, err := strconv.ParseBool(*allow)
+		if err != nil {
+			return usageError{"--allow-private-evidence must be true or false"}
+		}
+		a, err := store.AccountByName(ctx, args[1])
+		if err != nil {
+			return err
+		}
+		if err := store.SetAllowPrivateEvidence(ctx, a.ID, v); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "account %s: allow_private_evidence=%t\n", a.Name, v)
+		return nil
+	case "list":
+		accounts, err := store.ListAccounts(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tID\tALLOW_PRIVATE_EVIDENCE\tCREATED")
+		for _, a := range accounts {
+			fmt.Fprintf(tw, "%s\t%s\t%t\t%s\n", a.Name, a.ID, a.AllowPrivateEvidence, a.CreatedAt.Format("2006-01-02 15:04"))
+		}
+		return tw.Flush()
+	}
+	return usageError{fmt.Sprintf("unknown account command %q", args[0])}
+}
+
+func agentCommand(ctx context.Context, cfg app.Config, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"agent needs create, list or disable"}
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("agent "+sub, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	account := fs.String("account", models.DefaultAccountName, "account name")
+	name := fs.String("name", "", "agent name")
+	scopes := fs.String("scopes", "", "comma-separated scopes")
+	reason := fs.String("reason", "disabled by an admin", "why")
+	var positional []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return usageError{fmt.Sprintf("agent %s: %v", sub, err)}
+		}
+		args = fs.Args()
+		if len(args) > 0 {
+			positional, args = append(positional, args[0]), args[1:]
+		}
+	}
+	store, err := app.OpenStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := store.EnsureDefaultAccount(ctx); err != nil {
+		return err
+	}
+	acct, err := store.AccountByName(ctx, *account)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "create":
+		if *name == "" || len(positional) > 0 {
+			return usageError{"usage: countersign agent create --name NAME --scopes mcp:read,mcp:write,approvals:read,approvals:write [--account NAME]"}
+		}
+		agent, token, err := store.CreateAgent(ctx, acct.ID, *name, strings.Split(*scopes, ","))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "agent %s created in account %s with scopes %s\n", agent.Name, acct.Name, agent.Scopes)
+		fmt.Fprintln(out, "its token is shown this once; only its hash is kept:")
+		fmt.Fprintln(out, token)
+		return nil
+	case "list":
+		agents, err := store.ListAgents(ctx, acct.ID)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tSUBJECT\tSCOPES\tSTATE\tCREATED")
+		for _, a := range agents {
+			state := "enabled"
+			if a.Disabled {
+				state = "disabled: " + a.DisabledReason
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Name, a.Subject, strings.ReplaceAll(a.Scopes, " ", ","), state, a.CreatedAt.Format("2006-01-02 15:04"))
+		}
+		return tw.Flush()
+	case "disable":
+		if len(positional) != 1 {
+			return usageError{"usage: countersign agent disable NAME [--account NAME] [--reason TEXT]"}
+		}
+		agent, err := store.DisableAgent(ctx, acct.ID, positional[0], *reason, "cli")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "agent %s disabled; its token no longer works and its open asks are cancelled\n", agent.Name)
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown agent command %q", sub)}
+}

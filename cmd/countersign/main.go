@@ -1,0 +1,77 @@
+// Command countersign is the Countersign service and its admin commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/countersign/countersign/app"
+)
+
+const usage = `countersign: an approvals service that agents and people trust.
+
+Usage:
+  countersign [serve]                          run the service (the default)
+  countersign account create NAME              make an account
+  countersign account set NAME --allow-private-evidence=true|false
+  countersign account list
+  countersign agent create --name NAME --scopes mcp:read,mcp:write,approvals:read,approvals:write [--account NAME]
+                                               make an agent; its token is printed alone on the last line
+  countersign agent list [--account NAME]
+  countersign agent disable NAME [--account NAME] [--reason TEXT]
+
+Configuration is read from the environment:
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	slog.SetDefault(log)
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, log); err != nil {
+		var u usageError
+		if errors.As(err, &u) {
+			fmt.Fprintln(os.Stderr, "countersign:", err)
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "countersign:", err)
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ msg string }
+
+func (u usageError) Error() string { return u.msg }
+
+func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer, log *slog.Logger) error {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	if cmd == "help" || cmd == "-h" || cmd == "--help" {
+		fmt.Fprint(out, usage)
+		for _, s := range app.Settings {
+			fmt.Fprintf(out, "  %-26s %-22q %s\n", s.Name, s.Default, s.Meaning)
+		}
+		return nil
+	}
+	cfg, err := app.LoadConfig(getenv)
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, cfg, log)
+	case "account":
+		return accountCommand(ctx, cfg, args, out)
+	case "agent":
+		return agentCommand(ctx, cfg, args, out)
+	}
+	return usageError{fmt.Sprintf("unknown command %q; run countersign help", cmd)}
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/countersign/countersign/app"
+)
+
+// serve runs the service until ctx ends (SIGTERM or Ctrl-C), then drains
+// requests for up to 20 seconds.
+func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
+	a, err := app.Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on COUNTERSIGN_ADDR %s: %w", cfg.Addr, err)
+	}
+	srv := &http.Server{
+		Handler:           a.Handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		// No WriteTimeout: MCP responses may stream for as long as a call waits.
+	}
+	var wg sync.WaitGroup
+	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	wg.Go(func() { a.Sweep(sweepCtx) })
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("countersign listening", "addr", ln.Addr().String(), "database", a.Store.Dialect(), "base_url", cfg.BaseURL)
+	select {
+	case err := <-errc:
+		stopSweep()
+		wg.Wait()
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	stopSweep()
+	wg.Wait()
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+package mcp
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/models"
+)
+
+type agentKey struct{}
+
+// authenticate answers 401 with WWW-Authenticate: Bearer unless the request
+// carries the bearer token of an enabled agent. Every HTTP request is checked
+// again, so a token disabled mid-session stops at once. The agent rides to the
+// tools in the SDK's token info; its id binds the MCP session, so one agent's
+// session cannot be used with another's token.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	verified := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		agent := ctx.Value(agentKey{}).(*models.Agent)
+		return &auth.TokenInfo{Scopes: agent.ScopeList(), UserID: agent.ID, Extra: map[string]any{"agent": agent}}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearerToken(r)
+		if !ok {
+			unauthorized(w, "invalid_request", "send Authorization: Bearer <agent token>")
+			return
+		}
+		agent, err := s.store.AgentByToken(r.Context(), token)
+		switch {
+		case models.CodeOf(err) == models.NotFound:
+			unauthorized(w, "invalid_token", "the token is not an agent token of this service")
+			return
+		case err != nil:
+			s.log.Error("authenticate agent", "err", err)
+			http.Error(w, "the service cannot check tokens right now", http.StatusServiceUnavailable)
+			return
+		case agent.Disabled:
+			unauthorized(w, "invalid_token", "this agent is disabled; an admin must look at it")
+			return
+		}
+		verified.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), agentKey{}, agent)))
+	})
+}
+
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	return token, ok && strings.EqualFold(scheme, "Bearer") && token != ""
+}
+
+func unauthorized(w http.ResponseWriter, code, desc string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="countersign", error="`+code+`", error_description="`+desc+`"`)
+	http.Error(w, desc, http.StatusUnauthorized)
+}
+
+// agentFrom returns the agent a request was authenticated as, or nil.
+func agentFrom(req sdk.Request) *models.Agent {
+	extra := req.GetExtra()
+	if extra == nil || extra.TokenInfo == nil {
+		return nil
+	}
+	agent, _ := extra.TokenInfo.Extra["agent"].(*models.Agent)
+	return agent
+}

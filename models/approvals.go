@@ -1,0 +1,409 @@
+package models
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+)
+
+// Approval is an ask: what a requester wants a go on, frozen, and what became of it.
+type Approval struct {
+	Seq              int64  `gorm:"primaryKey;autoIncrement"`
+	ID               string
+	AccountID        string
+	Kind             string
+	Title            string
+	Summary          string
+	ApproveMeans     string
+	DenyMeans        string
+	Payload          string `gorm:"column:payload"` // RFC 8785 canonical JSON
+	PayloadSHA256    string `gorm:"column:payload_sha256"`
+	Context          *string
+	Links            *string
+	AgentLabel       string
+	RequesterID      string
+	RequesterSubject string
+	AskedOf          string
+	Status           Status
+	Decision         string
+	DecidedBy        string
+	DecidedAt        *time.Time
+	Note             string
+	Proof            *string
+	Supersedes       string
+	SupersededBy     string
+	RepoKey          string
+	PRNumber         int64 `gorm:"column:pr_number"`
+	Head             string
+	JobID            string
+	Priority         int
+	Version          int
+	ExpiresAt        time.Time
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// LinkList returns the ask's links.
+func (a *Approval) LinkList() []string {
+	var out []string
+	if a.Links != nil {
+		_ = json.Unmarshal([]byte(*a.Links), &out)
+	}
+	return out
+}
+
+// DecisionOptions returns the options of a decision ask, in order.
+func (a *Approval) DecisionOptions() []string {
+	var p struct {
+		Decision struct {
+			Options []string `json:"options"`
+		} `json:"decision"`
+	}
+	if a.Kind != KindDecision || json.Unmarshal([]byte(a.Payload), &p) != nil {
+		return nil
+	}
+	return p.Decision.Options
+}
+
+// TimelineEvent is one line of an ask's timeline: who moved it, from where to where.
+type TimelineEvent struct {
+	Seq        int64 `gorm:"primaryKey;autoIncrement"`
+	AccountID  string
+	ApprovalID string
+	At         time.Time
+	ActorKind  string
+	Actor      string
+	Step       string
+	FromStatus Status
+	ToStatus   Status
+	Note       string
+	Data       *string
+}
+
+// NewAsk is what a requester sends to file an ask (approvals_create).
+type NewAsk struct {
+	Requester    *Agent
+	Kind         string
+	Title        string
+	Summary      string
+	ApproveMeans string
+	DenyMeans    string
+	AgentLabel   string
+	AskedOf      string
+	Supersedes   string
+	Payload      json.RawMessage
+	Context      json.RawMessage
+	Links        []string
+}
+
+// CreateApproval validates and files an ask for the requesting agent. The
+// payload is frozen as its canonical bytes and hashed; when the ask supersedes
+// an earlier open one, that one goes stale in the same transaction.
+func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*Approval, error) {
+	agent := in.Requester
+	now := s.now()
+	if !slices.Contains(AskKinds, in.Kind) {
+		if in.Kind == KindAutoApprove {
+			return nil, Invalid("kind", "auto_approve asks are filed with approvals_request_auto_approve")
+		}
+		return nil, Invalid("kind", "must be one of %s, not %q", strings.Join(AskKinds, ", "), in.Kind)
+	}
+	if err := ValidateAskText(in.Title, in.Summary, in.ApproveMeans, in.DenyMeans, in.AgentLabel); err != nil {
+		return nil, err
+	}
+	if err := ValidateLinks(in.Links); err != nil {
+		return nil, err
+	}
+	payload, err := ParsePayload(in.Kind, in.Payload, now)
+	if err != nil {
+		return nil, err
+	}
+	account, err := s.AccountByID(ctx, agent.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	actx, err := ParseContext(in.Kind, in.Context, in.Kind == KindDocument, account.AllowPrivateEvidence)
+	if err != nil {
+		return nil, err
+	}
+	askedOf := strings.TrimSpace(in.AskedOf)
+	if payload.Run != nil {
+		if askedOf != "" && askedOf != payload.Run.AskedOf {
+			return nil, Invalid("asked_of", "must equal payload.run.asked_of (%q) for a run", payload.Run.AskedOf)
+		}
+		askedOf = payload.Run.AskedOf
+	}
+	if askedOf != "" {
+		if _, err := s.MemberBySubject(ctx, agent.AccountID, askedOf); err != nil {
+			if CodeOf(err) == NotFound {
+				return nil, Invalid("asked_of", "no member of this account has subject %q; leave it empty to ask the owners and admins", askedOf)
+			}
+			return nil, err
+		}
+	}
+	if payload.Run != nil {
+		// Runners are enrolled by an admin; until this account has the named one, a pinned run cannot be filed.
+		return nil, Refuse(FailedPrecondition, "payload.run.runner_id", "runner %q is not enrolled in this account; an admin enrolls runners before pinned runs can be asked for", payload.Run.RunnerID)
+	}
+	expires := now.Add(s.askTTL)
+	if !payload.ExpiresAt.IsZero() && payload.ExpiresAt.Before(expires) {
+		expires = payload.ExpiresAt
+	}
+	a := &Approval{
+		ID: newID("appr"), AccountID: agent.AccountID, Kind: in.Kind,
+		Title: in.Title, Summary: in.Summary, ApproveMeans: in.ApproveMeans, DenyMeans: in.DenyMeans,
+		Payload: string(payload.Canonical), PayloadSHA256: payload.SHA256,
+		Context: nullableJSON(actx.Canonical), Links: linksJSON(in.Links),
+		AgentLabel: in.AgentLabel, RequesterID: agent.ID, RequesterSubject: agent.Subject, AskedOf: askedOf,
+		Status: StatusPending, Supersedes: in.Supersedes,
+		RepoKey: strings.ToLower(payload.Repo), PRNumber: payload.Number, Head: payload.Head, JobID: actx.JobID,
+		Version: 1, ExpiresAt: expires, CreatedAt: now, UpdatedAt: now,
+	}
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if in.Supersedes != "" {
+			if err := s.supersede(tx, a); err != nil {
+				return err
+			}
+		}
+		if err := tx.Table("approvals").Create(a).Error; err != nil {
+			return fmt.Errorf("insert approval: %w", err)
+		}
+		return tx.Table("events").Create(&TimelineEvent{
+			AccountID: a.AccountID, ApprovalID: a.ID, At: now, ActorKind: ActorAgent, Actor: agent.Subject,
+			Step: "created", ToStatus: StatusPending, Note: supersedeNote(a.Supersedes),
+		}).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func supersedeNote(earlier string) string {
+	if earlier == "" {
+		return ""
+	}
+	return "asks again for " + earlier
+}
+
+// supersede links the new ask a to the earlier one it asks again for, and
+// makes the earlier one stale when it was still open.
+func (s *Store) supersede(tx *gorm.DB, a *Approval) error {
+	var earlier Approval
+	err := s.loadForUpdate(tx, a.AccountID, a.Supersedes, &earlier)
+	if CodeOf(err) == NotFound {
+		return Refuse(NotFound, "supersedes", "no approval %q in this account", a.Supersedes)
+	}
+	if err != nil {
+		return err
+	}
+	if earlier.RequesterID != a.RequesterID {
+		return Refuse(PermissionDenied, "supersedes", "approval %s was filed by another agent; only its requester asks again for it", earlier.ID)
+	}
+	if earlier.SupersededBy != "" {
+		return Refuse(FailedPrecondition, "supersedes", "approval %s was already superseded by %s", earlier.ID, earlier.SupersededBy)
+	}
+	if !earlier.Status.Open() {
+		res := tx.Table("approvals").Where("id = ? AND version = ?", earlier.ID, earlier.Version).
+			Updates(map[string]any{"superseded_by": a.ID, "version": earlier.Version + 1, "updated_at": s.now()})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return Refuse(FailedPrecondition, "supersedes", "approval %s changed while this call ran; try again", earlier.ID)
+		}
+		return nil
+	}
+	return s.move(tx, &earlier, change{
+		event: EventSupersede, actorKind: ActorSystem, actor: "countersign",
+		note: "asked again as " + a.ID, set: map[string]any{"superseded_by": a.ID},
+	})
+}
+
+// GetApproval reads one approval of the account. An approval of another
+// account is NOT_FOUND, exactly like one that does not exist.
+func (s *Store) GetApproval(ctx context.Context, accountID, id string) (*Approval, error) {
+	var a Approval
+	err := s.db.WithContext(ctx).Table("approvals").Where("id = ? AND account_id = ?", id, accountID).Take(&a).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, Refuse(NotFound, "approval_id", "no approval %q in this account", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get approval: %w", err)
+	}
+	return &a, nil
+}
+
+// Timeline returns an approval's events, oldest first.
+func (s *Store) Timeline(ctx context.Context, accountID, id string) ([]TimelineEvent, error) {
+	var out []TimelineEvent
+	err := s.db.WithContext(ctx).Table("events").Where("approval_id = ? AND account_id = ?", id, accountID).Order("seq").Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("read timeline: %w", err)
+	}
+	return out, nil
+}
+
+// ListFilter narrows approvals_list. Empty and zero fields are no filter.
+type ListFilter struct {
+	Status        string
+	Kind          string
+	Repo          string
+	Number        int64
+	Head          string
+	PayloadSHA256 string
+	JobID         string
+	PageSize      int
+	PageToken     string
+}
+
+// Page sizes of approvals_list.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 200
+)
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// ListApprovals returns the account's approvals that match f, newest first,
+// and the token of the next page ("" on the last).
+func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilter) ([]Approval, string, error) {
+	size := f.PageSize
+	switch {
+	case size == 0:
+		size = DefaultPageSize
+	case size < 0 || size > MaxPageSize:
+		return nil, "", Invalid("page_size", "must be 0 (for %d) to %d, not %d", DefaultPageSize, MaxPageSize, size)
+	}
+	q := s.db.WithContext(ctx).Table("approvals").Where("account_id = ?", accountID)
+	switch st := f.Status; st {
+	case "":
+	case "open":
+		q = q.Where("status IN ?", OpenStatuses)
+	case "active":
+		q = q.Where("status IN ?", ActiveStatuses)
+	case "closed":
+		q = q.Where("status IN ?", ClosedStatuses)
+	default:
+		if !slices.Contains(AllStatuses, Status(st)) {
+			return nil, "", Invalid("status", "must be a state (%s) or open, active or closed, not %q", joinStatuses(AllStatuses), st)
+		}
+		q = q.Where("status = ?", st)
+	}
+	if f.Kind != "" {
+		if !slices.Contains(AskKinds, f.Kind) && f.Kind != KindAutoApprove {
+			return nil, "", Invalid("kind", "must be one of %s or %s, not %q", strings.Join(AskKinds, ", "), KindAutoApprove, f.Kind)
+		}
+		q = q.Where("kind = ?", f.Kind)
+	}
+	if r := strings.TrimSpace(f.Repo); r != "" {
+		q = q.Where("repo_key = ?", strings.ToLower(r))
+	}
+	if f.Number < 0 {
+		return nil, "", Invalid("number", "must be a pull request number, or 0 for no filter")
+	}
+	if f.Number > 0 {
+		q = q.Where("pr_number = ?", f.Number)
+	}
+	if h := strings.TrimSpace(f.Head); h != "" {
+		q = q.Where("head = ?", h)
+	}
+	if f.PayloadSHA256 != "" {
+		if !sha256Hex.MatchString(f.PayloadSHA256) {
+			return nil, "", Invalid("payload_sha256", "must be 64 lower-case hex characters")
+		}
+		q = q.Where("payload_sha256 = ?", f.PayloadSHA256)
+	}
+	if f.JobID != "" {
+		q = q.Where("job_id = ?", f.JobID)
+	}
+	if f.PageToken != "" {
+		after, ok := decodePageToken(f.PageToken)
+		if !ok {
+			return nil, "", Invalid("page_token", "not a next_page_token this list gave")
+		}
+		q = q.Where("seq < ?", after)
+	}
+	var out []Approval
+	if err := q.Order("seq DESC").Limit(size + 1).Find(&out).Error; err != nil {
+		return nil, "", fmt.Errorf("list approvals: %w", err)
+	}
+	next := ""
+	if len(out) > size {
+		out = out[:size]
+		next = encodePageToken(out[size-1].Seq)
+	}
+	return out, next, nil
+}
+
+func encodePageToken(seq int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("v1:" + strconv.FormatInt(seq, 10)))
+}
+
+func decodePageToken(tok string) (int64, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || !strings.HasPrefix(string(b), "v1:") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimPrefix(string(b), "v1:"), 10, 64)
+	return n, err == nil && n > 0
+}
+
+func runeCount(s string) int { return utf8.RuneCountInString(s) }
+
+func nullableJSON(b []byte) *string {
+	if len(b) == 0 {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
+func jsonText(v any) *string {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return nullableJSON(b)
+}
+
+func linksJSON(links []string) *string {
+	if len(links) == 0 {
+		return nil
+	}
+	return jsonText(links)
+}
+
+// applySet mirrors, on the loaded approval, the columns a move wrote.
+func applySet(a *Approval, set map[string]any) {
+	for k, v := range set {
+		switch k {
+		case "note":
+			a.Note = v.(string)
+		case "decision":
+			a.Decision = v.(string)
+		case "decided_by":
+			a.DecidedBy = v.(string)
+		case "decided_at":
+			t := v.(time.Time)
+			a.DecidedAt = &t
+		case "proof":
+			a.Proof = v.(*string)
+		case "superseded_by":
+			a.SupersededBy = v.(string)
+		}
+	}
+}

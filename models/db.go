@@ -1,0 +1,152 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// Dialect names the SQL database behind a Store.
+type Dialect string
+
+// The two databases Countersign runs on.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// Open connects to the database named by databaseURL, or, when it is empty, to
+// the SQLite file countersign.db in dataDir (made if missing), and applies the
+// migrations that have not run yet.
+func Open(ctx context.Context, databaseURL, dataDir string) (*gorm.DB, Dialect, error) {
+	cfg := &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	}
+	var (
+		db      *gorm.DB
+		dialect Dialect
+		err     error
+	)
+	switch {
+	case databaseURL == "":
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return nil, "", fmt.Errorf("make data folder: %w", err)
+		}
+		db, err = gorm.Open(sqlite.Open(sqliteDSN(filepath.Join(dataDir, "countersign.db"))), cfg)
+		dialect = SQLite
+	case strings.HasPrefix(databaseURL, "postgres://"), strings.HasPrefix(databaseURL, "postgresql://"):
+		db, err = gorm.Open(postgres.Open(databaseURL), cfg)
+		dialect = Postgres
+	default:
+		return nil, "", errors.New("database URL must start with postgres:// (or be empty for the embedded SQLite file)")
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("open %s database: %w", dialect, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, "", fmt.Errorf("open %s database: %w", dialect, err)
+	}
+	if dialect == SQLite {
+		// One writer at a time is SQLite's rule; readers run beside it in WAL mode.
+		sqlDB.SetMaxOpenConns(8)
+	} else {
+		sqlDB.SetMaxOpenConns(32)
+	}
+	sqlDB.SetMaxIdleConns(8)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	if err := sqlDB.PingContext(ctx); err != nil {
+		return nil, "", fmt.Errorf("reach %s database: %w", dialect, err)
+	}
+	if err := Migrate(ctx, db, dialect); err != nil {
+		return nil, "", err
+	}
+	return db, dialect, nil
+}
+
+// sqliteDSN turns on WAL, a busy timeout, foreign keys and immediate write
+// transactions, so a transaction that reads then writes never loses the race
+// for the write lock halfway through.
+func sqliteDSN(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	q.Set("_time_format", "sqlite")
+	return "file:" + path + "?" + q.Encode()
+}
+
+// migration is one versioned, append-only schema step. Its SQL is written once
+// for both databases; {{…}} words are replaced per dialect.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+var dialectWords = map[Dialect]*strings.Replacer{
+	SQLite:   strings.NewReplacer("{{serial}}", "INTEGER PRIMARY KEY AUTOINCREMENT", "{{time}}", "TIMESTAMP", "{{json}}", "TEXT"),
+	Postgres: strings.NewReplacer("{{serial}}", "BIGSERIAL PRIMARY KEY", "{{time}}", "TIMESTAMPTZ", "{{json}}", "TEXT"),
+}
+
+// Migrate applies, in order and each in its own transaction, the migrations
+// the database has not recorded yet.
+func Migrate(ctx context.Context, db *gorm.DB, dialect Dialect) error {
+	db = db.WithContext(ctx)
+	if err := db.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ` + dialectWords[dialect].Replace("{{time}}") + ` NOT NULL)`).Error; err != nil {
+		return fmt.Errorf("migrate: make schema_migrations: %w", err)
+	}
+	for _, m := range migrations {
+		err := db.Transaction(func(tx *gorm.DB) error {
+			if dialect == Postgres {
+				// Several instances may start at once: one migrates, the others wait.
+				if err := tx.Exec(`SELECT pg_advisory_xact_lock(7261)`).Error; err != nil {
+					return err
+				}
+			}
+			var n int64
+			if err := tx.Raw(`SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n).Error; err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			for _, stmt := range splitSQL(dialectWords[dialect].Replace(m.sql)) {
+				if err := tx.Exec(stmt).Error; err != nil {
+					return fmt.Errorf("%w\n%s", err, stmt)
+				}
+			}
+			slog.Info("migrated", "version", m.version, "name", m.name)
+			return tx.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`, m.version, m.name, time.Now().UTC()).Error
+		})
+		if err != nil {
+			return fmt.Errorf("migrate %d %s: %w", m.version, m.name, err)
+		}
+	}
+	return nil
+}
+
+func splitSQL(s string) []string {
+	var out []string
+	for _, stmt := range strings.Split(s, ";") {
+		if strings.TrimSpace(stmt) != "" {
+			out = append(out, strings.TrimSpace(stmt))
+		}
+	}
+	return out
+}

@@ -1,0 +1,99 @@
+package models
+
+// migrations are appended, never edited: a database that ran version N keeps
+// the schema version N made.
+var migrations = []migration{
+	{1, "accounts, persons, agents, approvals, events", `
+CREATE TABLE accounts (
+	id TEXT PRIMARY KEY,
+	name TEXT NOT NULL UNIQUE,
+	allow_private_evidence BOOLEAN NOT NULL DEFAULT FALSE,
+	created_at {{time}} NOT NULL
+);
+CREATE TABLE persons (
+	id TEXT PRIMARY KEY,
+	subject TEXT NOT NULL UNIQUE,
+	display_name TEXT NOT NULL DEFAULT '',
+	created_at {{time}} NOT NULL
+);
+CREATE TABLE memberships (
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	person_id TEXT NOT NULL REFERENCES persons(id),
+	role TEXT NOT NULL,
+	created_at {{time}} NOT NULL,
+	PRIMARY KEY (account_id, person_id)
+);
+CREATE INDEX memberships_person ON memberships (person_id);
+CREATE TABLE agents (
+	id TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	name TEXT NOT NULL,
+	subject TEXT NOT NULL,
+	token_hash TEXT NOT NULL UNIQUE,
+	scopes TEXT NOT NULL,
+	disabled BOOLEAN NOT NULL DEFAULT FALSE,
+	disabled_reason TEXT NOT NULL DEFAULT '',
+	created_at {{time}} NOT NULL,
+	UNIQUE (account_id, name)
+);
+CREATE TABLE approvals (
+	seq {{serial}},
+	id TEXT NOT NULL UNIQUE,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	kind TEXT NOT NULL,
+	title TEXT NOT NULL,
+	summary TEXT NOT NULL DEFAULT '',
+	approve_means TEXT NOT NULL DEFAULT '',
+	deny_means TEXT NOT NULL DEFAULT '',
+	payload {{json}} NOT NULL,
+	payload_sha256 TEXT NOT NULL,
+	context {{json}},
+	links {{json}},
+	agent_label TEXT NOT NULL DEFAULT '',
+	requester_id TEXT NOT NULL REFERENCES agents(id),
+	requester_subject TEXT NOT NULL,
+	asked_of TEXT NOT NULL DEFAULT '',
+	status TEXT NOT NULL,
+	decision TEXT NOT NULL DEFAULT '',
+	decided_by TEXT NOT NULL DEFAULT '',
+	decided_at {{time}},
+	note TEXT NOT NULL DEFAULT '',
+	proof {{json}},
+	supersedes TEXT NOT NULL DEFAULT '',
+	superseded_by TEXT NOT NULL DEFAULT '',
+	repo_key TEXT NOT NULL DEFAULT '',
+	pr_number BIGINT NOT NULL DEFAULT 0,
+	head TEXT NOT NULL DEFAULT '',
+	job_id TEXT NOT NULL DEFAULT '',
+	priority INTEGER NOT NULL DEFAULT 0,
+	version INTEGER NOT NULL DEFAULT 1,
+	expires_at {{time}} NOT NULL,
+	created_at {{time}} NOT NULL,
+	updated_at {{time}} NOT NULL
+);
+CREATE INDEX approvals_account ON approvals (account_id, seq);
+CREATE INDEX approvals_status ON approvals (account_id, status, seq);
+CREATE INDEX approvals_kind ON approvals (account_id, kind, seq);
+CREATE INDEX approvals_repo ON approvals (account_id, repo_key, pr_number, seq);
+CREATE INDEX approvals_head ON approvals (account_id, head, seq);
+CREATE INDEX approvals_payload ON approvals (account_id, payload_sha256, seq);
+CREATE INDEX approvals_job ON approvals (account_id, job_id, seq);
+CREATE INDEX approvals_asked_of ON approvals (account_id, asked_of, status, seq);
+CREATE INDEX approvals_expiry ON approvals (status, expires_at);
+CREATE TABLE events (
+	seq {{serial}},
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	approval_id TEXT NOT NULL,
+	at {{time}} NOT NULL,
+	actor_kind TEXT NOT NULL,
+	actor TEXT NOT NULL,
+	step TEXT NOT NULL,
+	from_status TEXT NOT NULL DEFAULT '',
+	to_status TEXT NOT NULL DEFAULT '',
+	note TEXT NOT NULL DEFAULT '',
+	data {{json}}
+);
+CREATE INDEX events_approval ON events (approval_id, seq);
+CREATE INDEX events_account ON events (account_id, seq)
+`},
+}

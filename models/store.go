@@ -1,0 +1,417 @@
+package models
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Store is the one way into Countersign's data. Handlers and MCP tools call its
+// methods; none of them writes a status itself.
+type Store struct {
+	db      *gorm.DB
+	dialect Dialect
+	askTTL  time.Duration
+	now     func() time.Time
+}
+
+// NewStore wraps an opened, migrated database. askTTL is an ask's life unless
+// its kind sets a shorter one.
+func NewStore(db *gorm.DB, dialect Dialect, askTTL time.Duration) *Store {
+	return &Store{db: db, dialect: dialect, askTTL: askTTL, now: func() time.Time { return time.Now().UTC() }}
+}
+
+// SetClock replaces the store's clock; tests use it to move time.
+func (s *Store) SetClock(now func() time.Time) { s.now = func() time.Time { return now().UTC() } }
+
+// Now is the store's clock.
+func (s *Store) Now() time.Time { return s.now() }
+
+// DB is the underlying database handle, for health checks and tests.
+func (s *Store) DB() *gorm.DB { return s.db }
+
+// Dialect names the database behind the store.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// Ping answers nil when the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}
+
+// lock returns tx set to lock the rows it reads until the transaction ends.
+// SQLite needs none: its write transactions start IMMEDIATE and hold the lock.
+func (s *Store) lock(tx *gorm.DB) *gorm.DB {
+	if s.dialect == Postgres {
+		return tx.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	return tx
+}
+
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// newID returns prefix_ followed by 80 random bits: ids cannot be guessed.
+func newID(prefix string) string {
+	b := make([]byte, 10)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return prefix + "_" + idEncoding.EncodeToString(b)
+}
+
+// Role is a person's place in an account.
+type Role string
+
+// The roles, strongest first.
+const (
+	RoleOwner  Role = "owner"
+	RoleAdmin  Role = "admin"
+	RoleMember Role = "member"
+)
+
+// ParseRole checks a role name.
+func ParseRole(s string) (Role, error) {
+	switch r := Role(s); r {
+	case RoleOwner, RoleAdmin, RoleMember:
+		return r, nil
+	}
+	return "", Invalid("role", "must be owner, admin or member, not %q", s)
+}
+
+// Account is a tenant: every other row belongs to one.
+type Account struct {
+	ID                   string
+	Name                 string
+	AllowPrivateEvidence bool
+	CreatedAt            time.Time
+}
+
+// DefaultAccountName is the account made on first start.
+const DefaultAccountName = "default"
+
+var accountName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// CreateAccount makes a new account.
+func (s *Store) CreateAccount(ctx context.Context, name string) (*Account, error) {
+	if !accountName.MatchString(name) {
+		return nil, Invalid("name", "an account name is 1 to 63 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	a := &Account{ID: newID("acct"), Name: name, CreatedAt: s.now()}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Table("accounts").Where("name = ?", name).Count(&n).Error; err != nil {
+			return err
+		}
+		if n > 0 {
+			return Refuse(FailedPrecondition, "name", "account %q exists", name)
+		}
+		return tx.Table("accounts").Create(a).Error
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create account: %w", err)
+	}
+	return a, nil
+}
+
+// EnsureDefaultAccount makes the default account when there is no account yet.
+func (s *Store) EnsureDefaultAccount(ctx context.Context) error {
+	var n int64
+	if err := s.db.WithContext(ctx).Table("accounts").Count(&n).Error; err != nil {
+		return fmt.Errorf("count accounts: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	_, err := s.CreateAccount(ctx, DefaultAccountName)
+	if CodeOf(err) == FailedPrecondition {
+		return nil // another instance made it first
+	}
+	return err
+}
+
+// AccountByName finds an account by its name.
+func (s *Store) AccountByName(ctx context.Context, name string) (*Account, error) {
+	var a Account
+	err := s.db.WithContext(ctx).Table("accounts").Where("name = ?", name).Take(&a).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, Refuse(NotFound, "account", "no account is named %q", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find account: %w", err)
+	}
+	return &a, nil
+}
+
+// AccountByID finds an account by its id.
+func (s *Store) AccountByID(ctx context.Context, id string) (*Account, error) {
+	var a Account
+	err := s.db.WithContext(ctx).Table("accounts").Where("id = ?", id).Take(&a).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, Refuse(NotFound, "account_id", "no such account")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find account: %w", err)
+	}
+	return &a, nil
+}
+
+// ListAccounts returns every account, oldest first.
+func (s *Store) ListAccounts(ctx context.Context) ([]Account, error) {
+	var out []Account
+	if err := s.db.WithContext(ctx).Table("accounts").Order("created_at, id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list accounts: %w", err)
+	}
+	return out, nil
+}
+
+// SetAllowPrivateEvidence turns on or off whether asks of the account may
+// carry code, diff and log evidence.
+func (s *Store) SetAllowPrivateEvidence(ctx context.Context, accountID string, allow bool) error {
+	res := s.db.WithContext(ctx).Table("accounts").Where("id = ?", accountID).Update("allow_private_evidence", allow)
+	if res.Error != nil {
+		return fmt.Errorf("set allow_private_evidence: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return Refuse(NotFound, "account", "no such account")
+	}
+	return nil
+}
+
+// Person is somebody who can decide asks, in one or more accounts.
+type Person struct {
+	ID          string
+	Subject     string
+	DisplayName string
+	CreatedAt   time.Time
+}
+
+// Member is a person as seen from one account.
+type Member struct {
+	Person
+	AccountID string
+	Role      Role
+}
+
+var subjectPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9@._:+-]{0,127}$`)
+
+// AddMember makes the person with subject (or finds them) and gives them role
+// in the account.
+func (s *Store) AddMember(ctx context.Context, accountID, subject, displayName string, role Role) (*Member, error) {
+	if !subjectPattern.MatchString(subject) {
+		return nil, Invalid("subject", "a subject is 1 to 128 letters, digits or @._:+- characters")
+	}
+	if _, err := ParseRole(string(role)); err != nil {
+		return nil, err
+	}
+	m := &Member{AccountID: accountID, Role: role}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Table("persons").Where("subject = ?", subject).Take(&m.Person).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			m.Person = Person{ID: newID("per"), Subject: subject, DisplayName: displayName, CreatedAt: s.now()}
+			err = tx.Table("persons").Create(&m.Person).Error
+		}
+		if err != nil {
+			return err
+		}
+		return tx.Exec(`INSERT INTO memberships (account_id, person_id, role, created_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (account_id, person_id) DO UPDATE SET role = excluded.role`, accountID, m.ID, role, s.now()).Error
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add member: %w", err)
+	}
+	return m, nil
+}
+
+// MemberBySubject finds the member of the account with subject.
+func (s *Store) MemberBySubject(ctx context.Context, accountID, subject string) (*Member, error) {
+	var m Member
+	err := s.db.WithContext(ctx).Raw(`SELECT p.id, p.subject, p.display_name, p.created_at, m.account_id, m.role
+		FROM memberships m JOIN persons p ON p.id = m.person_id WHERE m.account_id = ? AND p.subject = ?`, accountID, subject).
+		Scan(&m).Error
+	if err != nil {
+		return nil, fmt.Errorf("find member: %w", err)
+	}
+	if m.ID == "" {
+		return nil, Refuse(NotFound, "subject", "no member of this account has subject %q", subject)
+	}
+	return &m, nil
+}
+
+// MayDecide says whether the member may answer the ask: it is asked of them, or
+// of nobody in particular and they are an owner or admin.
+func (m *Member) MayDecide(a *Approval) bool {
+	if m.AccountID != a.AccountID {
+		return false
+	}
+	if a.AskedOf == "" {
+		return m.Role == RoleOwner || m.Role == RoleAdmin
+	}
+	return a.AskedOf == m.Subject
+}
+
+// Scopes an agent token can hold.
+const (
+	ScopeMCPRead        = "mcp:read"
+	ScopeMCPWrite       = "mcp:write"
+	ScopeApprovalsRead  = "approvals:read"
+	ScopeApprovalsWrite = "approvals:write"
+)
+
+// AllScopes lists every scope, in the order they are shown.
+var AllScopes = []string{ScopeMCPRead, ScopeMCPWrite, ScopeApprovalsRead, ScopeApprovalsWrite}
+
+// Agent is a requester: software that files asks with a bearer token.
+type Agent struct {
+	ID             string
+	AccountID      string
+	Name           string
+	Subject        string
+	TokenHash      string
+	Scopes         string // space separated
+	Disabled       bool
+	DisabledReason string
+	CreatedAt      time.Time
+}
+
+// ScopeList returns the agent's scopes.
+func (a *Agent) ScopeList() []string { return strings.Fields(a.Scopes) }
+
+// HasScopes says whether the agent holds every one of scopes.
+func (a *Agent) HasScopes(scopes ...string) bool {
+	have := a.ScopeList()
+	for _, s := range scopes {
+		if !slices.Contains(have, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// TokenPrefix starts every agent token, so a leaked one is easy to spot.
+const TokenPrefix = "cs_agent_"
+
+// HashToken is how a bearer token is kept: only its SHA-256.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+var agentName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// CreateAgent makes an agent with the given scopes and returns it with its
+// bearer token, which is shown this once: only its hash is kept.
+func (s *Store) CreateAgent(ctx context.Context, accountID, name string, scopes []string) (*Agent, string, error) {
+	if !agentName.MatchString(name) {
+		return nil, "", Invalid("name", "an agent name is 1 to 64 letters, digits, '.', '_' or '-'")
+	}
+	if len(scopes) == 0 {
+		return nil, "", Invalid("scopes", "name at least one of %s", strings.Join(AllScopes, ", "))
+	}
+	var clean []string
+	for _, sc := range scopes {
+		sc = strings.TrimSpace(sc)
+		if !slices.Contains(AllScopes, sc) {
+			return nil, "", Invalid("scopes", "unknown scope %q: the scopes are %s", sc, strings.Join(AllScopes, ", "))
+		}
+		if !slices.Contains(clean, sc) {
+			clean = append(clean, sc)
+		}
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, "", err
+	}
+	token := TokenPrefix + idEncoding.EncodeToString(raw)
+	a := &Agent{
+		ID: newID("agt"), AccountID: accountID, Name: name, Subject: "agent:" + name,
+		TokenHash: HashToken(token), Scopes: strings.Join(clean, " "), CreatedAt: s.now(),
+	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Table("agents").Where("account_id = ? AND name = ?", accountID, name).Count(&n).Error; err != nil {
+			return err
+		}
+		if n > 0 {
+			return Refuse(FailedPrecondition, "name", "an agent named %q exists in this account", name)
+		}
+		return tx.Table("agents").Create(a).Error
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("create agent: %w", err)
+	}
+	return a, token, nil
+}
+
+// AgentByToken finds the agent a bearer token belongs to, disabled or not.
+func (s *Store) AgentByToken(ctx context.Context, token string) (*Agent, error) {
+	var a Agent
+	err := s.db.WithContext(ctx).Table("agents").Where("token_hash = ?", HashToken(token)).Take(&a).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, Refuse(NotFound, "token", "no agent has this token")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find agent: %w", err)
+	}
+	return &a, nil
+}
+
+// AgentByName finds an agent of the account by name.
+func (s *Store) AgentByName(ctx context.Context, accountID, name string) (*Agent, error) {
+	var a Agent
+	err := s.db.WithContext(ctx).Table("agents").Where("account_id = ? AND name = ?", accountID, name).Take(&a).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, Refuse(NotFound, "name", "no agent is named %q in this account", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find agent: %w", err)
+	}
+	return &a, nil
+}
+
+// ListAgents returns the account's agents, oldest first.
+func (s *Store) ListAgents(ctx context.Context, accountID string) ([]Agent, error) {
+	var out []Agent
+	if err := s.db.WithContext(ctx).Table("agents").Where("account_id = ?", accountID).Order("created_at, id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list agents: %w", err)
+	}
+	return out, nil
+}
+
+// DisableAgent stops the agent's token and cancels its open asks, in one
+// transaction. Disabling a disabled agent changes nothing.
+func (s *Store) DisableAgent(ctx context.Context, accountID, name, reason, by string) (*Agent, error) {
+	var agent Agent
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := s.lock(tx.Table("agents")).Where("account_id = ? AND name = ?", accountID, name).Take(&agent).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return Refuse(NotFound, "name", "no agent is named %q in this account", name)
+		}
+		if err != nil || agent.Disabled {
+			return err
+		}
+		if err := tx.Table("agents").Where("id = ?", agent.ID).
+			Updates(map[string]any{"disabled": true, "disabled_reason": reason}).Error; err != nil {
+			return err
+		}
+		agent.Disabled, agent.DisabledReason = true, reason
+		return s.cancelOpenAsksOf(tx, &agent, by, "requesting agent disabled: "+reason)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("disable agent: %w", err)
+	}
+	return &agent, nil
+}
