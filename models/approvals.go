@@ -18,7 +18,7 @@ import (
 
 // Approval is an ask: what a requester wants a go on, frozen, and what became of it.
 type Approval struct {
-	Seq              int64  `gorm:"primaryKey;autoIncrement"`
+	Seq              int64 `gorm:"primaryKey;autoIncrement"`
 	ID               string
 	AccountID        string
 	Kind             string

@@ -1,0 +1,290 @@
+// Package apptest runs the whole service inside a test process, on a real
+// SQLite file or a real PostgreSQL database, and drives it over HTTP with the
+// official MCP client.
+package apptest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/countersign/countersign/app"
+	"github.com/countersign/countersign/models"
+)
+
+// PostgresEnv names the variable that points the tests at a PostgreSQL server
+// (postgres://user:pass@host:port/db); each test gets a database of its own on it.
+const PostgresEnv = "COUNTERSIGN_TEST_POSTGRES_URL"
+
+// Database is one backend the suite runs on.
+type Database string
+
+// The backends.
+const (
+	SQLite   Database = "sqlite"
+	Postgres Database = "postgres"
+)
+
+// ForEachDatabase runs f as a subtest on SQLite and on PostgreSQL. Without
+// COUNTERSIGN_TEST_POSTGRES_URL the PostgreSQL half is skipped, except in CI,
+// where it fails: CI must test both.
+func ForEachDatabase(t *testing.T, f func(t *testing.T, db Database)) {
+	t.Helper()
+	for _, db := range []Database{SQLite, Postgres} {
+		t.Run(string(db), func(t *testing.T) {
+			if db == Postgres && os.Getenv(PostgresEnv) == "" {
+				if os.Getenv("CI") != "" {
+					t.Fatalf("%s is not set: CI runs every test on PostgreSQL too", PostgresEnv)
+				}
+				t.Skipf("%s is not set", PostgresEnv)
+			}
+			f(t, db)
+		})
+	}
+}
+
+// DatabaseURL returns "" for SQLite, or the URL of a new, empty PostgreSQL
+// database that is dropped when the test ends.
+func DatabaseURL(t testing.TB, db Database) string {
+	t.Helper()
+	if db == SQLite {
+		return ""
+	}
+	base := os.Getenv(PostgresEnv)
+	if base == "" {
+		t.Fatalf("%s is not set", PostgresEnv)
+	}
+	admin, err := gorm.Open(postgres.Open(base), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatalf("connect to %s: %v", PostgresEnv, err)
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "cs_test_" + hex.EncodeToString(b)
+	if err := admin.Exec("CREATE DATABASE " + name).Error; err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+		if sqlDB, err := admin.DB(); err == nil {
+			sqlDB.Close()
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("parse %s: %v", PostgresEnv, err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// Env is a running service.
+type Env struct {
+	t       testing.TB
+	App     *app.App
+	Store   *models.Store
+	URL     string // base URL of the HTTP server
+	Account *models.Account
+}
+
+// Config returns a test configuration on db with a fresh data folder, the
+// ask rate limit out of the way, and overrides applied.
+func Config(t testing.TB, db Database, overrides map[string]string) app.Config {
+	t.Helper()
+	env := map[string]string{
+		"COUNTERSIGN_DATA":         t.TempDir(),
+		"COUNTERSIGN_DATABASE_URL": DatabaseURL(t, db),
+		"COUNTERSIGN_ASK_RATE":     "100000/s",
+		"COUNTERSIGN_ASK_BURST":    "100000",
+	}
+	for k, v := range overrides {
+		env[k] = v
+	}
+	cfg, err := app.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("test config: %v", err)
+	}
+	return cfg
+}
+
+// Start runs the service on db behind an httptest server.
+func Start(t testing.TB, db Database, overrides map[string]string) *Env {
+	t.Helper()
+	return StartWith(t, Config(t, db, overrides))
+}
+
+// StartWith runs the service with cfg behind an httptest server.
+func StartWith(t testing.TB, cfg app.Config) *Env {
+	t.Helper()
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	a, err := app.Open(ctx, cfg, log)
+	if err != nil {
+		t.Fatalf("open app: %v", err)
+	}
+	srv := httptest.NewServer(a.Handler)
+	t.Cleanup(func() {
+		srv.Close()
+		a.Close()
+	})
+	acct, err := a.Store.AccountByName(ctx, models.DefaultAccountName)
+	if err != nil {
+		t.Fatalf("default account: %v", err)
+	}
+	return &Env{t: t, App: a, Store: a.Store, URL: srv.URL, Account: acct}
+}
+
+// AllScopes is every agent scope.
+var AllScopes = models.AllScopes
+
+// Agent makes an agent in the account with scopes (all when none are given)
+// and returns it with its token.
+func (e *Env) Agent(accountID, name string, scopes ...string) (*models.Agent, string) {
+	e.t.Helper()
+	if len(scopes) == 0 {
+		scopes = AllScopes
+	}
+	a, token, err := e.Store.CreateAgent(context.Background(), accountID, name, scopes)
+	if err != nil {
+		e.t.Fatalf("create agent: %v", err)
+	}
+	return a, token
+}
+
+// Member adds a person to the account.
+func (e *Env) Member(accountID, subject string, role models.Role) *models.Member {
+	e.t.Helper()
+	m, err := e.Store.AddMember(context.Background(), accountID, subject, subject, role)
+	if err != nil {
+		e.t.Fatalf("add member: %v", err)
+	}
+	return m
+}
+
+// Client is an MCP client session authenticated as one agent.
+type Client struct {
+	t       testing.TB
+	Session *sdk.ClientSession
+}
+
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// BearerClient is an HTTP client that sends token on every request.
+func BearerClient(token string) *http.Client {
+	return &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
+}
+
+// Connect opens an MCP session to the service with token.
+func (e *Env) Connect(token string) *Client {
+	e.t.Helper()
+	c, err := Connect(context.Background(), e.URL+"/mcp", token)
+	if err != nil {
+		e.t.Fatalf("connect: %v", err)
+	}
+	e.t.Cleanup(func() { c.Close() })
+	return &Client{t: e.t, Session: c}
+}
+
+// Connect opens an MCP session to endpoint with a bearer token.
+func Connect(ctx context.Context, endpoint, token string) (*sdk.ClientSession, error) {
+	client := sdk.NewClient(&sdk.Implementation{Name: "countersign-test", Version: "1"}, nil)
+	return client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: BearerClient(token), MaxRetries: -1}, nil)
+}
+
+// Result is a tool result, read.
+type Result struct {
+	IsError bool
+	Text    string         // the first text content
+	Out     map[string]any // the structured content
+	Code    string         // of a refusal: INVALID_ARGUMENT, …
+	Field   string         // of a refusal, when it names one
+}
+
+// Call calls a tool and reads its result; a protocol error fails the test.
+func (c *Client) Call(name string, args any) Result {
+	c.t.Helper()
+	r, err := CallTool(context.Background(), c.Session, name, args)
+	if err != nil {
+		c.t.Fatalf("call %s: %v", name, err)
+	}
+	return r
+}
+
+// OK calls a tool and fails the test unless it succeeds.
+func (c *Client) OK(name string, args any) map[string]any {
+	c.t.Helper()
+	r := c.Call(name, args)
+	if r.IsError {
+		c.t.Fatalf("%s refused: %s", name, r.Text)
+	}
+	return r.Out
+}
+
+// CallTool calls a tool on a session and reads the result.
+func CallTool(ctx context.Context, s *sdk.ClientSession, name string, args any) (Result, error) {
+	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return Result{}, err
+	}
+	var r Result
+	r.IsError = res.IsError
+	if len(res.Content) > 0 {
+		if tc, ok := res.Content[0].(*sdk.TextContent); ok {
+			r.Text = tc.Text
+		}
+	}
+	if res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &r.Out)
+	}
+	if r.IsError {
+		r.Code, r.Field = ParseRefusal(r.Text)
+	}
+	return r, nil
+}
+
+// ParseRefusal splits "CODE: field: message" into its code and field. A
+// message without a field gives "".
+func ParseRefusal(text string) (code, field string) {
+	code, rest, _ := strings.Cut(text, ": ")
+	f, _, ok := strings.Cut(rest, ": ")
+	if ok && !strings.Contains(f, " ") {
+		field = f
+	}
+	return code, field
+}
+
+// Close ends the session.
+func (c *Client) Close() error { return c.Session.Close() }
+
+// String renders a Result for failure messages.
+func (r Result) String() string {
+	return fmt.Sprintf("isError=%t code=%s field=%s text=%s", r.IsError, r.Code, r.Field, r.Text)
+}
