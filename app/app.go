@@ -10,6 +10,7 @@ import (
 	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/mcp"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/passkey"
 )
 
 // App is a running Countersign, short of its listener.
@@ -31,15 +32,40 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	if err := store.EnsureDefaultAccount(ctx); err != nil {
 		return nil, err
 	}
+	rp, err := passkey.New(cfg.BaseURL)
+	if err != nil {
+		return nil, err
+	}
 	endpoint := mcp.New(store, mcp.Options{AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log})
 	return &App{
 		Config:  cfg,
 		Store:   store,
 		MCP:     endpoint,
-		Handler: handlers.New(store, log).Routes(endpoint),
+		Handler: handlers.New(store, rp, cfg.BaseURL, log).Routes(endpoint),
 		log:     log,
 	}, nil
 }
+
+// SetupURL returns, while nobody has registered yet, a fresh owner invite
+// of the default account for the first person; "" once someone has.
+func (a *App) SetupURL(ctx context.Context) (string, error) {
+	n, err := a.Store.CountPersons(ctx)
+	if err != nil || n > 0 {
+		return "", err
+	}
+	acct, err := a.Store.AccountByName(ctx, models.DefaultAccountName)
+	if err != nil {
+		return "", err
+	}
+	token, _, err := a.Store.CreateInvite(ctx, acct.ID, models.RoleOwner, "", models.SetupInviter)
+	if err != nil {
+		return "", err
+	}
+	return InviteURL(a.Config.BaseURL, token), nil
+}
+
+// InviteURL is the page where an invite is accepted.
+func InviteURL(baseURL, token string) string { return baseURL + "/invite/" + token }
 
 // OpenStore opens the configured database, for the service and the CLI.
 func OpenStore(ctx context.Context, cfg Config) (*models.Store, error) {

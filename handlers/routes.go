@@ -1,29 +1,43 @@
-// Package handlers holds Countersign's HTTP surface: pages, JSON and the
-// mount point of the MCP endpoint, as Echo routes.
+// Package handlers holds Countersign's HTTP surface: the pages and JSON of
+// the approver PWA and the admin screens, and the mount point of the MCP
+// endpoint, as Echo routes.
 package handlers
 
 import (
 	"log/slog"
 	"net/http"
+	"net/url"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/passkey"
 )
 
 // Handlers carries what every handler needs; it is built once in cmd.
 type Handlers struct {
-	store *models.Store
-	log   *slog.Logger
+	store   *models.Store
+	rp      *passkey.RP
+	log     *slog.Logger
+	baseURL string
+	secure  bool // cookies carry Secure: the service is reached over https
 }
 
-// New builds the handlers.
-func New(store *models.Store, log *slog.Logger) *Handlers {
-	return &Handlers{store: store, log: log}
+// New builds the handlers for the service at baseURL.
+func New(store *models.Store, rp *passkey.RP, baseURL string, log *slog.Logger) *Handlers {
+	u, _ := url.Parse(baseURL)
+	return &Handlers{store: store, rp: rp, log: log, baseURL: baseURL, secure: u != nil && u.Scheme == "https"}
 }
 
-// Routes builds the Echo app: public routes, and the MCP endpoint for agents.
+// ContentSecurityPolicy allows only this origin's scripts, styles and
+// connections: no inline script, no inline style, no framing.
+const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; manifest-src 'self'; worker-src 'self'; font-src 'self'; " +
+	"base-uri 'none'; frame-ancestors 'none'; form-action 'self'; object-src 'none'"
+
+// Routes builds the Echo app: public pages, the signed-in person's pages,
+// the admin pages, and the MCP endpoint for agents.
 func (h *Handlers) Routes(mcpEndpoint http.Handler) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -31,33 +45,46 @@ func (h *Handlers) Routes(mcpEndpoint http.Handler) *echo.Echo {
 	e.Use(middleware.Recover())
 	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
 		XSSProtection: "0", ContentTypeNosniff: "nosniff", XFrameOptions: "DENY",
-		ReferrerPolicy: "same-origin", ContentSecurityPolicy: "default-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'; object-src 'none'",
+		ReferrerPolicy: "same-origin", ContentSecurityPolicy: ContentSecurityPolicy,
+		HSTSMaxAge: 0,
 	}))
 
 	e.GET("/healthz", h.Health)
+	e.Any("/mcp", echo.WrapHandler(mcpEndpoint))
+	h.staticRoutes(e)
 
-	agent := e.Group("/mcp")
-	agent.Any("", echo.WrapHandler(mcpEndpoint))
+	web := e.Group("", h.csrf, h.loadSession)
+	web.GET("/signin", h.SignInPage)
+	web.POST("/signin/begin", h.SignInBegin)
+	web.POST("/signin/finish", h.SignInFinish)
+	web.POST("/signout", h.SignOut)
+	web.GET("/invite/:token", h.InvitePage)
+	web.POST("/invite/:token/begin", h.InviteBegin)
+	web.POST("/invite/:token/finish", h.InviteFinish)
+
+	person := web.Group("", h.requirePerson)
+	person.GET("/", h.Inbox)
+	person.GET("/history", h.History)
+	person.GET("/approvals/:id", h.ApprovalShow)
+	person.GET("/approvals/:id/events", h.ApprovalEvents)
+	person.GET("/approvals/:id/proof.json", h.ApprovalProof)
+	person.POST("/approvals/:id/challenge", h.DecisionChallenge)
+	person.POST("/approvals/:id/decide", h.Decide)
+	person.GET("/devices", h.Devices)
+	person.POST("/devices/begin", h.DeviceAddBegin)
+	person.POST("/devices/finish", h.DeviceAddFinish)
+	person.POST("/devices/:id/rename", h.DeviceRename)
+	person.POST("/devices/:id/remove", h.DeviceRemove)
+
+	admin := person.Group("/admin", h.requireAdmin)
+	admin.GET("/members", h.AdminMembers)
+	admin.POST("/invites", h.AdminInviteCreate)
+	admin.POST("/members/:person/role", h.AdminMemberRole)
+	admin.POST("/members/:person/remove", h.AdminMemberRemove)
+	admin.GET("/agents", h.AdminAgents)
+	admin.POST("/agents", h.AdminAgentCreate)
+	admin.POST("/agents/:name/disable", h.AdminAgentDisable)
+	admin.POST("/agents/:name/delete", h.AdminAgentDelete)
+	admin.GET("/audit", h.AdminAudit)
 	return e
-}
-
-// errorHandler answers every error in one shape; a 500 is logged once, here,
-// and shows no internals.
-func (h *Handlers) errorHandler(err error, c echo.Context) {
-	if c.Response().Committed {
-		return
-	}
-	code := http.StatusInternalServerError
-	msg := "something went wrong inside Countersign"
-	if he, ok := err.(*echo.HTTPError); ok {
-		code = he.Code
-		if m, ok := he.Message.(string); ok {
-			msg = m
-		} else {
-			msg = http.StatusText(code)
-		}
-	} else {
-		h.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
-	}
-	_ = c.JSON(code, map[string]string{"error": msg})
 }

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/countersign/countersign/proof"
 )
 
 // Status is where an approval is in its life.
@@ -298,7 +301,21 @@ const (
 type Decision struct {
 	Verdict Verdict // approve, deny, not_mine, question, or option:<index>
 	Note    string  // the question's text for question; optional otherwise
-	Proof   []byte  // the signed assertion, kept whole (JSON)
+	// The signature, already verified by the caller: the nonce it covered is
+	// spent and the passkey's counter moves in the decision's transaction.
+	Proof        []byte // the proof, kept whole (JSON)
+	Nonce        []byte
+	CredentialID string
+	SignCount    uint32
+	Credential   string // the passkey's updated credential record
+}
+
+// Signed is the decision string a signature over this decision covers.
+func (d Decision) Signed() string {
+	if d.Verdict == VerdictQuestion {
+		return proof.QuestionDecision(d.Note)
+	}
+	return string(d.Verdict)
 }
 
 // Decide records a person's answer to an ask. The caller has verified the
@@ -312,6 +329,17 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 	a, err := s.update(ctx, accountID, id, "", func(tx *gorm.DB, a *Approval) (*change, error) {
 		if !m.MayDecide(a) {
 			return nil, Refuse(PermissionDenied, "approval_id", "approval %s is not asked of %s", a.ID, m.Subject)
+		}
+		if a.Kind == KindRun && d.Nonce == nil {
+			return nil, Refuse(PermissionDenied, "proof", "a run is decided only with a device-key signature")
+		}
+		if d.Nonce != nil {
+			if err := s.spendChallenge(tx, a, m.ID, d.Signed(), d.Nonce); err != nil {
+				return nil, err
+			}
+			if err := s.useDeviceKey(tx, m.ID, d.CredentialID, d.SignCount, d.Credential); err != nil {
+				return nil, err
+			}
 		}
 		now := s.now()
 		ch := &change{actorKind: ActorPerson, actor: m.Subject, note: d.Note}
@@ -332,6 +360,9 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 				return nil, Invalid("note", "a question needs its text")
 			}
 			ch.event, ch.set = EventQuestion, map[string]any{"note": d.Note}
+			if d.Proof != nil {
+				ch.data = json.RawMessage(d.Proof)
+			}
 		case strings.HasPrefix(string(v), "option:"):
 			opts := a.DecisionOptions()
 			idx, ok := parseIndex(strings.TrimPrefix(string(v), "option:"))

@@ -96,4 +96,60 @@ CREATE TABLE events (
 CREATE INDEX events_approval ON events (approval_id, seq);
 CREATE INDEX events_account ON events (account_id, seq)
 `},
+	{2, "device keys, web sessions, invites, ceremonies, decision challenges", `
+CREATE TABLE device_keys (
+	id TEXT PRIMARY KEY,
+	person_id TEXT NOT NULL REFERENCES persons(id),
+	name TEXT NOT NULL,
+	credential {{json}} NOT NULL,
+	public_key TEXT NOT NULL,
+	sign_count BIGINT NOT NULL DEFAULT 0,
+	backup_eligible BOOLEAN NOT NULL DEFAULT FALSE,
+	backed_up BOOLEAN NOT NULL DEFAULT FALSE,
+	created_at {{time}} NOT NULL,
+	last_used_at {{time}},
+	removed_at {{time}}
+);
+CREATE INDEX device_keys_person ON device_keys (person_id);
+CREATE TABLE web_sessions (
+	id_hash TEXT PRIMARY KEY,
+	person_id TEXT NOT NULL REFERENCES persons(id),
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	created_at {{time}} NOT NULL,
+	last_seen_at {{time}} NOT NULL,
+	expires_at {{time}} NOT NULL
+);
+CREATE INDEX web_sessions_person ON web_sessions (person_id);
+CREATE TABLE invites (
+	token_hash TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	role TEXT NOT NULL,
+	subject TEXT NOT NULL DEFAULT '',
+	created_by TEXT NOT NULL,
+	created_at {{time}} NOT NULL,
+	expires_at {{time}} NOT NULL,
+	used_at {{time}},
+	used_by TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX invites_account ON invites (account_id, created_at);
+CREATE TABLE ceremonies (
+	id_hash TEXT PRIMARY KEY,
+	kind TEXT NOT NULL,
+	subject TEXT NOT NULL DEFAULT '',
+	data {{json}} NOT NULL,
+	expires_at {{time}} NOT NULL
+);
+CREATE TABLE decision_challenges (
+	nonce TEXT PRIMARY KEY,
+	approval_id TEXT NOT NULL,
+	person_id TEXT NOT NULL,
+	decision TEXT NOT NULL,
+	payload_sha256 TEXT NOT NULL,
+	created_at {{time}} NOT NULL,
+	expires_at {{time}} NOT NULL,
+	used_at {{time}}
+);
+CREATE INDEX decision_challenges_expiry ON decision_challenges (expires_at);
+CREATE INDEX events_account_step ON events (account_id, step, seq)
+`},
 }

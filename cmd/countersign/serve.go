@@ -38,6 +38,11 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("countersign listening", "addr", ln.Addr().String(), "database", a.Store.Dialect(), "base_url", cfg.BaseURL)
+	if setup, err := a.SetupURL(ctx); err != nil {
+		log.Error("make the owner setup invite", "err", err)
+	} else if setup != "" {
+		log.Info("nobody has registered yet: open this link to set up the owner's passkey (valid 24 h)", "setup_url", setup)
+	}
 	select {
 	case err := <-errc:
 		stopSweep()

@@ -1,0 +1,64 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/views"
+)
+
+// statusOf maps a refusal code to its HTTP status.
+var statusOf = map[models.Code]int{
+	models.InvalidArgument:    http.StatusBadRequest,
+	models.NotFound:           http.StatusNotFound,
+	models.PermissionDenied:   http.StatusForbidden,
+	models.FailedPrecondition: http.StatusConflict,
+	models.ResourceExhausted:  http.StatusTooManyRequests,
+}
+
+// wantsJSON says whether the client reads JSON rather than a page.
+func wantsJSON(c echo.Context) bool {
+	r := c.Request()
+	return strings.Contains(r.Header.Get("Accept"), "application/json") ||
+		strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") ||
+		strings.HasSuffix(r.URL.Path, ".json")
+}
+
+// errorHandler answers every error in one shape: JSON {error, field, message}
+// for scripts, an error page for people. A 500 is logged once, here, and
+// shows no internals.
+func (h *Handlers) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status, code, field, msg := http.StatusInternalServerError, "INTERNAL", "", "Something went wrong inside Countersign. Try again in a moment."
+	var refusal *models.Error
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &refusal):
+		status, code, field, msg = statusOf[refusal.Code], string(refusal.Code), refusal.Field, refusal.Msg
+	case errors.As(err, &he):
+		status, code = he.Code, strings.ToUpper(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
+		if m, ok := he.Message.(string); ok {
+			msg = m
+		} else {
+			msg = http.StatusText(he.Code)
+		}
+	default:
+		h.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
+	}
+	if wantsJSON(c) || c.Path() == "/mcp" || c.Request().Method != http.MethodGet {
+		if c.Request().Method != http.MethodGet && !wantsJSON(c) && status < 500 {
+			// A form post: show the page.
+			_ = h.render(c, status, views.ErrorPage(h.page(c, http.StatusText(status), ""), status, msg))
+			return
+		}
+		_ = c.JSON(status, map[string]string{"error": code, "field": field, "message": msg})
+		return
+	}
+	_ = h.render(c, status, views.ErrorPage(h.page(c, http.StatusText(status), ""), status, msg))
+}

@@ -1,0 +1,64 @@
+package handlers
+
+import (
+	"bytes"
+	"net/http"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/views"
+)
+
+// render writes a templ component as the response, with the request's context.
+func (h *Handlers) render(c echo.Context, status int, component templ.Component) error {
+	var buf bytes.Buffer
+	if err := component.Render(c.Request().Context(), &buf); err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// page is the frame every page shares: its title, the CSRF token and who is signed in.
+func (h *Handlers) page(c echo.Context, title, nav string) views.Page {
+	p := views.Page{Title: title, Nav: nav, CSRF: csrfToken(c)}
+	if v := viewerOf(c); v != nil {
+		p.Viewer = v.view()
+	}
+	if f, err := c.Cookie(flashCookie); err == nil && f.Value != "" {
+		p.Flash = flashes[f.Value]
+		c.SetCookie(&http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.secure})
+	}
+	return p
+}
+
+const flashCookie = "cs_flash"
+
+// flashes are the one-line notices a redirect can carry, by key: a cookie
+// never carries text of its own to render.
+var flashes = map[string]string{
+	"signed-in":       "Signed in.",
+	"passkey-added":   "Passkey added.",
+	"passkey-renamed": "Passkey renamed.",
+	"passkey-removed": "Passkey removed.",
+	"member-updated":  "Member updated.",
+	"member-removed":  "Member removed.",
+	"agent-disabled":  "Agent disabled: its token stops working and its open asks are cancelled.",
+	"agent-deleted":   "Agent deleted.",
+}
+
+// redirectWithFlash sends the browser to a relative URL with a notice.
+func (h *Handlers) redirectWithFlash(c echo.Context, to, flash string) error {
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: flash, Path: "/", MaxAge: 60, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.secure})
+	return c.Redirect(http.StatusSeeOther, localPath(to))
+}
+
+// localPath keeps a redirect on this site: anything but a plain absolute
+// path becomes "/".
+func localPath(p string) string {
+	if len(p) == 0 || p[0] != '/' || (len(p) > 1 && (p[1] == '/' || p[1] == '\\')) {
+		return "/"
+	}
+	return p
+}

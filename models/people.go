@@ -1,0 +1,547 @@
+package models
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// randomToken returns a prefixed secret of 256 random bits.
+func randomToken(prefix string) string {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		panic(err)
+	}
+	return prefix + idEncoding.EncodeToString(raw)
+}
+
+// CountPersons says how many people exist, to know whether setup is due.
+func (s *Store) CountPersons(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.db.WithContext(ctx).Table("persons").Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count persons: %w", err)
+	}
+	return n, nil
+}
+
+// PersonByID finds a person.
+func (s *Store) PersonByID(ctx context.Context, id string) (*Person, error) {
+	var p Person
+	err := s.db.WithContext(ctx).Table("persons").Where("id = ?", id).Take(&p).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, Refuse(NotFound, "person", "no such person")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find person: %w", err)
+	}
+	return &p, nil
+}
+
+// MemberByID finds the member of the account with the person id.
+func (s *Store) MemberByID(ctx context.Context, accountID, personID string) (*Member, error) {
+	var m Member
+	err := s.db.WithContext(ctx).Raw(`SELECT p.id, p.subject, p.display_name, p.created_at, m.account_id, m.role
+		FROM memberships m JOIN persons p ON p.id = m.person_id WHERE m.account_id = ? AND p.id = ?`, accountID, personID).
+		Scan(&m).Error
+	if err != nil {
+		return nil, fmt.Errorf("find member: %w", err)
+	}
+	if m.ID == "" {
+		return nil, Refuse(NotFound, "person", "not a member of this account")
+	}
+	return &m, nil
+}
+
+// Members lists the account's members, owners first.
+func (s *Store) Members(ctx context.Context, accountID string) ([]Member, error) {
+	var out []Member
+	err := s.db.WithContext(ctx).Raw(`SELECT p.id, p.subject, p.display_name, p.created_at, m.account_id, m.role
+		FROM memberships m JOIN persons p ON p.id = m.person_id WHERE m.account_id = ?
+		ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'admin' THEN 1 ELSE 2 END, p.subject`, accountID).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("list members: %w", err)
+	}
+	return out, nil
+}
+
+// Memberships lists the accounts a person belongs to, oldest membership first.
+func (s *Store) Memberships(ctx context.Context, personID string) ([]Member, error) {
+	var out []Member
+	err := s.db.WithContext(ctx).Raw(`SELECT p.id, p.subject, p.display_name, p.created_at, m.account_id, m.role
+		FROM memberships m JOIN persons p ON p.id = m.person_id WHERE p.id = ? ORDER BY m.created_at`, personID).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("list memberships: %w", err)
+	}
+	return out, nil
+}
+
+// SetRole changes a member's role; the account always keeps an owner.
+func (s *Store) SetRole(ctx context.Context, accountID, personID string, role Role) error {
+	if _, err := ParseRole(string(role)); err != nil {
+		return err
+	}
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := s.keepAnOwner(tx, accountID, personID); err != nil && role != RoleOwner {
+			return err
+		}
+		res := tx.Table("memberships").Where("account_id = ? AND person_id = ?", accountID, personID).Update("role", role)
+		if res.Error != nil {
+			return fmt.Errorf("set role: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return Refuse(NotFound, "person", "not a member of this account")
+		}
+		return nil
+	})
+}
+
+// RemoveMember takes a person out of the account and ends their sessions in
+// it; the last owner cannot be removed.
+func (s *Store) RemoveMember(ctx context.Context, accountID, personID string) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := s.keepAnOwner(tx, accountID, personID); err != nil {
+			return err
+		}
+		res := tx.Exec(`DELETE FROM memberships WHERE account_id = ? AND person_id = ?`, accountID, personID)
+		if res.Error != nil {
+			return fmt.Errorf("remove member: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return Refuse(NotFound, "person", "not a member of this account")
+		}
+		return tx.Exec(`DELETE FROM web_sessions WHERE account_id = ? AND person_id = ?`, accountID, personID).Error
+	})
+}
+
+// keepAnOwner refuses when personID is the account's only owner.
+func (s *Store) keepAnOwner(tx *gorm.DB, accountID, personID string) error {
+	var owners []string
+	if err := s.lock(tx.Table("memberships")).Where("account_id = ? AND role = ?", accountID, RoleOwner).Pluck("person_id", &owners).Error; err != nil {
+		return err
+	}
+	if len(owners) == 1 && owners[0] == personID {
+		return Refuse(FailedPrecondition, "person", "the account's last owner stays; make another owner first")
+	}
+	return nil
+}
+
+// Invite lets one person join an account with a role, once, before it expires.
+type Invite struct {
+	TokenHash string
+	AccountID string
+	Role      Role
+	Subject   string
+	CreatedBy string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+	UsedBy    string
+}
+
+// InviteTTL is how long an invite works.
+const InviteTTL = 24 * time.Hour
+
+// CreateInvite makes a one-time invite and returns its secret token.
+func (s *Store) CreateInvite(ctx context.Context, accountID string, role Role, subject, createdBy string) (string, *Invite, error) {
+	if _, err := ParseRole(string(role)); err != nil {
+		return "", nil, err
+	}
+	if subject != "" && !subjectPattern.MatchString(subject) {
+		return "", nil, Invalid("subject", "a subject is 1 to 128 letters, digits or @._:+- characters")
+	}
+	token := randomToken("inv_")
+	now := s.now()
+	inv := &Invite{TokenHash: HashToken(token), AccountID: accountID, Role: role, Subject: subject,
+		CreatedBy: createdBy, CreatedAt: now, ExpiresAt: now.Add(InviteTTL)}
+	if err := s.db.WithContext(ctx).Table("invites").Create(inv).Error; err != nil {
+		return "", nil, fmt.Errorf("create invite: %w", err)
+	}
+	return token, inv, nil
+}
+
+// InviteByToken finds an invite that can still be used.
+func (s *Store) InviteByToken(ctx context.Context, token string) (*Invite, error) {
+	var inv Invite
+	err := s.db.WithContext(ctx).Table("invites").Where("token_hash = ?", HashToken(token)).Take(&inv).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, Refuse(NotFound, "invite", "this invite does not exist")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find invite: %w", err)
+	}
+	return &inv, inv.usable(s.now())
+}
+
+func (inv *Invite) usable(now time.Time) error {
+	if inv.UsedAt != nil {
+		return Refuse(FailedPrecondition, "invite", "this invite was used already; ask for a new one")
+	}
+	if !now.Before(inv.ExpiresAt) {
+		return Refuse(FailedPrecondition, "invite", "this invite expired; ask for a new one")
+	}
+	return nil
+}
+
+// Invites lists the account's invites, newest first.
+func (s *Store) Invites(ctx context.Context, accountID string) ([]Invite, error) {
+	var out []Invite
+	if err := s.db.WithContext(ctx).Table("invites").Where("account_id = ?", accountID).Order("created_at DESC").Limit(100).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list invites: %w", err)
+	}
+	return out, nil
+}
+
+// DeviceKey is one passkey of a person.
+type DeviceKey struct {
+	ID             string // the credential id, base64url
+	PersonID       string
+	Name           string
+	Credential     string // the library's credential record, JSON
+	PublicKey      string // COSE key, base64url
+	SignCount      int64
+	BackupEligible bool
+	BackedUp       bool
+	CreatedAt      time.Time
+	LastUsedAt     *time.Time
+	RemovedAt      *time.Time
+}
+
+// AcceptInvite spends the invite: it makes the person (or finds them by
+// subject), their membership and their first passkey, in one transaction.
+// personID is the user handle the passkey was made for: a new person gets
+// it, an existing one must already have it.
+func (s *Store) AcceptInvite(ctx context.Context, token, personID, subject, displayName string, key DeviceKey) (*Member, error) {
+	subject = strings.TrimSpace(subject)
+	if !subjectPattern.MatchString(subject) {
+		return nil, Invalid("subject", "a subject is 1 to 128 letters, digits or @._:+- characters")
+	}
+	var m Member
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var inv Invite
+		err := s.lock(tx.Table("invites")).Where("token_hash = ?", HashToken(token)).Take(&inv).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return Refuse(NotFound, "invite", "this invite does not exist")
+		}
+		if err != nil {
+			return err
+		}
+		if err := inv.usable(s.now()); err != nil {
+			return err
+		}
+		if inv.Subject != "" && inv.Subject != subject {
+			return Invalid("subject", "this invite is for %q", inv.Subject)
+		}
+		now := s.now()
+		err = tx.Table("persons").Where("subject = ?", subject).Take(&m.Person).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			m.Person = Person{ID: personID, Subject: subject, DisplayName: displayName, CreatedAt: now}
+			err = tx.Table("persons").Create(&m.Person).Error
+		} else if err == nil && (inv.Subject == "" || m.ID != personID) {
+			// An existing person joins another account only through an invite
+			// that names them, with a passkey made for their own user handle.
+			return Refuse(FailedPrecondition, "subject", "%q is taken; choose another subject", subject)
+		}
+		if err != nil {
+			return err
+		}
+		var n int64
+		if err := tx.Table("memberships").Where("account_id = ? AND person_id = ?", inv.AccountID, m.ID).Count(&n).Error; err != nil {
+			return err
+		}
+		if n == 0 {
+			if err := tx.Exec(`INSERT INTO memberships (account_id, person_id, role, created_at) VALUES (?, ?, ?, ?)`,
+				inv.AccountID, m.ID, inv.Role, now).Error; err != nil {
+				return err
+			}
+		}
+		key.PersonID, key.CreatedAt = m.ID, now
+		if err := tx.Table("device_keys").Create(&key).Error; err != nil {
+			return fmt.Errorf("store passkey: %w", err)
+		}
+		m.AccountID, m.Role = inv.AccountID, inv.Role
+		return tx.Table("invites").Where("token_hash = ?", inv.TokenHash).
+			Updates(map[string]any{"used_at": now, "used_by": subject}).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// AddDeviceKey stores another passkey of a person.
+func (s *Store) AddDeviceKey(ctx context.Context, personID string, key DeviceKey) error {
+	key.PersonID, key.CreatedAt = personID, s.now()
+	if err := s.db.WithContext(ctx).Table("device_keys").Create(&key).Error; err != nil {
+		return fmt.Errorf("store passkey: %w", err)
+	}
+	return nil
+}
+
+// DeviceKeys lists a person's passkeys, oldest first.
+func (s *Store) DeviceKeys(ctx context.Context, personID string) ([]DeviceKey, error) {
+	var out []DeviceKey
+	if err := s.db.WithContext(ctx).Table("device_keys").Where("person_id = ? AND removed_at IS NULL", personID).Order("created_at").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list passkeys: %w", err)
+	}
+	return out, nil
+}
+
+// DeviceKeyByID finds a passkey that has not been removed.
+func (s *Store) DeviceKeyByID(ctx context.Context, id string) (*DeviceKey, error) {
+	var k DeviceKey
+	err := s.db.WithContext(ctx).Table("device_keys").Where("id = ? AND removed_at IS NULL", id).Take(&k).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, Refuse(NotFound, "credential", "no such passkey")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find passkey: %w", err)
+	}
+	return &k, nil
+}
+
+// AccountDeviceKeys lists every passkey, removed ones too, of every member
+// of the account, for a key export.
+func (s *Store) AccountDeviceKeys(ctx context.Context, accountID string) ([]DeviceKey, []string, error) {
+	var rows []struct {
+		DeviceKey
+		Subject string
+	}
+	err := s.db.WithContext(ctx).Raw(`SELECT k.*, p.subject FROM device_keys k JOIN persons p ON p.id = k.person_id
+		JOIN memberships m ON m.person_id = k.person_id WHERE m.account_id = ? ORDER BY k.created_at`, accountID).Scan(&rows).Error
+	if err != nil {
+		return nil, nil, fmt.Errorf("list account passkeys: %w", err)
+	}
+	keys, subjects := make([]DeviceKey, len(rows)), make([]string, len(rows))
+	for i, r := range rows {
+		keys[i], subjects[i] = r.DeviceKey, r.Subject
+	}
+	return keys, subjects, nil
+}
+
+// RenameDeviceKey names a passkey.
+func (s *Store) RenameDeviceKey(ctx context.Context, personID, id, name string) error {
+	name = strings.TrimSpace(name)
+	if name == "" || runeCount(name) > 64 || strings.ContainsAny(name, "\r\n") {
+		return Invalid("name", "a passkey name is one line of 1 to 64 characters")
+	}
+	res := s.db.WithContext(ctx).Table("device_keys").Where("id = ? AND person_id = ? AND removed_at IS NULL", id, personID).Update("name", name)
+	if res.Error != nil {
+		return fmt.Errorf("rename passkey: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return Refuse(NotFound, "credential", "no such passkey")
+	}
+	return nil
+}
+
+// RemoveDeviceKey retires a passkey; a person keeps at least one.
+func (s *Store) RemoveDeviceKey(ctx context.Context, personID, id string) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var ids []string
+		if err := s.lock(tx.Table("device_keys")).Where("person_id = ? AND removed_at IS NULL", personID).Pluck("id", &ids).Error; err != nil {
+			return err
+		}
+		found := false
+		for _, k := range ids {
+			found = found || k == id
+		}
+		if !found {
+			return Refuse(NotFound, "credential", "no such passkey")
+		}
+		if len(ids) == 1 {
+			return Refuse(FailedPrecondition, "credential", "this is your last passkey; add another before you remove it")
+		}
+		return tx.Table("device_keys").Where("id = ?", id).Update("removed_at", s.now()).Error
+	})
+}
+
+// useDeviceKey records, inside tx, that a passkey signed with counter
+// signCount. A counter that does not grow (when either is non-zero) means a
+// cloned authenticator and is refused.
+func (s *Store) useDeviceKey(tx *gorm.DB, personID, id string, signCount uint32, credential string) error {
+	var k DeviceKey
+	err := s.lock(tx.Table("device_keys")).Where("id = ? AND person_id = ? AND removed_at IS NULL", id, personID).Take(&k).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Refuse(PermissionDenied, "credential", "this passkey is not one of yours")
+	}
+	if err != nil {
+		return err
+	}
+	if (signCount != 0 || k.SignCount != 0) && int64(signCount) <= k.SignCount {
+		return Refuse(PermissionDenied, "credential", "the passkey's signature counter went back: it may be cloned")
+	}
+	set := map[string]any{"sign_count": int64(signCount), "last_used_at": s.now()}
+	if credential != "" {
+		set["credential"] = credential
+	}
+	return tx.Table("device_keys").Where("id = ?", id).Updates(set).Error
+}
+
+// UseDeviceKey records a sign-in with a passkey.
+func (s *Store) UseDeviceKey(ctx context.Context, personID, id string, signCount uint32, credential string) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return s.useDeviceKey(tx, personID, id, signCount, credential)
+	})
+}
+
+// WebSession is a signed-in browser.
+type WebSession struct {
+	IDHash     string
+	PersonID   string
+	AccountID  string
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+	ExpiresAt  time.Time
+}
+
+// Session lifetimes.
+const (
+	SessionIdle     = 12 * time.Hour
+	SessionAbsolute = 30 * 24 * time.Hour
+)
+
+// CreateSession signs a person into an account and returns the cookie secret.
+func (s *Store) CreateSession(ctx context.Context, personID, accountID string) (string, error) {
+	token := randomToken("")
+	now := s.now()
+	ws := &WebSession{IDHash: HashToken(token), PersonID: personID, AccountID: accountID, CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(SessionAbsolute)}
+	if err := s.db.WithContext(ctx).Table("web_sessions").Create(ws).Error; err != nil {
+		return "", fmt.Errorf("create session: %w", err)
+	}
+	return token, nil
+}
+
+// SessionByToken finds a live session and marks it seen; an idle or
+// expired one is deleted and refused.
+func (s *Store) SessionByToken(ctx context.Context, token string) (*WebSession, error) {
+	var ws WebSession
+	db := s.db.WithContext(ctx)
+	err := db.Table("web_sessions").Where("id_hash = ?", HashToken(token)).Take(&ws).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, Refuse(NotFound, "session", "not signed in")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find session: %w", err)
+	}
+	now := s.now()
+	if !now.Before(ws.ExpiresAt) || now.Sub(ws.LastSeenAt) > SessionIdle {
+		db.Exec(`DELETE FROM web_sessions WHERE id_hash = ?`, ws.IDHash)
+		return nil, Refuse(NotFound, "session", "the session ended; sign in again")
+	}
+	if now.Sub(ws.LastSeenAt) > time.Minute {
+		db.Table("web_sessions").Where("id_hash = ?", ws.IDHash).Update("last_seen_at", now)
+	}
+	return &ws, nil
+}
+
+// DeleteSession signs a browser out.
+func (s *Store) DeleteSession(ctx context.Context, token string) error {
+	return s.db.WithContext(ctx).Exec(`DELETE FROM web_sessions WHERE id_hash = ?`, HashToken(token)).Error
+}
+
+// SaveCeremony keeps a passkey ceremony's state server-side for a few
+// minutes and returns the id the browser holds.
+func (s *Store) SaveCeremony(ctx context.Context, kind, subject string, data []byte) (string, error) {
+	id := randomToken("")
+	err := s.db.WithContext(ctx).Exec(`INSERT INTO ceremonies (id_hash, kind, subject, data, expires_at) VALUES (?, ?, ?, ?, ?)`,
+		HashToken(id), kind, subject, string(data), s.now().Add(5*time.Minute)).Error
+	if err != nil {
+		return "", fmt.Errorf("save ceremony: %w", err)
+	}
+	return id, nil
+}
+
+// TakeCeremony returns a ceremony's state once: it is deleted as it is read.
+func (s *Store) TakeCeremony(ctx context.Context, id, kind string) (data []byte, subject string, err error) {
+	var row struct {
+		Kind, Subject, Data string
+		ExpiresAt           time.Time
+	}
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := s.lock(tx.Table("ceremonies")).Where("id_hash = ?", HashToken(id)).Take(&row).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`DELETE FROM ceremonies WHERE id_hash = ?`, HashToken(id)).Error
+	})
+	if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && (row.Kind != kind || !s.now().Before(row.ExpiresAt))) {
+		return nil, "", Refuse(FailedPrecondition, "ceremony", "this passkey prompt expired or was used; start again")
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("take ceremony: %w", err)
+	}
+	return []byte(row.Data), row.Subject, nil
+}
+
+// ChallengeTTL is how long a decision nonce can be used.
+const ChallengeTTL = 5 * time.Minute
+
+// IssueChallenge makes the single-use nonce for one decision by one person
+// on one ask, after checking that the ask is open and theirs to decide.
+func (s *Store) IssueChallenge(ctx context.Context, m *Member, a *Approval, decision string, nonce []byte) error {
+	if !m.MayDecide(a) {
+		return Refuse(PermissionDenied, "approval_id", "approval %s is not asked of %s", a.ID, m.Subject)
+	}
+	if a.Status != StatusPending {
+		return stateError(a, "; only a pending ask can be answered")
+	}
+	if !s.now().Before(a.ExpiresAt) {
+		return Refuse(FailedPrecondition, "", "approval %s expired at %s", a.ID, a.ExpiresAt.Format(time.RFC3339))
+	}
+	now := s.now()
+	db := s.db.WithContext(ctx)
+	db.Exec(`DELETE FROM decision_challenges WHERE expires_at < ?`, now.Add(-time.Hour))
+	err := db.Exec(`INSERT INTO decision_challenges (nonce, approval_id, person_id, decision, payload_sha256, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		fmt.Sprintf("%x", nonce), a.ID, m.ID, decision, a.PayloadSHA256, now, now.Add(ChallengeTTL)).Error
+	if err != nil {
+		return fmt.Errorf("issue challenge: %w", err)
+	}
+	return nil
+}
+
+// spendChallenge uses up, inside tx, the nonce issued for exactly this
+// decision by this person on this ask and payload.
+func (s *Store) spendChallenge(tx *gorm.DB, a *Approval, personID, decision string, nonce []byte) error {
+	res := tx.Exec(`UPDATE decision_challenges SET used_at = ? WHERE nonce = ? AND used_at IS NULL AND approval_id = ?
+		AND person_id = ? AND decision = ? AND payload_sha256 = ? AND expires_at > ?`,
+		s.now(), fmt.Sprintf("%x", nonce), a.ID, personID, decision, a.PayloadSHA256, s.now())
+	if res.Error != nil {
+		return fmt.Errorf("spend challenge: %w", res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return Refuse(FailedPrecondition, "nonce", "this signature's challenge was used, expired, or was issued for another ask, decision or person; nothing was recorded")
+	}
+	return nil
+}
+
+// NewPersonID makes the id, and so the passkey user handle, of a person
+// about to register.
+func NewPersonID() string { return newID("per") }
+
+// PersonBySubject finds a person by subject.
+func (s *Store) PersonBySubject(ctx context.Context, subject string) (*Person, error) {
+	var p Person
+	err := s.db.WithContext(ctx).Table("persons").Where("subject = ?", subject).Take(&p).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, Refuse(NotFound, "subject", "no person has subject %q", subject)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find person: %w", err)
+	}
+	return &p, nil
+}
+
+// SetupInviter is the created_by of the owner invite made at first start.
+const SetupInviter = "setup"
+
+// CheckSubject says whether s can be a person's subject.
+func CheckSubject(s string) error {
+	if !subjectPattern.MatchString(s) {
+		return Invalid("subject", "a subject is 1 to 128 letters, digits or @._:+- characters, starting with a letter or digit")
+	}
+	return nil
+}

@@ -1,0 +1,20 @@
+// Builds the front end into static/: the page script and the service worker.
+// The service worker's VERSION is a hash of everything it caches, so a new
+// build of any of them installs a new worker. Output is deterministic: CI
+// rebuilds and fails when static/ differs from what is committed.
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import * as esbuild from "esbuild";
+
+const common = { bundle: true, target: "es2022", legalComments: "none", logLevel: "warning" };
+
+await esbuild.build({ ...common, entryPoints: ["web/app.js"], outfile: "static/app.js", format: "esm" });
+
+const hash = createHash("sha256");
+for (const f of ["static/app.js", "static/app.css", "static/offline.html", "static/manifest.webmanifest", "web/sw.js"]) {
+  hash.update(f).update(readFileSync(f));
+}
+const version = hash.digest("hex").slice(0, 16);
+
+await esbuild.build({ ...common, entryPoints: ["web/sw.js"], outfile: "static/sw.js", format: "iife", define: { VERSION: JSON.stringify(version) } });
+console.log(`built static/app.js and static/sw.js (version ${version})`);

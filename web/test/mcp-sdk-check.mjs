@@ -1,0 +1,120 @@
+// Checks Countersign's MCP endpoint with the official TypeScript SDK, as an
+// outside agent would use it: connect over Streamable HTTP with a bearer token,
+// list the tools, file an ask, read it back, find it by its payload hash,
+// withdraw it, and be refused for a page_size over the limit.
+//
+// Usage: node web/test/mcp-sdk-check.mjs [ENDPOINT_URL] [TOKEN]
+//   or COUNTERSIGN_MCP_URL and COUNTERSIGN_MCP_TOKEN in the environment.
+// Prints one JSON summary line; exits 1 on the first failed check, 2 on bad usage.
+import { randomBytes } from "node:crypto";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const endpoint = process.argv[2] || process.env.COUNTERSIGN_MCP_URL;
+const token = process.argv[3] || process.env.COUNTERSIGN_MCP_TOKEN;
+if (!endpoint || !token) {
+  console.error("usage: node web/test/mcp-sdk-check.mjs ENDPOINT_URL TOKEN (or COUNTERSIGN_MCP_URL and COUNTERSIGN_MCP_TOKEN)");
+  process.exit(2);
+}
+
+class CheckFailed extends Error {}
+
+function check(ok, message) {
+  if (!ok) throw new CheckFailed(message);
+}
+
+// structured returns a successful tool result's structured content, or fails
+// with the refusal text.
+function structured(name, result) {
+  const text = result.content?.[0]?.text ?? "";
+  check(!result.isError, `${name} was refused: ${text}`);
+  check(result.structuredContent && typeof result.structuredContent === "object", `${name} returned no structuredContent`);
+  return result.structuredContent;
+}
+
+const approvalsTools = ["approvals_create", "approvals_get", "approvals_list", "approvals_add_progress"];
+
+async function main() {
+  const client = new Client({ name: "countersign-sdk-check", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(new URL(endpoint), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
+  await client.connect(transport);
+  try {
+    const server = client.getServerVersion();
+    check(server?.name === "countersign", `server name is ${JSON.stringify(server?.name)}, want "countersign"`);
+
+    const { tools } = await client.listTools();
+    const byName = new Map(tools.map((t) => [t.name, t]));
+    for (const name of approvalsTools) {
+      const tool = byName.get(name);
+      check(tool, `tools/list lacks ${name}; it has ${[...byName.keys()].join(", ") || "nothing"}`);
+      check(tool.outputSchema?.type === "object", `${name} has no object outputSchema`);
+    }
+
+    // A head no other run used, so that the payload hash is this run's alone.
+    const head = randomBytes(20).toString("hex");
+    const created = structured("approvals_create", await client.callTool({
+      name: "approvals_create",
+      arguments: {
+        kind: "pull_request",
+        title: "Merge acme/web#900",
+        summary: "Fixes the login redirect.",
+        approve_means: "I merge #900; nothing rolls",
+        deny_means: "#900 stays open",
+        payload: { pull_request: { repo: "Acme/Web", number: 900, head, title: "Fix login redirect" } },
+        context: { plan_id: "plan_1", plan_item: "item_2", job_id: "job_42" },
+      },
+    }));
+    const id = created.approval_id;
+    const hash = created.payload_sha256;
+    check(typeof id === "string" && id !== "", `approvals_create returned no approval_id: ${JSON.stringify(created)}`);
+    check(/^[0-9a-f]{64}$/.test(hash ?? ""), `approvals_create returned payload_sha256 ${JSON.stringify(hash)}, want 64 lower-case hex`);
+    check(created.status === "pending", `approvals_create status is ${created.status}, want pending`);
+
+    const got = structured("approvals_get", await client.callTool({ name: "approvals_get", arguments: { approval_id: id } }));
+    check(got.approval_id === id, `approvals_get returned ${got.approval_id}, want ${id}`);
+    check(got.status === "pending", `approvals_get status is ${got.status}, want pending`);
+    check(got.payload_sha256 === hash, `approvals_get payload_sha256 is ${got.payload_sha256}, want ${hash} as create returned`);
+    check(got.payload?.pull_request?.head === head, `approvals_get payload head is ${got.payload?.pull_request?.head}, want ${head}`);
+
+    const list = structured("approvals_list", await client.callTool({ name: "approvals_list", arguments: { payload_sha256: hash } }));
+    check(Array.isArray(list.approvals), `approvals_list returned no approvals array: ${JSON.stringify(list)}`);
+    check(list.approvals.length === 1, `approvals_list by payload_sha256 found ${list.approvals.length}, want exactly 1`);
+    check(list.approvals[0].approval_id === id, `approvals_list found ${list.approvals[0].approval_id}, want ${id}`);
+
+    const withdrawn = structured("approvals_add_progress", await client.callTool({
+      name: "approvals_add_progress",
+      arguments: { approval_id: id, step: "stale", expected_state: "pending" },
+    }));
+    check(withdrawn.approval_id === id, `approvals_add_progress returned ${withdrawn.approval_id}, want ${id}`);
+    check(withdrawn.status === "stale", `approvals_add_progress status is ${withdrawn.status}, want stale`);
+
+    const refused = await client.callTool({ name: "approvals_list", arguments: { page_size: 500 } });
+    const refusedText = refused.content?.[0]?.text ?? "";
+    check(refused.isError === true, `approvals_list page_size 500 was not refused: ${JSON.stringify(refused)}`);
+    check(refusedText.startsWith("INVALID_ARGUMENT"), `approvals_list page_size 500 refusal text is ${JSON.stringify(refusedText)}, want it to start with INVALID_ARGUMENT`);
+
+    return {
+      ok: true,
+      server: `${server.name} ${server.version}`,
+      tools: tools.map((t) => t.name).sort(),
+      approval_id: id,
+      payload_sha256: hash,
+      listed: list.approvals.length,
+      final_status: withdrawn.status,
+      refusal: refusedText.split(":")[0],
+    };
+  } finally {
+    await client.close();
+  }
+}
+
+try {
+  console.log(JSON.stringify(await main()));
+} catch (err) {
+  const failed = err instanceof CheckFailed ? "check failed" : "error";
+  console.log(JSON.stringify({ ok: false, error: `${failed}: ${err.message}` }));
+  console.error(`mcp-sdk-check: ${failed}: ${err.stack || err.message}`);
+  process.exit(1);
+}
