@@ -118,7 +118,10 @@ type handler[In, Out any] func(ctx context.Context, agent *models.Agent, in In) 
 // handler is wrapped with the account check and the error mapping.
 func define[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes []string, h handler[In, Out]) toolDef {
 	tool.InputSchema = mustSchema[In]()
-	tool.OutputSchema = mustSchema[Out]()
+	out := mustSchema[Out]()
+	// MCP requires an output schema of type "object"; a pointer output infers ["null", "object"].
+	out.Type, out.Types = "object", nil
+	tool.OutputSchema = out
 	typed := func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
 		var zero Out
 		agent := agentFrom(req)

@@ -86,8 +86,9 @@ func sqliteDSN(path string) string {
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(ON)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	// No _time_format: glebarez/go-sqlite v1.21 stops reading the DSN after
+	// it, which would silently drop _txlock. Its default format is SQLite's.
 	q.Set("_txlock", "immediate")
-	q.Set("_time_format", "sqlite")
 	return "file:" + path + "?" + q.Encode()
 }
 

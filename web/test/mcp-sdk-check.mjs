@@ -110,11 +110,21 @@ async function main() {
   }
 }
 
+// describe turns an error into one line; a schema error of the SDK (a zod
+// error, such as a tools/list the SDK rejects) lists each issue with its path.
+function describe(err) {
+  if (err instanceof CheckFailed) return `check failed: ${err.message}`;
+  if (Array.isArray(err?.issues)) {
+    return `the SDK rejected a response: ${err.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`;
+  }
+  return `error: ${err?.message ?? err}`;
+}
+
 try {
   console.log(JSON.stringify(await main()));
 } catch (err) {
-  const failed = err instanceof CheckFailed ? "check failed" : "error";
-  console.log(JSON.stringify({ ok: false, error: `${failed}: ${err.message}` }));
-  console.error(`mcp-sdk-check: ${failed}: ${err.stack || err.message}`);
+  const message = describe(err);
+  console.log(JSON.stringify({ ok: false, error: message }));
+  console.error(`mcp-sdk-check: ${message}`);
   process.exit(1);
 }

@@ -1,0 +1,39 @@
+# Countersign's build and test entry points. `make test` is the one command
+# that runs every check; CI runs exactly that (see .ci/run).
+
+.PHONY: run build test vet fmt-check generate check-generated
+
+run: generate
+	go run ./cmd/countersign
+
+build: generate
+	go build -o countersign ./cmd/countersign
+
+# The one test command: vet, formatting, the generated files (in CI), the npm
+# packages the JavaScript checks use, then every Go test.
+test: $(if $(CI),check-generated) vet fmt-check node_modules/.package-lock.json
+	go test -count=1 ./...
+
+vet:
+	go vet ./...
+
+fmt-check:
+	@files=$$(gofmt -l $$(find . -name '*.go' -not -path './node_modules/*' -not -path './.git/*')); \
+	if [ -n "$$files" ]; then echo "gofmt would change these files (run gofmt -w):"; echo "$$files"; exit 1; fi
+
+# npm ci runs only when node_modules is missing or package-lock.json is newer
+# than the last install; npm writes node_modules/.package-lock.json on install.
+node_modules/.package-lock.json: package-lock.json
+	npm ci
+	@touch $@
+
+# Generation hook: every step that writes committed files (templ, esbuild) goes
+# here, so that check-generated sees them all. Nothing is generated yet.
+generate:
+
+# Fails when `make generate` changes a committed file or leaves a new one:
+# generated files must be committed as generated.
+check-generated: generate
+	@git diff --exit-code --stat || { echo "make generate changed committed files: commit its output"; exit 1; }
+	@new=$$(git ls-files --others --exclude-standard); \
+	if [ -n "$$new" ]; then echo "make generate left files that are not committed:"; echo "$$new"; exit 1; fi

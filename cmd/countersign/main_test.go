@@ -1,0 +1,573 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/app"
+	"github.com/countersign/countersign/apptest"
+	"github.com/countersign/countersign/models"
+)
+
+// binary is the countersign command, built once for every test here.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "countersign-cli-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "make build folder:", err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "countersign")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "go build ./cmd/countersign:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// environ is the test process's environment without any COUNTERSIGN_
+// setting of the developer's, plus env.
+func environ(env map[string]string) []string {
+	out := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "COUNTERSIGN_") })
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// result is what one run of the binary did.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// cli runs the binary with args to its end and returns what it printed and its
+// exit code; a run that does not end within a minute fails the test.
+func cli(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = environ(env)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("countersign %s did not end within a minute\n%s", strings.Join(args, " "), r)
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run countersign %s: %v", strings.Join(args, " "), err)
+	}
+	return r
+}
+
+// mustCLI runs the binary and fails the test unless it exits 0.
+func mustCLI(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	r := cli(t, env, args...)
+	if r.code != 0 {
+		t.Fatalf("countersign %s failed:\n%s", strings.Join(args, " "), r)
+	}
+	return r
+}
+
+// row finds the line of a table printed by the CLI whose first column is
+// name, split into its columns.
+func row(t *testing.T, table, name string) []string {
+	t.Helper()
+	for _, line := range strings.Split(table, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == name {
+			return f
+		}
+	}
+	t.Fatalf("no row %q in:\n%s", name, table)
+	return nil
+}
+
+func TestBadConfigurationStopsTheStart(t *testing.T) {
+	tests := []struct {
+		name, variable, value string
+	}{
+		{"an address without a port", "COUNTERSIGN_ADDR", "localhost"},
+		{"a port out of range", "COUNTERSIGN_ADDR", "127.0.0.1:70000"},
+		{"a database URL that is not postgres", "COUNTERSIGN_DATABASE_URL", "mysql://root@127.0.0.1/countersign"},
+		{"a base URL without a scheme", "COUNTERSIGN_BASE_URL", "approvals.example.com"},
+		{"a base URL with a path", "COUNTERSIGN_BASE_URL", "https://approvals.example.com/app"},
+		{"an ask life in days", "COUNTERSIGN_ASK_TTL", "7d"},
+		{"an ask life under a minute", "COUNTERSIGN_ASK_TTL", "30s"},
+		{"an ask rate that is not a rate", "COUNTERSIGN_ASK_RATE", "fast"},
+		{"an ask burst of zero", "COUNTERSIGN_ASK_BURST", "0"},
+		{"an ask burst that is not a number", "COUNTERSIGN_ASK_BURST", "many"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" stops the start and names "+tt.variable, func(t *testing.T) {
+			t.Parallel()
+			data := t.TempDir()
+			env := map[string]string{"COUNTERSIGN_DATA": data, "COUNTERSIGN_ADDR": "127.0.0.1:0", tt.variable: tt.value}
+			r := cli(t, env, "serve")
+			if r.code != 1 {
+				t.Fatalf("exit code %d, want 1\n%s", r.code, r)
+			}
+			if !strings.Contains(r.stderr, tt.variable+":") {
+				t.Fatalf("the message does not name %s:\n%s", tt.variable, r)
+			}
+			for _, s := range app.Settings {
+				if s.Name != tt.variable && strings.Contains(r.stderr, s.Name+":") {
+					t.Fatalf("the message names %s too, which was not set wrong:\n%s", s.Name, r)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(data, "countersign.db")); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("a database was opened despite the bad configuration (stat: %v)", err)
+			}
+		})
+	}
+}
+
+// agentRow is an agent as the database holds it.
+type agentRow struct {
+	TokenHash string
+	Scopes    string
+	Disabled  bool
+}
+
+// readAgent reads the agent named name from the SQLite file in data.
+func readAgent(t *testing.T, data, name string) agentRow {
+	t.Helper()
+	db, _, err := models.Open(context.Background(), "", data)
+	if err != nil {
+		t.Fatalf("open the database: %v", err)
+	}
+	defer func() {
+		if sqlDB, err := db.DB(); err == nil {
+			sqlDB.Close()
+		}
+	}()
+	var rows []agentRow
+	if err := db.Raw(`SELECT token_hash, scopes, disabled FROM agents WHERE name = ?`, name).Scan(&rows).Error; err != nil {
+		t.Fatalf("read agents: %v", err)
+	}
+	if len(rows) != 1 {
+		t.Fatalf("%d agents named %q in the database, want 1", len(rows), name)
+	}
+	return rows[0]
+}
+
+func TestAgentCommands(t *testing.T) {
+	data := t.TempDir()
+	env := map[string]string{"COUNTERSIGN_DATA": data}
+
+	created := mustCLI(t, env, "agent", "create", "--name", "bot", "--scopes", "mcp:read,approvals:read")
+	lines := strings.Split(strings.TrimRight(created.stdout, "\n"), "\n")
+	token := lines[len(lines)-1]
+	if !regexp.MustCompile(`^` + models.TokenPrefix + `[a-z2-7]{40,}$`).MatchString(token) {
+		t.Fatalf("the last line of stdout is %q, want the token alone\n%s", token, created)
+	}
+	if n := strings.Count(created.stdout+created.stderr, token); n != 1 {
+		t.Fatalf("the token is printed %d times, want once\n%s", n, created)
+	}
+
+	t.Run("the database holds only the token's SHA-256", func(t *testing.T) {
+		files, err := os.ReadDir(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := 0
+		for _, f := range files { // countersign.db and any -wal or -shm beside it
+			b, err := os.ReadFile(filepath.Join(data, f.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			read++
+			if bytes.Contains(b, []byte(token)) {
+				t.Fatalf("the token text is in %s", f.Name())
+			}
+		}
+		if read == 0 {
+			t.Fatalf("no database file in %s", data)
+		}
+		sum := sha256.Sum256([]byte(token))
+		got := readAgent(t, data, "bot")
+		if got.TokenHash != hex.EncodeToString(sum[:]) {
+			t.Fatalf("token_hash = %q, want the SHA-256 of the token %q", got.TokenHash, hex.EncodeToString(sum[:]))
+		}
+		if got.Scopes != "mcp:read approvals:read" || got.Disabled {
+			t.Fatalf("scopes = %q, disabled = %t; want \"mcp:read approvals:read\", false", got.Scopes, got.Disabled)
+		}
+	})
+
+	t.Run("agent list shows it enabled with its scopes", func(t *testing.T) {
+		list := mustCLI(t, env, "agent", "list")
+		r := row(t, list.stdout, "bot")
+		if len(r) < 4 || r[1] != "agent:bot" || r[2] != "mcp:read,approvals:read" || r[3] != "enabled" {
+			t.Fatalf("row = %q, want bot agent:bot mcp:read,approvals:read enabled\n%s", r, list)
+		}
+		if strings.Contains(list.stdout, token) {
+			t.Fatalf("agent list shows the token\n%s", list)
+		}
+	})
+
+	t.Run("agent disable bot disables it", func(t *testing.T) {
+		disabled := mustCLI(t, env, "agent", "disable", "bot")
+		if !strings.Contains(disabled.stdout, "agent bot disabled") {
+			t.Fatalf("disable says:\n%s", disabled)
+		}
+		list := mustCLI(t, env, "agent", "list")
+		if r := row(t, list.stdout, "bot"); len(r) < 4 || r[3] != "disabled:" {
+			t.Fatalf("row after disable = %q, want state disabled\n%s", r, list)
+		}
+		if got := readAgent(t, data, "bot"); !got.Disabled {
+			t.Fatalf("the database says bot is not disabled")
+		}
+	})
+
+	t.Run("an unknown scope is refused and named", func(t *testing.T) {
+		r := cli(t, env, "agent", "create", "--name", "bot2", "--scopes", "mcp:read,approvals:admin")
+		if r.code == 0 {
+			t.Fatalf("an agent with scope approvals:admin was made\n%s", r)
+		}
+		if !strings.Contains(r.stderr, "approvals:admin") {
+			t.Fatalf("the message does not name the scope approvals:admin\n%s", r)
+		}
+		if r.stdout != "" {
+			t.Fatalf("a refused create printed on stdout (a token?)\n%s", r)
+		}
+		if list := mustCLI(t, env, "agent", "list"); strings.Contains(list.stdout, "bot2") {
+			t.Fatalf("the refused agent is listed\n%s", list)
+		}
+	})
+}
+
+func TestAccountCommands(t *testing.T) {
+	env := map[string]string{"COUNTERSIGN_DATA": t.TempDir()}
+
+	created := mustCLI(t, env, "account", "create", "acme")
+	m := regexp.MustCompile(`account acme created \((acct_[a-z2-7]+)\)`).FindStringSubmatch(created.stdout)
+	if m == nil {
+		t.Fatalf("create says:\n%s", created)
+	}
+	id := m[1]
+
+	list := mustCLI(t, env, "account", "list")
+	if r := row(t, list.stdout, "acme"); len(r) < 3 || r[1] != id || r[2] != "false" {
+		t.Fatalf("acme row = %q, want acme %s false\n%s", r, id, list)
+	}
+	if r := row(t, list.stdout, models.DefaultAccountName); len(r) < 3 || r[2] != "false" {
+		t.Fatalf("default row = %q, want allow_private_evidence false\n%s", r, list)
+	}
+
+	set := mustCLI(t, env, "account", "set", "acme", "--allow-private-evidence=true")
+	if !strings.Contains(set.stdout, "allow_private_evidence=true") {
+		t.Fatalf("set says:\n%s", set)
+	}
+	list = mustCLI(t, env, "account", "list")
+	if r := row(t, list.stdout, "acme"); len(r) < 3 || r[1] != id || r[2] != "true" {
+		t.Fatalf("acme row after set = %q, want acme %s true\n%s", r, id, list)
+	}
+	if r := row(t, list.stdout, models.DefaultAccountName); len(r) < 3 || r[2] != "false" {
+		t.Fatalf("default row after setting acme = %q, want it unchanged (false)\n%s", r, list)
+	}
+}
+
+// lockedBuffer collects a process's output while tests read it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// server is `countersign serve` running as its own process.
+type server struct {
+	URL  string // http://127.0.0.1:PORT
+	env  map[string]string
+	cmd  *exec.Cmd
+	log  *lockedBuffer
+	done chan struct{} // closed when the process has ended
+	err  error         // how it ended, once done is closed
+}
+
+var listening = regexp.MustCompile(`msg="countersign listening" addr=(\S+)`)
+
+// startServer runs the service on a port the system picks, reads the port
+// from its start-up log line and waits until /healthz answers 200.
+func startServer(t *testing.T, db apptest.Database) *server {
+	t.Helper()
+	s := &server{
+		env: map[string]string{
+			"COUNTERSIGN_DATA":         t.TempDir(),
+			"COUNTERSIGN_DATABASE_URL": apptest.DatabaseURL(t, db),
+			"COUNTERSIGN_ADDR":         "127.0.0.1:0",
+		},
+		log:  &lockedBuffer{},
+		done: make(chan struct{}),
+	}
+	s.cmd = exec.Command(binary, "serve")
+	s.cmd.Env = environ(s.env)
+	stderr, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Stdout = s.log
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start countersign serve: %v", err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			fmt.Fprintln(s.log, sc.Text())
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+		_, _ = io.Copy(s.log, stderr) // what is left after a line too long to scan
+		s.err = s.cmd.Wait()
+		close(s.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-s.done:
+		default:
+			_ = s.cmd.Process.Kill()
+			<-s.done
+		}
+		if t.Failed() {
+			t.Logf("server log:\n%s", s.log)
+		}
+	})
+	select {
+	case a := <-addr:
+		s.URL = "http://" + a
+	case <-s.done:
+		t.Fatalf("countersign serve ended before it listened: %v\n%s", s.err, s.log)
+	case <-time.After(time.Minute):
+		t.Fatalf("countersign serve did not log that it listens within a minute\n%s", s.log)
+	}
+	s.waitHealthy(t, string(db))
+	return s
+}
+
+// waitHealthy polls /healthz until it answers 200 with the database named.
+func (s *server) waitHealthy(t *testing.T, database string) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		res, err := http.Get(s.URL + "/healthz")
+		if err != nil {
+			last = err.Error()
+			continue
+		}
+		var body map[string]string
+		err = json.NewDecoder(res.Body).Decode(&body)
+		res.Body.Close()
+		last = fmt.Sprintf("HTTP %d %v (%v)", res.StatusCode, body, err)
+		if res.StatusCode == http.StatusOK {
+			if body["status"] != "ok" || body["database"] != database {
+				t.Fatalf("/healthz = %v, want status ok and database %s", body, database)
+			}
+			return
+		}
+	}
+	t.Fatalf("/healthz did not answer 200 within 30 s; last: %s\n%s", last, s.log)
+}
+
+// stop sends SIGTERM and returns the exit error, failing the test when the
+// process does not end within a few seconds.
+func (s *server) stop(t *testing.T) error {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("send SIGTERM: %v", err)
+	}
+	select {
+	case <-s.done:
+		return s.err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("countersign serve did not exit within 10 s of SIGTERM\n%s", s.log)
+		return nil
+	}
+}
+
+func TestServeAnswersHealthAndStopsOnSIGTERM(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		s := startServer(t, db)
+		if err := s.stop(t); err != nil {
+			t.Fatalf("countersign serve exited with %v after SIGTERM, want exit 0\n%s", err, s.log)
+		}
+		if !strings.Contains(s.log.String(), "shutting down") {
+			t.Fatalf("no shutdown was logged\n%s", s.log)
+		}
+	})
+}
+
+// repoRoot is the module's root folder, where package.json and node_modules are.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("no go.mod in %s: %v", root, err)
+	}
+	return root
+}
+
+// sdkSummary is the line mcp-sdk-check.mjs prints.
+type sdkSummary struct {
+	OK            bool     `json:"ok"`
+	Error         string   `json:"error"`
+	Server        string   `json:"server"`
+	Tools         []string `json:"tools"`
+	ApprovalID    string   `json:"approval_id"`
+	PayloadSHA256 string   `json:"payload_sha256"`
+	Listed        int      `json:"listed"`
+	FinalStatus   string   `json:"final_status"`
+	Refusal       string   `json:"refusal"`
+}
+
+// runSDKCheck runs web/test/mcp-sdk-check.mjs against endpoint with token and
+// returns its summary and exit code.
+func runSDKCheck(t *testing.T, root, endpoint, token string) (sdkSummary, result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join("web", "test", "mcp-sdk-check.mjs"), endpoint, token)
+	cmd.Dir = root
+	cmd.Env = environ(nil)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("mcp-sdk-check.mjs did not end within 2 minutes\n%s", r)
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run node: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var sum sdkSummary
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		t.Fatalf("the last line of mcp-sdk-check.mjs is not its JSON summary: %v\n%s", err, r)
+	}
+	return sum, r
+}
+
+func TestTheTypeScriptSDKWorksAgainstTheBinary(t *testing.T) {
+	root := repoRoot(t)
+	if _, err := os.Stat(filepath.Join(root, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		t.Fatalf("node_modules/@modelcontextprotocol/sdk is missing: run `npm ci` in %s (make test does it)", root)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("node is not on PATH: install Node.js 20 (see .ci/run)")
+	}
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		s := startServer(t, db)
+		created := mustCLI(t, s.env, "agent", "create", "--name", "sdk-check", "--scopes", strings.Join(models.AllScopes, ","))
+		lines := strings.Split(strings.TrimSpace(created.stdout), "\n")
+		token := lines[len(lines)-1]
+
+		sum, r := runSDKCheck(t, root, s.URL+"/mcp", token)
+		if r.code != 0 || !sum.OK {
+			t.Fatalf("mcp-sdk-check.mjs exited %d: %s\nstderr:\n%s", r.code, sum.Error, r.stderr)
+		}
+		wantTools := []string{"approvals_add_progress", "approvals_create", "approvals_get", "approvals_list"}
+		if !slices.Equal(sum.Tools, wantTools) {
+			t.Fatalf("tools = %v, want %v", sum.Tools, wantTools)
+		}
+		if !strings.HasPrefix(sum.Server, "countersign ") || !strings.HasPrefix(sum.ApprovalID, "appr_") ||
+			!regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(sum.PayloadSHA256) || sum.Listed != 1 ||
+			sum.FinalStatus != "stale" || sum.Refusal != "INVALID_ARGUMENT" {
+			t.Fatalf("summary = %+v", sum)
+		}
+
+		// The service's own record agrees with what the SDK saw.
+		store, err := app.OpenStore(context.Background(), mustConfig(t, s.env))
+		if err != nil {
+			t.Fatalf("open the store: %v", err)
+		}
+		defer func() {
+			if sqlDB, err := store.DB().DB(); err == nil {
+				sqlDB.Close()
+			}
+		}()
+		acct, err := store.AccountByName(context.Background(), models.DefaultAccountName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := store.GetApproval(context.Background(), acct.ID, sum.ApprovalID)
+		if err != nil {
+			t.Fatalf("the approval the SDK made is not in the database: %v", err)
+		}
+		if a.Status != models.StatusStale || a.PayloadSHA256 != sum.PayloadSHA256 || a.RequesterSubject != "agent:sdk-check" {
+			t.Fatalf("stored approval: status %s, payload_sha256 %s, requester %s; want stale, %s, agent:sdk-check",
+				a.Status, a.PayloadSHA256, a.RequesterSubject, sum.PayloadSHA256)
+		}
+
+		t.Run("a wrong token makes the check fail", func(t *testing.T) {
+			sum, r := runSDKCheck(t, root, s.URL+"/mcp", models.TokenPrefix+"notatoken")
+			if r.code == 0 || sum.OK || sum.Error == "" {
+				t.Fatalf("the check passed with a wrong token: %+v\n%s", sum, r)
+			}
+		})
+
+		if err := s.stop(t); err != nil {
+			t.Fatalf("countersign serve exited with %v after SIGTERM, want exit 0\n%s", err, s.log)
+		}
+	})
+}
+
+// mustConfig loads the configuration the server was started with.
+func mustConfig(t *testing.T, env map[string]string) app.Config {
+	t.Helper()
+	cfg, err := app.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return cfg
+}
