@@ -27,9 +27,13 @@ node_modules/.package-lock.json: package-lock.json
 	npm ci
 	@touch $@
 
-# Generation hook: every step that writes committed files (templ, esbuild) goes
-# here, so that check-generated sees them all. Nothing is generated yet.
-generate:
+# Every step that writes committed files goes here, so that check-generated
+# sees them all: templ components, the esbuild bundle and service worker, and
+# the app icons.
+generate: node_modules/.package-lock.json
+	go tool templ generate
+	npm run --silent build
+	go run ./web/icongen
 
 # Fails when `make generate` changes a committed file or leaves a new one:
 # generated files must be committed as generated.

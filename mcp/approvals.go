@@ -48,7 +48,8 @@ Do not use it to turn on auto-approve: use approvals_request_auto_approve. Next:
 		Annotations: &sdk.ToolAnnotations{Title: "Ask a person for an approval", ReadOnlyHint: false, DestructiveHint: boolPtr(false), IdempotentHint: false, OpenWorldHint: boolPtr(false)},
 	}
 	return define(s, tool, writeScopes, func(ctx context.Context, agent *models.Agent, in CreateInput) (*ApprovalOut, error) {
-		if err := s.limiter.allow(agent.ID); err != nil {
+		undo, err := s.limiter.allow(agent.ID)
+		if err != nil {
 			return nil, err
 		}
 		a, err := s.store.CreateApproval(ctx, models.NewAsk{
@@ -57,6 +58,7 @@ Do not use it to turn on auto-approve: use approvals_request_auto_approve. Next:
 			Supersedes: in.Supersedes, Payload: in.Payload, Context: in.Context, Links: in.Links,
 		})
 		if err != nil {
+			undo() // only filed asks count against the limit
 			return nil, err
 		}
 		return s.approvalOut(ctx, a, true)

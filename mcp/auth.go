@@ -26,7 +26,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r)
 		if !ok {
-			unauthorized(w, "invalid_request", "send Authorization: Bearer <agent token>")
+			// RFC 6750 §3.1: a request without credentials gets no error code.
+			w.Header().Set("WWW-Authenticate", `Bearer realm="countersign"`)
+			http.Error(w, "send Authorization: Bearer <agent token>", http.StatusUnauthorized)
 			return
 		}
 		agent, err := s.store.AgentByToken(r.Context(), token)

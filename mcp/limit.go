@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/countersign/countersign/models"
 )
 
@@ -37,12 +35,18 @@ func (r AskRate) String() string {
 	return fmt.Sprintf("%d/%s", r.N, map[time.Duration]string{time.Second: "s", time.Minute: "m", time.Hour: "h"}[r.Period])
 }
 
-// askLimiter is a token bucket per requester, in this process.
+// askLimiter is a token bucket per requester, in this process: each
+// requester holds up to burst asks, refilled at rate.
 type askLimiter struct {
 	rate  AskRate
 	burst int
 	mu    sync.Mutex
-	by    map[string]*rate.Limiter
+	by    map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
 }
 
 func newAskLimiter(r AskRate, burst int) *askLimiter {
@@ -52,24 +56,32 @@ func newAskLimiter(r AskRate, burst int) *askLimiter {
 	if burst < 1 {
 		burst = 20
 	}
-	return &askLimiter{rate: r, burst: burst, by: map[string]*rate.Limiter{}}
+	return &askLimiter{rate: r, burst: burst, by: map[string]*bucket{}}
 }
 
 // allow takes one ask from the requester's bucket, or says when to retry.
-func (l *askLimiter) allow(agentID string) error {
+// The returned undo gives the ask back, for a call that filed nothing.
+func (l *askLimiter) allow(agentID string) (undo func(), err error) {
+	perSecond := float64(l.rate.N) / l.rate.Period.Seconds()
 	l.mu.Lock()
-	lim, ok := l.by[agentID]
-	if !ok {
-		lim = rate.NewLimiter(rate.Limit(float64(l.rate.N)/l.rate.Period.Seconds()), l.burst)
-		l.by[agentID] = lim
-	}
-	l.mu.Unlock()
+	defer l.mu.Unlock()
 	now := time.Now()
-	res := lim.ReserveN(now, 1)
-	if delay := res.DelayFrom(now); delay > 0 {
-		res.CancelAt(now)
-		return models.Refuse(models.ResourceExhausted, "", "asks are limited to %s per requester (burst %d); retry in %d s",
-			l.rate, l.burst, int(math.Ceil(delay.Seconds())))
+	b, ok := l.by[agentID]
+	if !ok {
+		b = &bucket{tokens: float64(l.burst), at: now}
+		l.by[agentID] = b
 	}
-	return nil
+	b.tokens = math.Min(float64(l.burst), b.tokens+now.Sub(b.at).Seconds()*perSecond)
+	b.at = now
+	if b.tokens < 1 {
+		wait := (1 - b.tokens) / perSecond
+		return nil, models.Refuse(models.ResourceExhausted, "", "asks are limited to %s per requester (burst %d); retry in %d s",
+			l.rate, l.burst, int(math.Ceil(wait)))
+	}
+	b.tokens--
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		b.tokens = math.Min(float64(l.burst), b.tokens+1)
+	}, nil
 }

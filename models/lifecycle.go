@@ -330,6 +330,9 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 		if !m.MayDecide(a) {
 			return nil, Refuse(PermissionDenied, "approval_id", "approval %s is not asked of %s", a.ID, m.Subject)
 		}
+		if a.Status != StatusPending {
+			return nil, stateError(a, "; only a pending ask can be answered")
+		}
 		if a.Kind == KindRun && d.Nonce == nil {
 			return nil, Refuse(PermissionDenied, "proof", "a run is decided only with a device-key signature")
 		}

@@ -311,8 +311,12 @@ func (s *Store) AccountDeviceKeys(ctx context.Context, accountID string) ([]Devi
 		DeviceKey
 		Subject string
 	}
+	// Members, and people who decided asks here and have since left: their
+	// old proofs must still check out against the export.
 	err := s.db.WithContext(ctx).Raw(`SELECT k.*, p.subject FROM device_keys k JOIN persons p ON p.id = k.person_id
-		JOIN memberships m ON m.person_id = k.person_id WHERE m.account_id = ? ORDER BY k.created_at`, accountID).Scan(&rows).Error
+		WHERE k.person_id IN (SELECT person_id FROM memberships WHERE account_id = ?)
+		   OR p.subject IN (SELECT decided_by FROM approvals WHERE account_id = ? AND proof IS NOT NULL)
+		ORDER BY k.created_at`, accountID, accountID).Scan(&rows).Error
 	if err != nil {
 		return nil, nil, fmt.Errorf("list account passkeys: %w", err)
 	}

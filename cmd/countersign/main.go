@@ -25,6 +25,12 @@ Usage:
                                                make an agent; its token is printed alone on the last line
   countersign agent list [--account NAME]
   countersign agent disable NAME [--account NAME] [--reason TEXT]
+  countersign invite --role owner|admin|member [--subject S] [--account NAME]
+                                               make a one-time invite (24 h); its URL is printed alone on the last line
+  countersign keys export [--account NAME] [--out FILE]
+                                               write the account's device keys, for verify --keys
+  countersign verify PROOF.json [--keys KEYS.json] [--rp-id ID]
+                                               check a decision proof offline; exit 0 valid, 1 not
 
 Configuration is read from the environment:
 `
@@ -61,6 +67,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		}
 		return nil
 	}
+	if cmd == "verify" { // offline: no configuration, database or network
+		return verifyCommand(args, out)
+	}
 	cfg, err := app.LoadConfig(getenv)
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
@@ -72,6 +81,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return accountCommand(ctx, cfg, args, out)
 	case "agent":
 		return agentCommand(ctx, cfg, args, out)
+	case "invite":
+		return inviteCommand(ctx, cfg, args, out)
+	case "keys":
+		return keysCommand(ctx, cfg, args, out)
 	}
 	return usageError{fmt.Sprintf("unknown command %q; run countersign help", cmd)}
 }

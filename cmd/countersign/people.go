@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/countersign/countersign/app"
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/proof"
+)
+
+const (
+	inviteUsage = "usage: countersign invite --role owner|admin|member [--subject S] [--account NAME]"
+	keysUsage   = "usage: countersign keys export [--account NAME] [--out FILE]"
+)
+
+// inviteCommand makes a one-time invite and prints its URL alone on the last line.
+func inviteCommand(ctx context.Context, cfg app.Config, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("invite", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	role := fs.String("role", "", "owner, admin or member")
+	subject := fs.String("subject", "", "the subject the person must take (empty: they choose)")
+	account := fs.String("account", models.DefaultAccountName, "account name")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return usageError{inviteUsage}
+	}
+	r, err := models.ParseRole(*role)
+	if err != nil {
+		return usageError{fmt.Sprintf("--role must be owner, admin or member, not %q\n%s", *role, inviteUsage)}
+	}
+	store, err := app.OpenStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := store.EnsureDefaultAccount(ctx); err != nil {
+		return err
+	}
+	acct, err := store.AccountByName(ctx, *account)
+	if err != nil {
+		return err
+	}
+	token, inv, err := store.CreateInvite(ctx, acct.ID, r, *subject, "cli")
+	if err != nil {
+		return err
+	}
+	who := "a new person"
+	if inv.Subject != "" {
+		who = inv.Subject
+	}
+	fmt.Fprintf(out, "invite for %s to join account %s as %s; it works once, until %s.\n", who, acct.Name, inv.Role, inv.ExpiresAt.Format(time.RFC3339))
+	fmt.Fprintln(out, "open it on the phone or computer that will hold the passkey:")
+	fmt.Fprintln(out, app.InviteURL(cfg.BaseURL, token))
+	return nil
+}
+
+// keysCommand exports an account's device keys for `countersign verify --keys`.
+func keysCommand(ctx context.Context, cfg app.Config, args []string, out io.Writer) error {
+	if len(args) == 0 || args[0] != "export" {
+		return usageError{keysUsage}
+	}
+	fs := flag.NewFlagSet("keys export", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	account := fs.String("account", models.DefaultAccountName, "account name")
+	file := fs.String("out", "", "write to this file instead of stdout")
+	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 {
+		return usageError{keysUsage}
+	}
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil {
+		return fmt.Errorf("COUNTERSIGN_BASE_URL: %w", err)
+	}
+	store, err := app.OpenStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := store.EnsureDefaultAccount(ctx); err != nil {
+		return err
+	}
+	acct, err := store.AccountByName(ctx, *account)
+	if err != nil {
+		return err
+	}
+	keys, subjects, err := store.AccountDeviceKeys(ctx, acct.ID)
+	if err != nil {
+		return err
+	}
+	export := proof.Keys{Format: proof.KeysFormat, AccountID: acct.ID, RPID: u.Hostname(), Exported: store.Now(),
+		Keys: make([]proof.DeviceKey, 0, len(keys))}
+	for i, k := range keys {
+		id, err := base64.RawURLEncoding.DecodeString(k.ID)
+		if err != nil {
+			return fmt.Errorf("device key %s: credential id: %w", k.ID, err)
+		}
+		pub, err := base64.RawURLEncoding.DecodeString(k.PublicKey)
+		if err != nil {
+			return fmt.Errorf("device key %s: public key: %w", k.ID, err)
+		}
+		export.Keys = append(export.Keys, proof.DeviceKey{CredentialID: id, PublicKey: pub, Person: subjects[i],
+			Name: k.Name, CreatedAt: k.CreatedAt, Removed: k.RemovedAt != nil})
+	}
+	b, err := json.MarshalIndent(export, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if *file == "" {
+		_, err := out.Write(b)
+		return err
+	}
+	if err := os.WriteFile(*file, b, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", *file, err)
+	}
+	fmt.Fprintf(out, "wrote %d device keys of account %s (%s, RP ID %s) to %s\n", len(export.Keys), acct.Name, acct.ID, export.RPID, *file)
+	return nil
+}

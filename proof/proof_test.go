@@ -1,0 +1,341 @@
+package proof_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/apptest"
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/passkey"
+	"github.com/countersign/countersign/proof"
+)
+
+const origin = "http://localhost:8080"
+
+// signed is a proof made the way the server makes one: a passkey registered
+// with the relying party signs the decision challenge, go-webauthn checks
+// it, and the proof is built from the checked assertion.
+type signed struct {
+	proof *proof.Proof
+	key   *models.DeviceKey
+	auth  *apptest.Authenticator
+}
+
+func makeProof(t *testing.T, approvalID, decision string, unsigned proof.Unsigned) signed {
+	t.Helper()
+	rp, err := passkey.New(origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := apptest.NewAuthenticator()
+	u := &passkey.User{ID: "per_test", Subject: "ada", DisplayName: "Ada"}
+	options, session, err := rp.BeginRegistration(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	credential, err := auth.Register(origin, options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := rp.FinishRegistration(u, session, credential, "test passkey")
+	if err != nil {
+		t.Fatalf("the relying party refused the software passkey: %v", err)
+	}
+	u.Keys = []models.DeviceKey{*key}
+
+	payload := sha256.Sum256([]byte(`{"review":{"url":"https://example.com/r/1"}}`))
+	payloadSHA256 := hex.EncodeToString(payload[:])
+	nonce := make([]byte, proof.NonceSize)
+	if _, err := rand.Read(nonce); err != nil {
+		t.Fatal(err)
+	}
+	challenge := proof.Challenge(proof.Domain, approvalID, payloadSHA256, decision, nonce)
+	options, session, err = rp.BeginDecision(u, challenge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertion, err := auth.Assert(origin, options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := rp.FinishDecision(u, session, assertion, challenge)
+	if err != nil {
+		t.Fatalf("the relying party refused the signature: %v", err)
+	}
+	publicKey, err := base64.RawURLEncoding.DecodeString(key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signed{proof: rp.Proof(a, publicKey, approvalID, payloadSHA256, decision, nonce, unsigned), key: key, auth: auth}
+}
+
+// clone copies a proof through its JSON, as a verifier reads it.
+func clone(t *testing.T, p *proof.Proof) *proof.Proof {
+	t.Helper()
+	raw, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out proof.Proof
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
+}
+
+var unsigned = proof.Unsigned{Person: "ada", AccountID: "acct_test", DecidedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
+
+func TestAProofMadeWithThePasskeyVerifies(t *testing.T) {
+	for _, decision := range []string{"approve", "deny", "not_mine", "option:3", proof.QuestionDecision("Why now?")} {
+		t.Run(decision, func(t *testing.T) {
+			u := unsigned
+			if strings.HasPrefix(decision, "question:") {
+				u.Question = "Why now?"
+			}
+			s := makeProof(t, "appr_test", decision, u)
+			p := clone(t, s.proof)
+			res, err := proof.Verify(p, nil, "localhost")
+			if err != nil {
+				t.Fatalf("Verify: %v", err)
+			}
+			want := proof.Result{
+				ApprovalID: "appr_test", PayloadSHA256: p.PayloadSHA256, Decision: decision,
+				CredentialID: s.auth.CredentialIDString(), Origin: origin, SignCount: s.auth.Counter,
+			}
+			if *res != want {
+				t.Fatalf("result %+v, want %+v", *res, want)
+			}
+			if p.Format != proof.Format || p.Domain != proof.Domain || p.RPID != "localhost" ||
+				!bytes.Equal(p.PublicKey, s.auth.PublicKeyCOSE()) || !bytes.Equal(p.CredentialID, s.auth.CredentialID) || p.Unsigned != u {
+				t.Fatalf("proof %+v does not hold what was signed", p)
+			}
+		})
+	}
+}
+
+// otherChar is a character that is not c, of the same kind where it matters
+// (a hex digit stays a hex digit).
+func otherChar(c byte) byte {
+	if c == 'a' {
+		return 'b'
+	}
+	return 'a'
+}
+
+func changeChar(s string, i int) string {
+	b := []byte(s)
+	b[i] = otherChar(b[i])
+	return string(b)
+}
+
+func TestAnyChangedByteMakesVerifyFail(t *testing.T) {
+	s := makeProof(t, "appr_test", "approve", unsigned)
+	if _, err := proof.Verify(clone(t, s.proof), nil, ""); err != nil {
+		t.Fatalf("the untouched proof does not verify: %v", err)
+	}
+	bytesFields := []struct {
+		name string
+		get  func(p *proof.Proof) []byte
+	}{
+		{"nonce", func(p *proof.Proof) []byte { return p.Nonce }},
+		{"signature", func(p *proof.Proof) []byte { return p.Signature }},
+		{"authenticator_data", func(p *proof.Proof) []byte { return p.AuthenticatorData }},
+		{"client_data_json", func(p *proof.Proof) []byte { return p.ClientDataJSON }},
+		{"public_key", func(p *proof.Proof) []byte { return p.PublicKey }},
+	}
+	for _, f := range bytesFields {
+		n := len(f.get(s.proof))
+		t.Run("any byte of "+f.name+" flipped", func(t *testing.T) {
+			if n == 0 {
+				t.Fatalf("%s is empty", f.name)
+			}
+			for i := range n {
+				for _, mask := range []byte{0x01, 0x80} {
+					p := clone(t, s.proof)
+					f.get(p)[i] ^= mask
+					if _, err := proof.Verify(p, nil, ""); err == nil {
+						t.Fatalf("%s with byte %d ^ %#x verifies", f.name, i, mask)
+					}
+				}
+			}
+		})
+	}
+	stringFields := []struct {
+		name string
+		get  func(p *proof.Proof) *string
+	}{
+		{"payload_sha256", func(p *proof.Proof) *string { return &p.PayloadSHA256 }},
+		{"decision", func(p *proof.Proof) *string { return &p.Decision }},
+		{"approval_id", func(p *proof.Proof) *string { return &p.ApprovalID }},
+		{"rp_id", func(p *proof.Proof) *string { return &p.RPID }},
+		{"domain", func(p *proof.Proof) *string { return &p.Domain }},
+		{"format", func(p *proof.Proof) *string { return &p.Format }},
+	}
+	for _, f := range stringFields {
+		n := len(*f.get(s.proof))
+		t.Run("any character of "+f.name+" changed", func(t *testing.T) {
+			if n == 0 {
+				t.Fatalf("%s is empty", f.name)
+			}
+			for i := range n {
+				p := clone(t, s.proof)
+				v := f.get(p)
+				*v = changeChar(*v, i)
+				if _, err := proof.Verify(p, nil, ""); err == nil {
+					t.Fatalf("%s %q verifies", f.name, *v)
+				}
+			}
+		})
+	}
+	t.Run("another valid decision in place of the signed one", func(t *testing.T) {
+		for _, d := range []string{"deny", "not_mine", "option:0", proof.QuestionDecision("x")} {
+			p := clone(t, s.proof)
+			p.Decision = d
+			if _, err := proof.Verify(p, nil, ""); err == nil {
+				t.Fatalf("decision %q verifies with a signature over approve", d)
+			}
+		}
+	})
+	t.Run("a question text beside the proof that is not the signed one", func(t *testing.T) {
+		q := makeProof(t, "appr_test", proof.QuestionDecision("Why now?"), proof.Unsigned{Question: "Why now?"})
+		if _, err := proof.Verify(clone(t, q.proof), nil, ""); err != nil {
+			t.Fatalf("the question proof does not verify: %v", err)
+		}
+		p := clone(t, q.proof)
+		p.Unsigned.Question = "Why not now?"
+		if _, err := proof.Verify(p, nil, ""); err == nil {
+			t.Fatalf("a proof verifies beside a question it did not sign")
+		}
+	})
+}
+
+func TestVerifyChecksTheRPIDAskedFor(t *testing.T) {
+	s := makeProof(t, "appr_test", "approve", unsigned)
+	if _, err := proof.Verify(clone(t, s.proof), nil, "localhost"); err != nil {
+		t.Fatalf("--rp-id localhost: %v", err)
+	}
+	for _, rpID := range []string{"example.com", "localhost.", "LOCALHOST", "evil.localhost"} {
+		if _, err := proof.Verify(clone(t, s.proof), nil, rpID); err == nil {
+			t.Fatalf("a proof made for localhost verifies with --rp-id %q", rpID)
+		}
+	}
+	// A proof that claims another RP ID than its authenticator data hashes.
+	p := clone(t, s.proof)
+	p.RPID = "example.com"
+	if _, err := proof.Verify(p, nil, "example.com"); err == nil {
+		t.Fatalf("a proof whose authenticator data is for localhost verifies as example.com")
+	}
+}
+
+func TestVerifyWithKeysChecksTheKeyIsRegistered(t *testing.T) {
+	s := makeProof(t, "appr_test", "approve", unsigned)
+	registered := proof.DeviceKey{CredentialID: s.auth.CredentialID, PublicKey: s.auth.PublicKeyCOSE(), Person: "ada", Name: "test passkey"}
+	stranger := apptest.NewAuthenticator()
+	keys := func(ks ...proof.DeviceKey) *proof.Keys {
+		return &proof.Keys{Format: proof.KeysFormat, AccountID: "acct_test", RPID: "localhost", Keys: ks}
+	}
+	other := proof.DeviceKey{CredentialID: stranger.CredentialID, PublicKey: stranger.PublicKeyCOSE(), Person: "bob"}
+
+	res, err := proof.Verify(clone(t, s.proof), keys(other, registered), "localhost")
+	if err != nil || !res.KeyRegistered || res.KeyPerson != "ada" {
+		t.Fatalf("registered key: %+v, %v; want registered, of ada", res, err)
+	}
+	removed := registered
+	removed.Removed = true
+	if res, err := proof.Verify(clone(t, s.proof), keys(removed), ""); err != nil || !res.KeyRegistered {
+		t.Fatalf("a key removed since it signed: %+v, %v; want registered (it was when it signed)", res, err)
+	}
+	if res, err := proof.Verify(clone(t, s.proof), nil, ""); err != nil || res.KeyRegistered || res.KeyPerson != "" {
+		t.Fatalf("without keys: %+v, %v; want valid, not registered", res, err)
+	}
+
+	refusals := []struct {
+		name string
+		keys *proof.Keys
+	}{
+		{"an unknown key", keys(other)},
+		{"no keys at all", keys()},
+		{"the same credential id with another public key", keys(proof.DeviceKey{CredentialID: s.auth.CredentialID, PublicKey: stranger.PublicKeyCOSE(), Person: "ada"})},
+		{"keys of another account", &proof.Keys{Format: proof.KeysFormat, AccountID: "acct_other", RPID: "localhost", Keys: []proof.DeviceKey{registered}}},
+		{"keys of another RP ID", &proof.Keys{Format: proof.KeysFormat, AccountID: "acct_test", RPID: "example.com", Keys: []proof.DeviceKey{registered}}},
+		{"keys of another format", &proof.Keys{Format: "countersign-keys/v0", AccountID: "acct_test", RPID: "localhost", Keys: []proof.DeviceKey{registered}}},
+	}
+	for _, tt := range refusals {
+		t.Run(tt.name+" is refused", func(t *testing.T) {
+			if res, err := proof.Verify(clone(t, s.proof), tt.keys, ""); err == nil {
+				t.Fatalf("verifies: %+v", res)
+			}
+		})
+	}
+	t.Run("a credential id changed to another registered key's is refused", func(t *testing.T) {
+		p := clone(t, s.proof)
+		p.CredentialID = stranger.CredentialID
+		if _, err := proof.Verify(p, keys(registered, other), ""); err == nil {
+			t.Fatalf("verifies")
+		}
+	})
+}
+
+// vectors is proof/testdata/challenge_vectors.json, computed by
+// challenge_vectors.py with Python's hashlib, not with this package.
+type vectors struct {
+	Vectors []struct {
+		Name          string `json:"name"`
+		Domain        string `json:"domain"`
+		ApprovalID    string `json:"approval_id"`
+		PayloadSHA256 string `json:"payload_sha256"`
+		Decision      string `json:"decision"`
+		Question      string `json:"question"`
+		NonceHex      string `json:"nonce_hex"`
+		PreimageHex   string `json:"preimage_hex"`
+		ChallengeHex  string `json:"challenge_hex"`
+	} `json:"vectors"`
+}
+
+func TestChallengeLayoutMatchesTheGoldenVectors(t *testing.T) {
+	raw, err := os.ReadFile("testdata/challenge_vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs vectors
+	if err := json.Unmarshal(raw, &vs); err != nil {
+		t.Fatal(err)
+	}
+	if len(vs.Vectors) < 5 {
+		t.Fatalf("%d vectors, want at least 5", len(vs.Vectors))
+	}
+	for _, v := range vs.Vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			nonce, err := hex.DecodeString(v.NonceHex)
+			if err != nil || len(nonce) != proof.NonceSize {
+				t.Fatalf("nonce %q: %v", v.NonceHex, err)
+			}
+			if v.Domain != proof.Domain {
+				t.Fatalf("domain %q, want %q", v.Domain, proof.Domain)
+			}
+			if !proof.ValidDecision(v.Decision) {
+				t.Fatalf("decision %q is not valid", v.Decision)
+			}
+			if v.Question != "" && proof.QuestionDecision(v.Question) != v.Decision {
+				t.Fatalf("QuestionDecision(%q) = %q, want %q", v.Question, proof.QuestionDecision(v.Question), v.Decision)
+			}
+			preimage, _ := hex.DecodeString(v.PreimageHex)
+			sum := sha256.Sum256(preimage)
+			if hex.EncodeToString(sum[:]) != v.ChallengeHex {
+				t.Fatalf("the vector's preimage does not hash to its challenge")
+			}
+			got := proof.Challenge(v.Domain, v.ApprovalID, v.PayloadSHA256, v.Decision, nonce)
+			if hex.EncodeToString(got) != v.ChallengeHex {
+				t.Fatalf("Challenge = %x, want %s", got, v.ChallengeHex)
+			}
+		})
+	}
+}

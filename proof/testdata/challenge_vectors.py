@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+# Regenerate with: python3 proof/testdata/challenge_vectors.py > proof/testdata/challenge_vectors.json
+# Computes the decision challenge of proof/proof.go's layout independently of
+# the Go code: SHA-256 over length-prefixed fields (4-byte big-endian length).
+import hashlib, json, struct
+
+def lp(b):
+    return struct.pack('>I', len(b)) + b
+
+def challenge(domain, approval_id, payload_sha256, decision, nonce):
+    msg = b''.join(lp(f) for f in [domain.encode(), approval_id.encode(), payload_sha256.encode(), decision.encode(), nonce])
+    return msg, hashlib.sha256(msg).hexdigest()
+
+domain = "countersign/decision/v1"
+h1 = hashlib.sha256(b'{"pull_request":{"head":"abcdef1234567","number":900,"repo":"acme/web","title":"Fix login redirect"}}').hexdigest()
+h2 = hashlib.sha256(b'{"decision":{"options":["Ship today","Wait for Monday"]}}').hexdigest()
+q = "Does this touch the session cookie?"
+cases = [
+    ("approve", "appr_aaaaaaaaaaaaaaaa", h1, "approve", bytes(range(32))),
+    ("deny", "appr_aaaaaaaaaaaaaaaa", h1, "deny", bytes(range(32))),
+    ("not_mine", "appr_bbbbbbbbbbbbbbbb", h1, "not_mine", bytes([0xff] * 32)),
+    ("option", "appr_cccccccccccccccc", h2, "option:1", bytes([0] * 32)),
+    ("question", "appr_dddddddddddddddd", h1, "question:" + hashlib.sha256(q.encode()).hexdigest(), bytes(range(100, 132))),
+    ("utf-8 approval id", "appr_é", h1, "approve", bytes(range(32))),
+]
+out = []
+for name, aid, h, d, nonce in cases:
+    msg, ch = challenge(domain, aid, h, d, nonce)
+    v = {"name": name, "domain": domain, "approval_id": aid, "payload_sha256": h, "decision": d,
+         "nonce_hex": nonce.hex(), "preimage_hex": msg.hex(), "challenge_hex": ch}
+    if d.startswith("question:"):
+        v["question"] = q
+    out.append(v)
+print(json.dumps({"comment": "Decision challenges of countersign/decision/v1: SHA-256 over lp(domain) || lp(approval_id) || lp(payload_sha256) || lp(decision) || lp(nonce), lp(x) = 4-byte big-endian length of x, then x. Computed with Python's hashlib and struct.pack('>I', len), not with the Go code.", "vectors": out}, indent=2, ensure_ascii=False))
