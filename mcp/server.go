@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -135,7 +136,11 @@ func define[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes []strin
 		if err != nil {
 			return nil, zero, s.refusal(tool.Name, err)
 		}
-		return nil, out, nil
+		text, err := textResult(out)
+		if err != nil {
+			return nil, zero, s.refusal(tool.Name, err)
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}, out, nil
 	}
 	return toolDef{tool: tool, scopes: scopes, add: func(srv *sdk.Server, t *sdk.Tool) { sdk.AddTool(srv, t, typed) }}
 }
@@ -185,6 +190,9 @@ func (s *Server) scopeMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 				return errorResult(models.Refuse(models.PermissionDenied, "", "%s needs the scopes %s; this token does not hold them all",
 					call.Params.Name, strings.Join(need, " and "))), nil
 			}
+			if err := strictArguments(call.Params.Arguments); err != nil {
+				return errorResult(err), nil
+			}
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*sdk.CallToolResult); ok && err == nil && r.IsError {
 				codeSchemaErrors(r)
@@ -212,8 +220,16 @@ func codeSchemaErrors(r *sdk.CallToolResult) {
 			return
 		}
 	}
-	t.Text = "INVALID_ARGUMENT: " + t.Text
+	field := ""
+	if m := schemaField.FindStringSubmatch(t.Text); m != nil {
+		field = m[1] + m[2] + ": "
+	}
+	t.Text = "INVALID_ARGUMENT: " + field + t.Text
 }
+
+// schemaField finds the argument a schema error is about: a missing required
+// one, or the property whose value failed.
+var schemaField = regexp.MustCompile(`missing properties: \["([a-z_]+)"|/properties/([a-z_]+)`)
 
 func errorResult(err error) *sdk.CallToolResult {
 	var r sdk.CallToolResult

@@ -814,9 +814,9 @@ func askvRepo(field, repo string, present bool) error {
 }
 
 // askvBadRune reports the first character text may not hold: invalid UTF-8,
-// control characters (in multi-line text tab, LF and CR are allowed), and
-// bidirectional override and isolate characters; in one-line text also the
-// line and paragraph separators U+2028 and U+2029.
+// control characters (in multi-line text tab, LF and CR are allowed),
+// bidirectional override and isolate characters, and the line and paragraph
+// separators U+2028 and U+2029.
 func askvBadRune(s string, oneLine bool) (rune, bool) {
 	for i, r := range s {
 		if r == utf8.RuneError {
@@ -830,7 +830,7 @@ func askvBadRune(s string, oneLine bool) (rune, bool) {
 			return r, true
 		case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
 			return r, true
-		case oneLine && (r == 0x2028 || r == 0x2029):
+		case r == 0x2028 || r == 0x2029: // JSON encoders escape them: returned bytes would differ
 			return r, true
 		}
 	}
