@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/mcp"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/passkey"
+	"github.com/countersign/countersign/push"
 )
 
 // App is a running Countersign, short of its listener.
@@ -18,6 +20,8 @@ type App struct {
 	Config  Config
 	Store   *models.Store
 	MCP     *mcp.Server
+	Push    *push.Sender
+	Keys    push.Keys
 	Handler http.Handler
 	log     *slog.Logger
 }
@@ -36,11 +40,20 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	keys, err := push.LoadKeys(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	store.SetPushCap(cfg.PushCap)
+	sender := push.NewSender(store, keys, push.Options{Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log})
+	store.OnPushQueued(sender.Wake)
 	endpoint := mcp.New(store, mcp.Options{AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log})
 	return &App{
 		Config:  cfg,
 		Store:   store,
 		MCP:     endpoint,
+		Push:    sender,
+		Keys:    keys,
 		Handler: handlers.New(store, rp, cfg.BaseURL, log).Routes(endpoint),
 		log:     log,
 	}, nil
@@ -74,6 +87,18 @@ func OpenStore(ctx context.Context, cfg Config) (*models.Store, error) {
 		return nil, err
 	}
 	return models.NewStore(db, dialect, cfg.AskTTL), nil
+}
+
+// Background runs the service's workers until ctx ends: the expiry sweeper,
+// the push sender and, on PostgreSQL, the listener that wakes it.
+func (a *App) Background(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { a.Sweep(ctx) })
+	wg.Go(func() { a.Push.Run(ctx) })
+	if a.Store.Dialect() == models.Postgres {
+		wg.Go(func() { a.Push.ListenPostgres(ctx, a.Config.DatabaseURL) })
+	}
+	wg.Wait()
 }
 
 // Sweep expires open asks past their life every cfg.SweepEvery until ctx ends.

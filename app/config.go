@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/mcp"
+	"github.com/countersign/countersign/models"
 )
 
 // Config is every setting, read from COUNTERSIGN_* environment variables.
@@ -25,6 +26,11 @@ type Config struct {
 	AskRate     mcp.AskRate   // COUNTERSIGN_ASK_RATE
 	AskBurst    int           // COUNTERSIGN_ASK_BURST
 	SweepEvery  time.Duration // COUNTERSIGN_SWEEP_EVERY
+	PushContact string        // COUNTERSIGN_PUSH_CONTACT
+	PushCap     models.PushCap
+	PushHosts   []string      // COUNTERSIGN_PUSH_ALLOWED_HOSTS
+	PushWorkers int           // COUNTERSIGN_PUSH_WORKERS
+	PushRetry   time.Duration // COUNTERSIGN_PUSH_RETRY
 }
 
 // Setting documents one environment variable.
@@ -42,6 +48,11 @@ var Settings = []Setting{
 	{"COUNTERSIGN_ASK_RATE", "60/m", "Asks one requester may file per second (s), minute (m) or hour (h)."},
 	{"COUNTERSIGN_ASK_BURST", "20", "Asks one requester may file at once before the rate applies."},
 	{"COUNTERSIGN_SWEEP_EVERY", "15s", "How often open asks past their life are expired."},
+	{"COUNTERSIGN_PUSH_CONTACT", "", "VAPID contact (mailto:you@example.com or an https URL); empty: the base URL when https, else mailto:countersign@localhost."},
+	{"COUNTERSIGN_PUSH_CAP", "20/10m", "Ask pushes per person per window; past it one collapsed push says how many wait. off lifts it."},
+	{"COUNTERSIGN_PUSH_ALLOWED_HOSTS", "", "Comma-separated push service hosts allowed beside the browsers' own (FCM, Mozilla, Apple, Windows)."},
+	{"COUNTERSIGN_PUSH_WORKERS", "8", "Pushes in flight at once."},
+	{"COUNTERSIGN_PUSH_RETRY", "1s", "Wait before the first retry of a push the service refused for now (429, 5xx); it doubles up to 10m."},
 }
 
 // LoadConfig reads the configuration through getenv and checks every value;
@@ -96,5 +107,48 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.SweepEvery, err = time.ParseDuration(get("COUNTERSIGN_SWEEP_EVERY")); err != nil || c.SweepEvery < 100*time.Millisecond {
 		bad("COUNTERSIGN_SWEEP_EVERY", "must be a duration of at least 100ms, like 15s")
 	}
+	c.PushContact = get("COUNTERSIGN_PUSH_CONTACT")
+	switch {
+	case c.PushContact == "" && strings.HasPrefix(c.BaseURL, "https://"):
+		c.PushContact = c.BaseURL
+	case c.PushContact == "":
+		c.PushContact = "mailto:countersign@localhost"
+	case !strings.HasPrefix(c.PushContact, "mailto:") && !strings.HasPrefix(c.PushContact, "https://"):
+		bad("COUNTERSIGN_PUSH_CONTACT", "%q must start with mailto: or https://", c.PushContact)
+	}
+	if c.PushCap, err = parsePushCap(get("COUNTERSIGN_PUSH_CAP")); err != nil {
+		bad("COUNTERSIGN_PUSH_CAP", "%v", err)
+	}
+	for _, h := range strings.Split(get("COUNTERSIGN_PUSH_ALLOWED_HOSTS"), ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			if strings.ContainsAny(h, "/ @") {
+				bad("COUNTERSIGN_PUSH_ALLOWED_HOSTS", "%q is not a host or host:port", h)
+			}
+			c.PushHosts = append(c.PushHosts, h)
+		}
+	}
+	if c.PushWorkers, err = strconv.Atoi(get("COUNTERSIGN_PUSH_WORKERS")); err != nil || c.PushWorkers < 1 || c.PushWorkers > 256 {
+		bad("COUNTERSIGN_PUSH_WORKERS", "must be a whole number from 1 to 256")
+	}
+	if c.PushRetry, err = time.ParseDuration(get("COUNTERSIGN_PUSH_RETRY")); err != nil || c.PushRetry < time.Millisecond || c.PushRetry > 10*time.Minute {
+		bad("COUNTERSIGN_PUSH_RETRY", "must be a duration from 1ms to 10m, like 1s")
+	}
 	return c, errors.Join(errs...)
+}
+
+// parsePushCap reads "20/10m" (20 pushes per 10 minutes) or "off".
+func parsePushCap(s string) (models.PushCap, error) {
+	if s == "off" {
+		return models.PushCap{}, nil
+	}
+	n, window, ok := strings.Cut(s, "/")
+	count, err := strconv.Atoi(n)
+	if !ok || err != nil || count < 1 {
+		return models.PushCap{}, fmt.Errorf("%q is not a cap like 20/10m (pushes per window) or off", s)
+	}
+	d, err := time.ParseDuration(window)
+	if err != nil || d < time.Second {
+		return models.PushCap{}, fmt.Errorf("%q is not a cap like 20/10m: the window is a duration of at least 1s", s)
+	}
+	return models.PushCap{N: count, Window: d}, nil
 }

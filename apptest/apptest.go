@@ -131,6 +131,16 @@ func Start(t testing.TB, db Database, overrides map[string]string) *Env {
 // StartWith runs the service with cfg behind an httptest server.
 func StartWith(t testing.TB, cfg app.Config) *Env {
 	t.Helper()
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	env := serve(t, cfg, srv)
+	env.URL = srv.URL
+	return env
+}
+
+// serve opens the app with cfg, starts srv with it and the app's background
+// workers (expiry sweeper, push sender), and stops all of them when the test ends.
+func serve(t testing.TB, cfg app.Config, srv *httptest.Server) *Env {
+	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
@@ -138,10 +148,20 @@ func StartWith(t testing.TB, cfg app.Config) *Env {
 	}
 	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
+		srv.Listener.Close()
 		t.Fatalf("open app: %v", err)
 	}
-	srv := httptest.NewServer(a.Handler)
+	srv.Config.Handler = a.Handler
+	srv.Start()
+	bg, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Background(bg)
+	}()
 	t.Cleanup(func() {
+		stop()
+		<-done
 		srv.Close()
 		a.Close()
 	})
@@ -149,7 +169,7 @@ func StartWith(t testing.TB, cfg app.Config) *Env {
 	if err != nil {
 		t.Fatalf("default account: %v", err)
 	}
-	return &Env{t: t, App: a, Store: a.Store, URL: srv.URL, Account: acct}
+	return &Env{t: t, App: a, Store: a.Store, URL: cfg.BaseURL, Account: acct}
 }
 
 // AllScopes is every agent scope.

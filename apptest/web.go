@@ -2,23 +2,17 @@ package apptest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
 	"testing"
-
-	"github.com/countersign/countersign/app"
-	"github.com/countersign/countersign/models"
 )
 
 // StartWeb runs the service on db for browser-like tests: it listens first,
@@ -36,27 +30,7 @@ func StartWeb(t testing.TB, db Database, overrides map[string]string) *Env {
 	o["COUNTERSIGN_BASE_URL"] = fmt.Sprintf("http://localhost:%d", port)
 	cfg := Config(t, db, o)
 
-	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
-	a, err := app.Open(ctx, cfg, log)
-	if err != nil {
-		srv.Listener.Close()
-		t.Fatalf("open app: %v", err)
-	}
-	srv.Config.Handler = a.Handler
-	srv.Start()
-	t.Cleanup(func() {
-		srv.Close()
-		a.Close()
-	})
-	acct, err := a.Store.AccountByName(ctx, models.DefaultAccountName)
-	if err != nil {
-		t.Fatalf("default account: %v", err)
-	}
-	return &Env{t: t, App: a, Store: a.Store, URL: cfg.BaseURL, Account: acct}
+	return serve(t, cfg, srv)
 }
 
 // Browser is one person's browser on the service: a cookie jar, the CSRF

@@ -178,14 +178,18 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*Approval, error
 		if err := tx.Table("approvals").Create(a).Error; err != nil {
 			return fmt.Errorf("insert approval: %w", err)
 		}
-		return tx.Table("events").Create(&TimelineEvent{
+		if err := tx.Table("events").Create(&TimelineEvent{
 			AccountID: a.AccountID, ApprovalID: a.ID, At: now, ActorKind: ActorAgent, Actor: agent.Subject,
 			Step: "created", ToStatus: StatusPending, Note: supersedeNote(a.Supersedes),
-		}).Error
+		}).Error; err != nil {
+			return err
+		}
+		return s.queueAskPushes(tx, a)
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.pushWake()
 	return a, nil
 }
 

@@ -150,8 +150,15 @@ func (s *Store) move(tx *gorm.DB, a *Approval, ch change) error {
 	if err := tx.Table("events").Create(ev).Error; err != nil {
 		return fmt.Errorf("append event: %w", err)
 	}
+	from := a.Status
 	a.Status, a.Version, a.UpdatedAt = t.to, a.Version+1, now
 	applySet(a, ch.set)
+	switch {
+	case ch.event == EventAnswered:
+		return s.queueAskPushes(tx, a) // back to pending: the person is asked again
+	case from.Open() && !t.to.Open():
+		return s.queueDecidedPushes(tx, a)
+	}
 	return nil
 }
 
@@ -192,6 +199,7 @@ func (s *Store) update(ctx context.Context, accountID, id string, expected Statu
 	if err != nil {
 		return nil, err
 	}
+	s.pushWake()
 	if expired {
 		return &a, Refuse(FailedPrecondition, "", "approval %s expired at %s; nothing was recorded", a.ID, a.ExpiresAt.Format(time.RFC3339))
 	}

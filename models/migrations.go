@@ -152,4 +152,47 @@ CREATE TABLE decision_challenges (
 CREATE INDEX decision_challenges_expiry ON decision_challenges (expires_at);
 CREATE INDEX events_account_step ON events (account_id, step, seq)
 `},
+	{3, "agents can be deleted", `
+ALTER TABLE agents ADD COLUMN deleted_at {{time}}
+`},
+	{4, "web push subscriptions, the push outbox, settings", `
+CREATE TABLE settings (
+	name TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+);
+CREATE TABLE push_subscriptions (
+	id TEXT PRIMARY KEY,
+	person_id TEXT NOT NULL REFERENCES persons(id),
+	endpoint TEXT NOT NULL UNIQUE,
+	p256dh TEXT NOT NULL,
+	auth TEXT NOT NULL,
+	user_agent TEXT NOT NULL DEFAULT '',
+	created_at {{time}} NOT NULL,
+	last_success_at {{time}},
+	failures INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX push_subscriptions_person ON push_subscriptions (person_id);
+CREATE TABLE push_jobs (
+	seq {{serial}},
+	subscription_id TEXT NOT NULL,
+	person_id TEXT NOT NULL,
+	approval_id TEXT NOT NULL DEFAULT '',
+	event TEXT NOT NULL,
+	body TEXT NOT NULL,
+	urgency TEXT NOT NULL,
+	topic TEXT NOT NULL DEFAULT '',
+	created_at {{time}} NOT NULL,
+	not_before {{time}} NOT NULL,
+	expires_at {{time}} NOT NULL,
+	attempts INTEGER NOT NULL DEFAULT 0,
+	leased_until {{time}},
+	done_at {{time}},
+	outcome TEXT NOT NULL DEFAULT '',
+	last_error TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX push_jobs_due ON push_jobs (done_at, not_before);
+CREATE INDEX push_jobs_person ON push_jobs (person_id, event, created_at);
+CREATE INDEX push_jobs_approval ON push_jobs (approval_id, event);
+CREATE INDEX push_jobs_subscription ON push_jobs (subscription_id, event)
+`},
 }

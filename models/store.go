@@ -20,10 +20,12 @@ import (
 // Store is the one way into Countersign's data. Handlers and MCP tools call its
 // methods; none of them writes a status itself.
 type Store struct {
-	db      *gorm.DB
-	dialect Dialect
-	askTTL  time.Duration
-	now     func() time.Time
+	db         *gorm.DB
+	dialect    Dialect
+	askTTL     time.Duration
+	now        func() time.Time
+	pushCap    PushCap
+	pushQueued func()
 }
 
 // NewStore wraps an opened, migrated database. askTTL is an ask's life unless
@@ -382,10 +384,10 @@ func (s *Store) AgentByName(ctx context.Context, accountID, name string) (*Agent
 	return &a, nil
 }
 
-// ListAgents returns the account's agents, oldest first.
+// ListAgents returns the account's agents, oldest first; deleted ones are left out.
 func (s *Store) ListAgents(ctx context.Context, accountID string) ([]Agent, error) {
 	var out []Agent
-	if err := s.db.WithContext(ctx).Table("agents").Where("account_id = ?", accountID).Order("created_at, id").Find(&out).Error; err != nil {
+	if err := s.db.WithContext(ctx).Table("agents").Where("account_id = ? AND deleted_at IS NULL", accountID).Order("created_at, id").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("list agents: %w", err)
 	}
 	return out, nil

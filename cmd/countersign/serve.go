@@ -34,7 +34,7 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	}
 	var wg sync.WaitGroup
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
-	wg.Go(func() { a.Sweep(sweepCtx) })
+	wg.Go(func() { a.Background(sweepCtx) })
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("countersign listening", "addr", ln.Addr().String(), "database", a.Store.Dialect(), "base_url", cfg.BaseURL)

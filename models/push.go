@@ -1,0 +1,444 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// PushSubscription is one browser's Web Push subscription, held for a person.
+type PushSubscription struct {
+	ID            string
+	PersonID      string
+	Endpoint      string
+	P256dh        string
+	Auth          string
+	UserAgent     string
+	CreatedAt     time.Time
+	LastSuccessAt *time.Time
+	Failures      int
+}
+
+// PushCap limits how many ask pushes one person gets in a window; past it,
+// one collapsed push says how many asks wait.
+type PushCap struct {
+	N      int
+	Window time.Duration
+}
+
+// SetPushCap sets the push fatigue cap; N 0 lifts it.
+func (s *Store) SetPushCap(c PushCap) { s.pushCap = c }
+
+// OnPushQueued sets a function called after a transaction that queued pushes
+// commits, to wake the sender at once.
+func (s *Store) OnPushQueued(f func()) { s.pushQueued = f }
+
+func (s *Store) pushWake() {
+	if s.pushQueued != nil {
+		s.pushQueued()
+	}
+}
+
+// SavePushSubscription stores a browser's subscription for the person; a
+// subscription with the same endpoint is replaced (the browser now belongs
+// to whoever subscribed last).
+func (s *Store) SavePushSubscription(ctx context.Context, personID string, sub PushSubscription) (*PushSubscription, error) {
+	if err := checkSubscription(sub); err != nil {
+		return nil, err
+	}
+	sub.PersonID, sub.CreatedAt = personID, s.now()
+	if sub.ID == "" {
+		sub.ID = newID("psub")
+	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec(`DELETE FROM push_subscriptions WHERE endpoint = ?`, sub.Endpoint).Error; err != nil {
+			return err
+		}
+		return tx.Table("push_subscriptions").Create(&sub).Error
+	})
+	if err != nil {
+		return nil, fmt.Errorf("save push subscription: %w", err)
+	}
+	return &sub, nil
+}
+
+func checkSubscription(sub PushSubscription) error {
+	u, err := url.Parse(sub.Endpoint)
+	if err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" || len(sub.Endpoint) > 2000 {
+		return Invalid("endpoint", "a push subscription endpoint is an absolute https URL")
+	}
+	if sub.P256dh == "" || sub.Auth == "" || len(sub.P256dh) > 200 || len(sub.Auth) > 100 {
+		return Invalid("keys", "a push subscription needs its p256dh and auth keys")
+	}
+	if len(sub.UserAgent) > 500 {
+		return Invalid("user_agent", "at most 500 characters")
+	}
+	return nil
+}
+
+// RenewPushSubscription replaces a subscription the browser rotated
+// (pushsubscriptionchange). The old endpoint and its auth secret, which only
+// that browser and this server know, stand in for a session.
+func (s *Store) RenewPushSubscription(ctx context.Context, oldEndpoint, oldAuth string, sub PushSubscription) error {
+	if err := checkSubscription(sub); err != nil {
+		return err
+	}
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var old PushSubscription
+		err := tx.Table("push_subscriptions").Where("endpoint = ? AND auth = ?", oldEndpoint, oldAuth).Take(&old).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return Refuse(NotFound, "old_endpoint", "no such subscription")
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.Exec(`DELETE FROM push_subscriptions WHERE endpoint = ? AND id <> ?`, sub.Endpoint, old.ID).Error; err != nil {
+			return err
+		}
+		return tx.Table("push_subscriptions").Where("id = ?", old.ID).Updates(map[string]any{
+			"endpoint": sub.Endpoint, "p256dh": sub.P256dh, "auth": sub.Auth, "failures": 0,
+		}).Error
+	})
+}
+
+// PushSubscriptions lists a person's subscriptions, oldest first.
+func (s *Store) PushSubscriptions(ctx context.Context, personID string) ([]PushSubscription, error) {
+	var out []PushSubscription
+	if err := s.db.WithContext(ctx).Table("push_subscriptions").Where("person_id = ?", personID).Order("created_at").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list push subscriptions: %w", err)
+	}
+	return out, nil
+}
+
+// DeletePushSubscription turns push off for one browser of the person.
+func (s *Store) DeletePushSubscription(ctx context.Context, personID, endpoint string) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var ids []string
+		if err := tx.Table("push_subscriptions").Where("person_id = ? AND endpoint = ?", personID, endpoint).Pluck("id", &ids).Error; err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return Refuse(NotFound, "endpoint", "this browser has no push subscription")
+		}
+		return deleteSubscriptions(tx, ids)
+	})
+}
+
+func deleteSubscriptions(tx *gorm.DB, ids []string) error {
+	if err := tx.Exec(`DELETE FROM push_jobs WHERE subscription_id IN ? AND done_at IS NULL`, ids).Error; err != nil {
+		return err
+	}
+	return tx.Exec(`DELETE FROM push_subscriptions WHERE id IN ?`, ids).Error
+}
+
+// Push events.
+const (
+	PushAsk       = "ask"       // a new ask, or one back to pending
+	PushDecided   = "decided"   // an ask closed elsewhere: replaces its notification
+	PushCollapsed = "collapsed" // past the fatigue cap: how many asks wait
+	PushTest      = "test"      // from the devices page
+)
+
+// PushMessage is the JSON a push carries. The ask's title is the only ask
+// text in it.
+type PushMessage struct {
+	Event      string `json:"event"`
+	ApprovalID string `json:"approval_id,omitempty"`
+	Title      string `json:"title"`
+	Status     string `json:"status,omitempty"`
+	URL        string `json:"url"`
+	Waiting    int    `json:"waiting,omitempty"`
+}
+
+// PushJob is one push to one subscription, in the durable outbox.
+type PushJob struct {
+	Seq            int64 `gorm:"primaryKey;autoIncrement"`
+	SubscriptionID string
+	PersonID       string
+	ApprovalID     string
+	Event          string
+	Body           string
+	Urgency        string
+	Topic          string
+	CreatedAt      time.Time
+	NotBefore      time.Time
+	ExpiresAt      time.Time
+	Attempts       int
+	LeasedUntil    *time.Time
+	DoneAt         *time.Time
+	Outcome        string
+	LastError      string
+}
+
+// PushTarget is a job claimed for sending, with its subscription.
+type PushTarget struct {
+	PushJob
+	Endpoint string
+	P256dh   string
+	Auth     string
+}
+
+// recipients are the people an ask is asked of: the named member, or the
+// account's owners and admins.
+func (s *Store) recipients(tx *gorm.DB, a *Approval) ([]string, error) {
+	var ids []string
+	q := tx.Table("memberships m").Joins("JOIN persons p ON p.id = m.person_id").Where("m.account_id = ?", a.AccountID)
+	if a.AskedOf != "" {
+		q = q.Where("p.subject = ?", a.AskedOf)
+	} else {
+		q = q.Where("m.role IN ?", []Role{RoleOwner, RoleAdmin})
+	}
+	err := q.Pluck("p.id", &ids).Error
+	return ids, err
+}
+
+// queueAskPushes writes, inside the ask's transaction, one push per device
+// of every person the ask is asked of. Past a person's fatigue cap their
+// devices get one collapsed push instead.
+func (s *Store) queueAskPushes(tx *gorm.DB, a *Approval) error {
+	persons, err := s.recipients(tx, a)
+	if err != nil {
+		return fmt.Errorf("find recipients: %w", err)
+	}
+	now := s.now()
+	msg, _ := json.Marshal(PushMessage{Event: PushAsk, ApprovalID: a.ID, Title: a.Title, URL: "/approvals/" + a.ID})
+	for _, person := range persons {
+		var subs []PushSubscription
+		if err := tx.Table("push_subscriptions").Where("person_id = ?", person).Find(&subs).Error; err != nil {
+			return err
+		}
+		if len(subs) == 0 {
+			continue
+		}
+		capped := false
+		if s.pushCap.N > 0 {
+			var sent int64
+			if err := tx.Table("push_jobs").Where("person_id = ? AND event = ? AND created_at > ?", person, PushAsk, now.Add(-s.pushCap.Window)).
+				Distinct("approval_id").Count(&sent).Error; err != nil {
+				return err
+			}
+			capped = sent >= int64(s.pushCap.N)
+		}
+		for _, sub := range subs {
+			job := PushJob{SubscriptionID: sub.ID, PersonID: person, ApprovalID: a.ID, Event: PushAsk, Body: string(msg),
+				Urgency: "high", Topic: pushTopic(a.ID), CreatedAt: now, NotBefore: now, ExpiresAt: a.ExpiresAt}
+			if capped {
+				var pending int64
+				if err := tx.Table("push_jobs").Where("subscription_id = ? AND event = ? AND done_at IS NULL", sub.ID, PushCollapsed).Count(&pending).Error; err != nil {
+					return err
+				}
+				if pending > 0 {
+					continue // one collapsed push is already on its way; it counts when it is sent
+				}
+				job.ApprovalID, job.Event, job.Body, job.Topic = "", PushCollapsed, "", "countersign-waiting"
+				job.ExpiresAt = now.Add(s.pushCap.Window)
+			}
+			if err := tx.Table("push_jobs").Create(&job).Error; err != nil {
+				return fmt.Errorf("queue push: %w", err)
+			}
+		}
+	}
+	return s.notifyPush(tx)
+}
+
+// queueDecidedPushes replaces, on every device that was told of the ask, its
+// notification with one that says it was decided.
+func (s *Store) queueDecidedPushes(tx *gorm.DB, a *Approval) error {
+	var subs []struct{ SubscriptionID, PersonID string }
+	if err := tx.Table("push_jobs").Select("DISTINCT subscription_id, person_id").
+		Where("approval_id = ? AND event = ?", a.ID, PushAsk).Find(&subs).Error; err != nil {
+		return err
+	}
+	if len(subs) == 0 {
+		return nil
+	}
+	now := s.now()
+	msg, _ := json.Marshal(PushMessage{Event: PushDecided, ApprovalID: a.ID, Title: a.Title, Status: string(a.Status), URL: "/approvals/" + a.ID})
+	for _, sub := range subs {
+		// An ask push still waiting is pointless now.
+		if err := tx.Table("push_jobs").Where("subscription_id = ? AND approval_id = ? AND done_at IS NULL", sub.SubscriptionID, a.ID).
+			Updates(map[string]any{"done_at": now, "outcome": "superseded"}).Error; err != nil {
+			return err
+		}
+		job := PushJob{SubscriptionID: sub.SubscriptionID, PersonID: sub.PersonID, ApprovalID: a.ID, Event: PushDecided, Body: string(msg),
+			Urgency: "normal", Topic: pushTopic(a.ID), CreatedAt: now, NotBefore: now, ExpiresAt: now.Add(24 * time.Hour)}
+		if err := tx.Table("push_jobs").Create(&job).Error; err != nil {
+			return fmt.Errorf("queue push: %w", err)
+		}
+	}
+	return s.notifyPush(tx)
+}
+
+// pushTopic is the Topic header of an ask's pushes, so a later push for the
+// same ask replaces an undelivered one at the push service (at most 32
+// URL-safe characters).
+func pushTopic(approvalID string) string {
+	t := strings.ReplaceAll(approvalID, "_", "-")
+	if len(t) > 32 {
+		t = t[:32]
+	}
+	return t
+}
+
+// notifyPush wakes the senders of other instances when the transaction commits.
+func (s *Store) notifyPush(tx *gorm.DB) error {
+	if s.dialect == Postgres {
+		return tx.Exec(`SELECT pg_notify('countersign_push', '')`).Error
+	}
+	return nil
+}
+
+// QueueTestPush queues a test push to every device of the person.
+func (s *Store) QueueTestPush(ctx context.Context, personID string) (int, error) {
+	subs, err := s.PushSubscriptions(ctx, personID)
+	if err != nil {
+		return 0, err
+	}
+	if len(subs) == 0 {
+		return 0, Refuse(FailedPrecondition, "push", "turn notifications on first")
+	}
+	now := s.now()
+	msg, _ := json.Marshal(PushMessage{Event: PushTest, Title: "Countersign test: notifications work", URL: "/devices"})
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for _, sub := range subs {
+			job := PushJob{SubscriptionID: sub.ID, PersonID: personID, Event: PushTest, Body: string(msg), Urgency: "high",
+				Topic: "countersign-test", CreatedAt: now, NotBefore: now, ExpiresAt: now.Add(time.Hour)}
+			if err := tx.Table("push_jobs").Create(&job).Error; err != nil {
+				return err
+			}
+		}
+		return s.notifyPush(tx)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("queue test push: %w", err)
+	}
+	s.pushWake()
+	return len(subs), nil
+}
+
+// ClaimPushJobs leases up to n due jobs for sending. A lease that runs out
+// (the sender died) makes the job due again, so a crash loses no push.
+func (s *Store) ClaimPushJobs(ctx context.Context, n int, lease time.Duration) ([]PushTarget, error) {
+	var out []PushTarget
+	now := s.now()
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		q := tx.Table("push_jobs").Select("seq").
+			Where("done_at IS NULL AND not_before <= ? AND (leased_until IS NULL OR leased_until < ?)", now, now).Order("seq").Limit(n)
+		if s.dialect == Postgres {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+		}
+		var seqs []int64
+		if err := q.Pluck("seq", &seqs).Error; err != nil || len(seqs) == 0 {
+			return err
+		}
+		if err := tx.Table("push_jobs").Where("seq IN ?", seqs).
+			Updates(map[string]any{"leased_until": now.Add(lease), "attempts": gorm.Expr("attempts + 1")}).Error; err != nil {
+			return err
+		}
+		return tx.Raw(`SELECT j.*, s.endpoint, s.p256dh, s.auth FROM push_jobs j JOIN push_subscriptions s ON s.id = j.subscription_id
+			WHERE j.seq IN ? ORDER BY j.seq`, seqs).Scan(&out).Error
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim pushes: %w", err)
+	}
+	return out, nil
+}
+
+// PushDelivered records that the push service took the push.
+func (s *Store) PushDelivered(ctx context.Context, j *PushTarget) error {
+	now := s.now()
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Table("push_jobs").Where("seq = ?", j.Seq).Updates(map[string]any{"done_at": now, "outcome": "delivered", "leased_until": nil}).Error; err != nil {
+			return err
+		}
+		return tx.Table("push_subscriptions").Where("id = ?", j.SubscriptionID).Updates(map[string]any{"last_success_at": now, "failures": 0}).Error
+	})
+}
+
+// PushGone drops a subscription the push service says no longer exists
+// (404 or 410), with its queued pushes.
+func (s *Store) PushGone(ctx context.Context, j *PushTarget) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Table("push_jobs").Where("seq = ?", j.Seq).Updates(map[string]any{"done_at": s.now(), "outcome": "gone"}).Error; err != nil {
+			return err
+		}
+		return deleteSubscriptions(tx, []string{j.SubscriptionID})
+	})
+}
+
+// PushRetry schedules another try at notBefore, or gives the push up when
+// that is past its expiry (the ask's life).
+func (s *Store) PushRetry(ctx context.Context, j *PushTarget, notBefore time.Time, reason string) error {
+	set := map[string]any{"not_before": notBefore, "leased_until": nil, "last_error": truncate(reason, 500)}
+	if !notBefore.Before(j.ExpiresAt) {
+		set["done_at"], set["outcome"] = s.now(), "expired"
+	}
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Table("push_jobs").Where("seq = ?", j.Seq).Updates(set).Error; err != nil {
+			return err
+		}
+		return tx.Table("push_subscriptions").Where("id = ?", j.SubscriptionID).Update("failures", gorm.Expr("failures + 1")).Error
+	})
+}
+
+// PushFailed gives a push up for good (a refusal that no retry can mend).
+func (s *Store) PushFailed(ctx context.Context, j *PushTarget, reason string) error {
+	return s.db.WithContext(ctx).Table("push_jobs").Where("seq = ?", j.Seq).
+		Updates(map[string]any{"done_at": s.now(), "outcome": "failed", "last_error": truncate(reason, 500)}).Error
+}
+
+// WaitingFor counts the open asks a person could answer in an account of theirs.
+func (s *Store) WaitingFor(ctx context.Context, personID string) (int, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Raw(`SELECT count(*) FROM approvals a JOIN memberships m ON m.account_id = a.account_id
+		JOIN persons p ON p.id = m.person_id
+		WHERE m.person_id = ? AND a.status IN ? AND (a.asked_of = p.subject OR (a.asked_of = '' AND m.role IN ?))`,
+		personID, OpenStatuses, []Role{RoleOwner, RoleAdmin}).Scan(&n).Error
+	return int(n), err
+}
+
+// NextPushDue says when the earliest queued push is due, or zero when none is.
+func (s *Store) NextPushDue(ctx context.Context) (time.Time, error) {
+	var next struct{ NotBefore *time.Time }
+	err := s.db.WithContext(ctx).Table("push_jobs").Select("min(not_before) AS not_before").Where("done_at IS NULL").Scan(&next).Error
+	if err != nil || next.NotBefore == nil {
+		return time.Time{}, err
+	}
+	return *next.NotBefore, nil
+}
+
+// Setting reads a value kept in the database, or "" when there is none.
+func (s *Store) Setting(ctx context.Context, name string) (string, error) {
+	var v []string
+	if err := s.db.WithContext(ctx).Table("settings").Where("name = ?", name).Pluck("value", &v).Error; err != nil {
+		return "", fmt.Errorf("read setting %s: %w", name, err)
+	}
+	if len(v) == 0 {
+		return "", nil
+	}
+	return v[0], nil
+}
+
+// SettingOnce stores value under name unless a value is there already, and
+// returns the value that is kept: instances starting together agree on one.
+func (s *Store) SettingOnce(ctx context.Context, name, value string) (string, error) {
+	err := s.db.WithContext(ctx).Exec(`INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, name, value).Error
+	if err != nil {
+		return "", fmt.Errorf("store setting %s: %w", name, err)
+	}
+	return s.Setting(ctx, name)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,14 @@
+package push_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+
+	"github.com/countersign/countersign/app"
+)
+
+// openApp opens the service without starting its background workers.
+func openApp(ctx context.Context, cfg app.Config) (*app.App, error) {
+	return app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}

@@ -1,0 +1,280 @@
+// Package push delivers Web Push notifications from the durable outbox in
+// models: VAPID keys made once and kept in the database, encryption by
+// webpush-go, bounded concurrency, retries with backoff, and the removal of
+// subscriptions the push service says are gone.
+package push
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	webpush "github.com/SherClockHolmes/webpush-go"
+
+	"github.com/countersign/countersign/models"
+)
+
+// Keys are the VAPID key pair, base64url as webpush-go writes them.
+type Keys struct {
+	Public  string `json:"public"`
+	Private string `json:"private"`
+}
+
+const keysSetting = "vapid_keys"
+
+// LoadKeys returns the service's VAPID keys, making and storing them on the
+// first start. Instances starting together keep the same pair.
+func LoadKeys(ctx context.Context, store *models.Store) (Keys, error) {
+	var k Keys
+	raw, err := store.Setting(ctx, keysSetting)
+	if err != nil {
+		return k, err
+	}
+	if raw == "" {
+		priv, pub, err := webpush.GenerateVAPIDKeys()
+		if err != nil {
+			return k, fmt.Errorf("make VAPID keys: %w", err)
+		}
+		fresh, _ := json.Marshal(Keys{Public: pub, Private: priv})
+		if raw, err = store.SettingOnce(ctx, keysSetting, string(fresh)); err != nil {
+			return k, err
+		}
+	}
+	if err := json.Unmarshal([]byte(raw), &k); err != nil || k.Public == "" || k.Private == "" {
+		return k, errors.New("the stored VAPID keys cannot be read")
+	}
+	return k, nil
+}
+
+// KnownServices are the push services browsers use; a subscription's
+// endpoint must be on one of them (or on a host the configuration adds), so
+// the server never posts to an address a client chose.
+var KnownServices = []string{
+	"fcm.googleapis.com",                // Chrome, Edge, Android
+	"updates.push.services.mozilla.com", // Firefox
+	"push.services.mozilla.com",
+	"web.push.apple.com", // Safari on iOS and macOS
+	"push.apple.com",
+	"notify.windows.com", // legacy Edge
+}
+
+// Allowed says whether endpoint is an https URL on a known push service, or
+// on one of extra (host or host:port, http allowed there for local tests).
+func Allowed(endpoint string, extra []string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	for _, h := range extra {
+		if strings.EqualFold(u.Host, h) || strings.EqualFold(u.Hostname(), h) {
+			return u.Scheme == "https" || u.Scheme == "http"
+		}
+	}
+	if u.Scheme != "https" {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	for _, s := range KnownServices {
+		if host == s || strings.HasSuffix(host, "."+s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Options configure a Sender.
+type Options struct {
+	Contact      string   // the VAPID subject: an email address or an https URL
+	AllowedHosts []string // push service hosts beyond KnownServices
+	Workers      int      // pushes in flight at once
+	Timeout      time.Duration
+	RetryBase    time.Duration // the first retry's wait; it doubles, to at most ten minutes
+	Lease        time.Duration // how long a claimed push is held before another sender may take it
+	Logger       *slog.Logger
+}
+
+// Sender drains the push outbox.
+type Sender struct {
+	store  *models.Store
+	keys   Keys
+	opts   Options
+	client *http.Client
+	wake   chan struct{}
+	log    *slog.Logger
+}
+
+// NewSender makes a sender; call Run to start it and Wake after queueing.
+func NewSender(store *models.Store, keys Keys, opts Options) *Sender {
+	if opts.Workers < 1 {
+		opts.Workers = 8
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.RetryBase <= 0 {
+		opts.RetryBase = time.Second
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = time.Minute
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = opts.Workers
+	return &Sender{
+		store: store, keys: keys, opts: opts, log: opts.Logger,
+		client: &http.Client{Transport: transport, Timeout: opts.Timeout},
+		wake:   make(chan struct{}, 1),
+	}
+}
+
+// backoff is the wait before try attempt+1: doubling from RetryBase, at
+// most ten minutes, with ±50% jitter so retries do not arrive together.
+func (s *Sender) backoff(attempt int) time.Duration {
+	d := min(s.opts.RetryBase<<min(max(attempt-1, 0), 20), 10*time.Minute)
+	return time.Duration(float64(d) * (0.5 + rand.Float64()))
+}
+
+// Wake makes Run look for due pushes now.
+func (s *Sender) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run sends due pushes until ctx ends. Jobs are leased, so several
+// instances share the outbox and a crash mid-send only delays a push.
+func (s *Sender) Run(ctx context.Context) {
+	sem := make(chan struct{}, s.opts.Workers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		jobs, err := s.store.ClaimPushJobs(ctx, s.opts.Workers*4, s.opts.Lease)
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("claim pushes", "err", err)
+		}
+		for i := range jobs {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				s.send(ctx, &jobs[i])
+			})
+		}
+		if len(jobs) == s.opts.Workers*4 {
+			continue
+		}
+		wait := time.Second
+		if next, err := s.store.NextPushDue(ctx); err == nil && !next.IsZero() {
+			wait = min(max(time.Until(next), 10*time.Millisecond), wait)
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.wake:
+		case <-time.After(wait):
+		}
+	}
+}
+
+// send delivers one push and records the outcome.
+func (s *Sender) send(ctx context.Context, j *models.PushTarget) {
+	if err := s.deliver(ctx, j); err != nil && ctx.Err() == nil {
+		s.log.Error("record push outcome", "job", j.Seq, "err", err)
+	}
+}
+
+func (s *Sender) deliver(ctx context.Context, j *models.PushTarget) error {
+	now := s.store.Now()
+	ttl := int(j.ExpiresAt.Sub(now).Seconds())
+	if ttl <= 0 {
+		return s.store.PushRetry(ctx, j, j.ExpiresAt, "expired before it was sent")
+	}
+	if !Allowed(j.Endpoint, s.opts.AllowedHosts) {
+		return s.store.PushFailed(ctx, j, "the endpoint is not on a known push service")
+	}
+	body := []byte(j.Body)
+	if j.Event == models.PushCollapsed {
+		n, err := s.store.WaitingFor(ctx, j.PersonID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return s.store.PushDelivered(ctx, j) // nothing waits any more
+		}
+		body, _ = json.Marshal(models.PushMessage{Event: models.PushCollapsed, Title: waitingTitle(n), URL: "/", Waiting: n})
+	}
+	sendCtx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	res, err := webpush.SendNotificationWithContext(sendCtx, body, &webpush.Subscription{
+		Endpoint: j.Endpoint, Keys: webpush.Keys{P256dh: j.P256dh, Auth: j.Auth},
+	}, &webpush.Options{
+		HTTPClient:      s.client,
+		Subscriber:      strings.TrimPrefix(s.opts.Contact, "mailto:"), // webpush-go adds mailto: itself
+		VAPIDPublicKey:  s.keys.Public,
+		VAPIDPrivateKey: s.keys.Private,
+		TTL:             min(ttl, 28*24*3600),
+		Urgency:         webpush.Urgency(j.Urgency),
+		Topic:           j.Topic,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // shutting down: the lease runs out and another try follows
+		}
+		var netErr net.Error
+		if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "connection") {
+			return s.store.PushRetry(ctx, j, now.Add(s.backoff(j.Attempts)), err.Error())
+		}
+		return s.store.PushFailed(ctx, j, err.Error()) // a bad subscription key: no retry mends it
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	res.Body.Close()
+	switch code := res.StatusCode; {
+	case code >= 200 && code < 300:
+		return s.store.PushDelivered(ctx, j)
+	case code == http.StatusNotFound || code == http.StatusGone:
+		s.log.Info("push subscription gone", "status", code, "subscription", j.SubscriptionID)
+		return s.store.PushGone(ctx, j)
+	case code == http.StatusTooManyRequests || code >= 500:
+		wait := s.backoff(j.Attempts)
+		if ra := retryAfter(res.Header.Get("Retry-After"), now); ra > wait {
+			wait = ra
+		}
+		return s.store.PushRetry(ctx, j, now.Add(wait), res.Status)
+	default:
+		s.log.Warn("push refused", "status", code, "subscription", j.SubscriptionID)
+		return s.store.PushFailed(ctx, j, res.Status)
+	}
+}
+
+func waitingTitle(n int) string {
+	if n == 1 {
+		return "1 ask waits for you"
+	}
+	return strconv.Itoa(n) + " asks wait for you"
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date.
+func retryAfter(h string, now time.Time) time.Duration {
+	if h == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && secs > 0 {
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return t.Sub(now)
+	}
+	return 0
+}

@@ -1,0 +1,334 @@
+package push_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/apptest"
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/push"
+)
+
+// world is a running service with a local push service, an owner with
+// devices subscribed to it, and an agent.
+type world struct {
+	env   *apptest.Env
+	ps    *apptest.PushService
+	owner *models.Member
+	agent *models.Agent
+}
+
+func newWorld(t *testing.T, db apptest.Database, overrides map[string]string, devices ...string) *world {
+	t.Helper()
+	ps := apptest.NewPushService(t)
+	o := map[string]string{"COUNTERSIGN_PUSH_ALLOWED_HOSTS": ps.Host(), "COUNTERSIGN_PUSH_RETRY": "10ms"}
+	for k, v := range overrides {
+		o[k] = v
+	}
+	env := apptest.Start(t, db, o)
+	w := &world{env: env, ps: ps, owner: env.Member(env.Account.ID, "ada", models.RoleOwner)}
+	w.agent, _ = env.Agent(env.Account.ID, "bot")
+	for _, d := range devices {
+		w.subscribe(t, w.owner.ID, d)
+	}
+	return w
+}
+
+func (w *world) subscribe(t *testing.T, personID, device string) {
+	t.Helper()
+	endpoint, p256dh, auth := w.ps.Subscribe(device)
+	if _, err := w.env.Store.SavePushSubscription(context.Background(), personID, models.PushSubscription{
+		Endpoint: endpoint, P256dh: p256dh, Auth: auth, UserAgent: "test " + device,
+	}); err != nil {
+		t.Fatalf("subscribe %s: %v", device, err)
+	}
+}
+
+func (w *world) ask(t *testing.T, title string) *models.Approval {
+	t.Helper()
+	a, err := w.env.Store.CreateApproval(context.Background(), models.NewAsk{
+		Requester: w.agent, Kind: models.KindReview, Title: title, ApproveMeans: "I ship it", DenyMeans: "I do not",
+		Payload: json.RawMessage(`{"review":{"url":"https://example.com/r/` + strconv.FormatInt(time.Now().UnixNano(), 10) + `"}}`),
+	})
+	if err != nil {
+		t.Fatalf("create ask: %v", err)
+	}
+	return a
+}
+
+func (w *world) next(t *testing.T) (apptest.Delivery, models.PushMessage) {
+	t.Helper()
+	d, ok := w.ps.Next(10 * time.Second)
+	if !ok {
+		t.Fatalf("no push arrived within 10 s; %d taken so far", len(w.ps.Deliveries()))
+	}
+	var m models.PushMessage
+	if err := json.Unmarshal(d.Plaintext, &m); err != nil {
+		t.Fatalf("push body %q is not JSON: %v", d.Plaintext, err)
+	}
+	return d, m
+}
+
+func (w *world) none(t *testing.T, within time.Duration) {
+	t.Helper()
+	if d, ok := w.ps.Next(within); ok {
+		t.Fatalf("an unexpected push arrived: %s %s", d.Device, d.Plaintext)
+	}
+}
+
+func TestANewAskIsPushedToEveryDeviceEncryptedAndSigned(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		w := newWorld(t, db, nil, "phone", "mac")
+		a := w.ask(t, "Ship <b>release</b> 42")
+		seen := map[string]bool{}
+		for range 2 {
+			d, m := w.next(t)
+			seen[d.Device] = true
+			want := models.PushMessage{Event: models.PushAsk, ApprovalID: a.ID, Title: "Ship <b>release</b> 42", URL: "/approvals/" + a.ID}
+			if m != want {
+				t.Errorf("%s got %+v, want %+v", d.Device, m, want)
+			}
+			if got := d.Header.Get("Urgency"); got != "high" {
+				t.Errorf("Urgency %q, want high", got)
+			}
+			ttl, err := strconv.Atoi(d.Header.Get("TTL"))
+			if left := int(time.Until(a.ExpiresAt).Seconds()) + 1; err != nil || ttl <= 0 || ttl > left {
+				t.Errorf("TTL %q, want 1 to %d (the ask's remaining life)", d.Header.Get("TTL"), left)
+			}
+			if topic := d.Header.Get("Topic"); topic == "" || len(topic) > 32 || !strings.Contains(a.ID, strings.ReplaceAll(topic, "-", "_")[:10]) {
+				t.Errorf("Topic %q is not derived from %s", topic, a.ID)
+			}
+			if d.VAPID.Key != w.env.App.Keys.Public {
+				t.Errorf("VAPID k %s is not the service's public key %s", d.VAPID.Key, w.env.App.Keys.Public)
+			}
+			if d.VAPID.Sub != "mailto:countersign@localhost" {
+				t.Errorf("VAPID sub %q, want the default contact", d.VAPID.Sub)
+			}
+		}
+		if !seen["phone"] || !seen["mac"] {
+			t.Errorf("pushed to %v, want phone and mac", seen)
+		}
+	})
+}
+
+func TestOnlyThePeopleAskedGetThePush(t *testing.T) {
+	w := newWorld(t, apptest.SQLite, nil, "owner-phone")
+	bob := w.env.Member(w.env.Account.ID, "bob", models.RoleMember)
+	w.subscribe(t, bob.ID, "bob-phone")
+	// An ask with no asked_of goes to owners and admins, not to bob.
+	w.ask(t, "For the admins")
+	if d, _ := w.next(t); d.Device != "owner-phone" {
+		t.Fatalf("pushed to %s, want owner-phone", d.Device)
+	}
+	w.none(t, 300*time.Millisecond)
+	// An ask of bob goes to bob only.
+	a, err := w.env.Store.CreateApproval(context.Background(), models.NewAsk{
+		Requester: w.agent, Kind: models.KindReview, Title: "For bob", ApproveMeans: "a", DenyMeans: "d", AskedOf: "bob",
+		Payload: json.RawMessage(`{"review":{"url":"https://example.com/bob"}}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, m := w.next(t); d.Device != "bob-phone" || m.ApprovalID != a.ID {
+		t.Fatalf("pushed %s to %s, want %s to bob-phone", m.ApprovalID, d.Device, a.ID)
+	}
+	w.none(t, 300*time.Millisecond)
+}
+
+func TestAPushIsRetriedUntilTheServiceTakesIt(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		w := newWorld(t, db, nil, "phone")
+		w.ps.Answer = func(_ string, n int) (int, http.Header) {
+			switch n {
+			case 1:
+				return http.StatusInternalServerError, nil
+			case 2:
+				return http.StatusTooManyRequests, http.Header{"Retry-After": {"0"}}
+			}
+			return http.StatusCreated, nil
+		}
+		a := w.ask(t, "Retry me")
+		if _, m := w.next(t); m.ApprovalID != a.ID {
+			t.Fatalf("delivered %+v", m)
+		}
+		w.none(t, 300*time.Millisecond)
+		if n := w.ps.Requests("phone"); n != 3 {
+			t.Errorf("the push service saw %d requests, want 3 (500, 429, 201)", n)
+		}
+		if got := len(w.ps.Deliveries()); got != 1 {
+			t.Errorf("delivered %d times, want once", got)
+		}
+		var job models.PushJob
+		w.env.Store.DB().Table("push_jobs").Where("approval_id = ?", a.ID).Take(&job)
+		if job.Outcome != "delivered" || job.Attempts != 3 || job.DoneAt == nil {
+			t.Errorf("job outcome %q after %d attempts (done %v), want delivered after 3", job.Outcome, job.Attempts, job.DoneAt)
+		}
+	})
+}
+
+func TestAGoneSubscriptionIsRemovedAndNeverTriedAgain(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		w := newWorld(t, db, nil, "phone", "old-phone")
+		w.ps.Answer = func(device string, _ int) (int, http.Header) {
+			if device == "old-phone" {
+				return http.StatusGone, nil
+			}
+			return http.StatusCreated, nil
+		}
+		w.ask(t, "First")
+		if d, _ := w.next(t); d.Device != "phone" {
+			t.Fatalf("delivered to %s", d.Device)
+		}
+		waitFor(t, func() bool { return w.ps.Requests("old-phone") == 1 && subscriptions(t, w) == 1 })
+		w.ask(t, "Second")
+		if d, _ := w.next(t); d.Device != "phone" {
+			t.Fatalf("delivered to %s", d.Device)
+		}
+		w.none(t, 300*time.Millisecond)
+		if n := w.ps.Requests("old-phone"); n != 1 {
+			t.Errorf("the gone subscription got %d requests, want the one that said 410", n)
+		}
+	})
+}
+
+func TestAPushQueuedBeforeACrashIsDeliveredAfterTheRestart(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		ps := apptest.NewPushService(t)
+		cfg := apptest.Config(t, db, map[string]string{"COUNTERSIGN_PUSH_ALLOWED_HOSTS": ps.Host()})
+		ctx := context.Background()
+		// The first instance commits the ask and dies before it sends: its
+		// sender never runs (a kill -9 between the commit and the send).
+		first, err := openApp(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acct, _ := first.Store.AccountByName(ctx, models.DefaultAccountName)
+		owner, _ := first.Store.AddMember(ctx, acct.ID, "ada", "Ada", models.RoleOwner)
+		agent, _, _ := first.Store.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
+		endpoint, p256dh, auth := ps.Subscribe("phone")
+		if _, err := first.Store.SavePushSubscription(ctx, owner.ID, models.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
+			t.Fatal(err)
+		}
+		a, err := first.Store.CreateApproval(ctx, models.NewAsk{Requester: agent, Kind: models.KindReview, Title: "Survive the crash",
+			ApproveMeans: "a", DenyMeans: "d", Payload: json.RawMessage(`{"review":{"url":"https://example.com/crash"}}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A job claimed by a sender that then died is leased, not lost.
+		if jobs, err := first.Store.ClaimPushJobs(ctx, 10, 200*time.Millisecond); err != nil || len(jobs) != 1 {
+			t.Fatalf("claim: %v, %d jobs", err, len(jobs))
+		}
+		first.Close()
+		if _, ok := ps.Next(300 * time.Millisecond); ok {
+			t.Fatal("a push was sent by the instance that crashed")
+		}
+
+		second := apptest.StartWith(t, cfg)
+		_ = second
+		d, ok := ps.Next(10 * time.Second)
+		if !ok {
+			t.Fatal("the restarted service did not deliver the queued push")
+		}
+		var m models.PushMessage
+		_ = json.Unmarshal(d.Plaintext, &m)
+		if m.ApprovalID != a.ID || m.Title != "Survive the crash" {
+			t.Errorf("delivered %+v, want the ask %s", m, a.ID)
+		}
+	})
+}
+
+func TestPastTheCapOneCollapsedPushSaysHowManyWait(t *testing.T) {
+	w := newWorld(t, apptest.SQLite, map[string]string{"COUNTERSIGN_PUSH_CAP": "2/10m"}, "phone")
+	for i := range 5 {
+		w.ask(t, "Ask "+strconv.Itoa(i))
+	}
+	var events []string
+	for range 3 {
+		_, m := w.next(t)
+		events = append(events, m.Event)
+		if m.Event == models.PushCollapsed && (m.Waiting != 5 || m.Title != "5 asks wait for you" || m.URL != "/") {
+			t.Errorf("collapsed push %+v, want 5 waiting", m)
+		}
+	}
+	w.none(t, 300*time.Millisecond)
+	if strings.Join(events, ",") != "ask,ask,collapsed" {
+		t.Errorf("pushes %v, want two asks then one collapsed", events)
+	}
+}
+
+func TestADecisionReplacesTheNotificationAndAnAnswerPushesAgain(t *testing.T) {
+	w := newWorld(t, apptest.SQLite, nil, "phone")
+	ctx := context.Background()
+	a := w.ask(t, "Decide me")
+	w.next(t)
+	if _, err := w.env.Store.Decide(ctx, w.env.Account.ID, a.ID, w.owner, models.Decision{Verdict: models.VerdictQuestion, Note: "Why?"}); err != nil {
+		t.Fatal(err)
+	}
+	w.none(t, 200*time.Millisecond) // a question is the person's own move: nothing to tell them
+	if _, err := w.env.Store.AddProgress(ctx, w.agent, a.ID, models.Progress{Step: "answered", Note: "Because."}); err != nil {
+		t.Fatal(err)
+	}
+	if _, m := w.next(t); m.Event != models.PushAsk || m.ApprovalID != a.ID {
+		t.Fatalf("after answered: %+v, want the ask pushed again", m)
+	}
+	if _, err := w.env.Store.Decide(ctx, w.env.Account.ID, a.ID, w.owner, models.Decision{Verdict: models.VerdictApprove}); err != nil {
+		t.Fatal(err)
+	}
+	d, m := w.next(t)
+	want := models.PushMessage{Event: models.PushDecided, ApprovalID: a.ID, Title: "Decide me", Status: "approved", URL: "/approvals/" + a.ID}
+	if m != want {
+		t.Errorf("after approve: %+v, want %+v", m, want)
+	}
+	if d.Header.Get("Urgency") != "normal" {
+		t.Errorf("the decided push has Urgency %q, want normal", d.Header.Get("Urgency"))
+	}
+}
+
+func TestEndpointsOffTheKnownPushServicesAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		endpoint string
+		extra    []string
+		want     bool
+	}{
+		{"https://fcm.googleapis.com/fcm/send/abc", nil, true},
+		{"https://updates.push.services.mozilla.com/wpush/v2/abc", nil, true},
+		{"https://web.push.apple.com/QGx", nil, true},
+		{"https://wns2-by3p.notify.windows.com/w/?token=x", nil, true},
+		{"http://fcm.googleapis.com/fcm/send/abc", nil, false},
+		{"https://fcm.googleapis.com.evil.example/x", nil, false},
+		{"https://evilfcm.googleapis.com.example/x", nil, false},
+		{"https://169.254.169.254/latest/meta-data", nil, false},
+		{"http://127.0.0.1:9999/push/x", nil, false},
+		{"http://127.0.0.1:9999/push/x", []string{"127.0.0.1:9999"}, true},
+		{"http://127.0.0.1:9998/push/x", []string{"127.0.0.1:9999"}, false},
+		{"not a url", nil, false},
+	} {
+		if got := push.Allowed(tc.endpoint, tc.extra); got != tc.want {
+			t.Errorf("Allowed(%q, %v) = %t, want %t", tc.endpoint, tc.extra, got, tc.want)
+		}
+	}
+}
+
+func subscriptions(t *testing.T, w *world) int64 {
+	var n int64
+	if err := w.env.Store.DB().Table("push_subscriptions").Count(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
