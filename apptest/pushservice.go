@@ -95,6 +95,15 @@ func (ps *PushService) Subscribe(name string) (endpoint, p256dh, auth string) {
 	return ps.Server.URL + "/push/" + name, b64(key.PublicKey().Bytes()), b64(secret)
 }
 
+// DeviceSecrets returns a device's raw private key and auth secret, for a
+// second decryption by another implementation.
+func (ps *PushService) DeviceSecrets(name string) (privateKey, auth []byte) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	d := ps.subs[name]
+	return d.key.Bytes(), d.auth
+}
+
 // Deliveries returns every push taken so far.
 func (ps *PushService) Deliveries() []Delivery {
 	ps.mu.Lock()

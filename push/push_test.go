@@ -1,9 +1,13 @@
 package push_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -330,5 +334,34 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10 s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestTheNpmPackageHttpEceDecryptsWhatIsSent(t *testing.T) {
+	if _, err := os.Stat("../node_modules/http_ece"); err != nil {
+		t.Fatal("node_modules/http_ece is missing: run npm ci")
+	}
+	w := newWorld(t, apptest.SQLite, nil, "phone")
+	w.ask(t, "Decrypt me with http_ece: ünïcode ✓")
+	d, _ := w.next(t)
+	priv, auth := w.ps.DeviceSecrets("phone")
+	b64 := base64.RawURLEncoding.EncodeToString
+	in, _ := json.Marshal(map[string]string{"body": b64(d.Body), "private_key": b64(priv), "auth": b64(auth)})
+	cmd := exec.Command("node", "web/test/push-decrypt.mjs")
+	cmd.Dir = ".."
+	cmd.Stdin = bytes.NewReader(in)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("node push-decrypt: %v\n%s", err, stderr)
+	}
+	if !bytes.Equal(out, d.Plaintext) {
+		t.Errorf("http_ece decrypted %q, the Go decryptor %q", out, d.Plaintext)
+	}
+	if !bytes.Contains(out, []byte("ünïcode ✓")) {
+		t.Errorf("http_ece plaintext %q lacks the title", out)
 	}
 }

@@ -29,6 +29,7 @@ Usage:
                                                make a one-time invite (24 h); its URL is printed alone on the last line
   countersign keys export [--account NAME] [--out FILE]
                                                write the account's device keys, for verify --keys
+  countersign vapid                            print the Web Push (VAPID) public key
   countersign verify PROOF.json [--keys KEYS.json] [--rp-id ID]
                                                check a decision proof offline; exit 0 valid, 1 not
 
@@ -83,6 +84,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return agentCommand(ctx, cfg, args, out)
 	case "invite":
 		return inviteCommand(ctx, cfg, args, out)
+	case "vapid":
+		return vapidCommand(ctx, cfg, out)
 	case "keys":
 		return keysCommand(ctx, cfg, args, out)
 	}
