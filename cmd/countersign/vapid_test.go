@@ -29,4 +29,3 @@ func TestVapidPrintsTheStoredPublicKey(t *testing.T) {
 		t.Errorf("the service's key is %q (%v), want what vapid printed", keys.Public, err)
 	}
 }
-
