@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -23,7 +24,7 @@ type Store struct {
 	db         *gorm.DB
 	dialect    Dialect
 	askTTL     time.Duration
-	now        func() time.Time
+	clock      atomic.Pointer[func() time.Time]
 	pushCap    PushCap
 	pushQueued func()
 }
@@ -31,11 +32,20 @@ type Store struct {
 // NewStore wraps an opened, migrated database. askTTL is an ask's life unless
 // its kind sets a shorter one.
 func NewStore(db *gorm.DB, dialect Dialect, askTTL time.Duration) *Store {
-	return &Store{db: db, dialect: dialect, askTTL: askTTL, now: func() time.Time { return time.Now().UTC() }}
+	s := &Store{db: db, dialect: dialect, askTTL: askTTL}
+	s.SetClock(time.Now)
+	return s
 }
 
-// SetClock replaces the store's clock; tests use it to move time.
-func (s *Store) SetClock(now func() time.Time) { s.now = func() time.Time { return now().UTC() } }
+// SetClock replaces the store's clock; tests use it to move time. It is safe
+// while the service's workers read the clock.
+func (s *Store) SetClock(now func() time.Time) {
+	f := func() time.Time { return now().UTC() }
+	s.clock.Store(&f)
+}
+
+// now reads the store's clock.
+func (s *Store) now() time.Time { return (*s.clock.Load())() }
 
 // Now is the store's clock.
 func (s *Store) Now() time.Time { return s.now() }

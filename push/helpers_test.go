@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/countersign/countersign/app"
 )
@@ -12,3 +13,5 @@ import (
 func openApp(ctx context.Context, cfg app.Config) (*app.App, error) {
 	return app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
+
+func getenv(name string) string { return os.Getenv(name) }

@@ -170,6 +170,10 @@ function initLive() {
       }
       list.append(li);
     }
+    if (e.to === "pending" && status?.dataset.status && status.dataset.status !== "pending") {
+      location.reload();
+      return;
+    }
     if (status && e.to) {
       status.textContent = e.to.replace("_", " ");
       status.dataset.status = e.to;

@@ -196,6 +196,10 @@ function initLive() {
       }
       list.append(li);
     }
+    if (e.to === "pending" && status?.dataset.status && status.dataset.status !== "pending") {
+      location.reload(); // answered: the ask waits for the person again, with its buttons
+      return;
+    }
     if (status && e.to) {
       status.textContent = e.to.replace("_", " ");
       status.dataset.status = e.to;

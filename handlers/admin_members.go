@@ -1,0 +1,118 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/views"
+)
+
+// AdminMembers lists the account's members and invites.
+func (h *Handlers) AdminMembers(c echo.Context) error {
+	return h.membersPage(c, http.StatusOK, views.MembersView{})
+}
+
+// membersPage renders the members page over view, which may carry a new
+// invite's URL or a refusal.
+func (h *Handlers) membersPage(c echo.Context, status int, view views.MembersView) error {
+	ctx := c.Request().Context()
+	v := viewerOf(c)
+	members, err := h.store.Members(ctx, v.account.ID)
+	if err != nil {
+		return err
+	}
+	invites, err := h.store.Invites(ctx, v.account.ID)
+	if err != nil {
+		return err
+	}
+	view.Now = h.store.Now()
+	view.Roles = []string{string(models.RoleOwner), string(models.RoleAdmin), string(models.RoleMember)}
+	for _, m := range members {
+		view.Members = append(view.Members, views.MemberRow{PersonID: m.ID, Subject: m.Subject, DisplayName: m.DisplayName,
+			Role: string(m.Role), Self: m.ID == v.member.ID})
+	}
+	for _, i := range invites {
+		view.Invites = append(view.Invites, views.InviteRow{Role: string(i.Role), Subject: i.Subject, CreatedBy: i.CreatedBy,
+			CreatedAt: i.CreatedAt, ExpiresAt: i.ExpiresAt, UsedAt: i.UsedAt, UsedBy: i.UsedBy})
+	}
+	return h.render(c, status, views.AdminMembers(h.page(c, "Members", "admin"), view))
+}
+
+// AdminInviteCreate makes a one-time invite and shows its URL, once.
+func (h *Handlers) AdminInviteCreate(c echo.Context) error {
+	v := viewerOf(c)
+	role, err := models.ParseRole(c.FormValue("role"))
+	if err == nil && role == models.RoleOwner && v.member.Role != models.RoleOwner {
+		err = models.Refuse(models.PermissionDenied, "role", "only an owner can invite an owner")
+	}
+	var token string
+	if err == nil {
+		token, _, err = h.store.CreateInvite(c.Request().Context(), v.account.ID, role, strings.TrimSpace(c.FormValue("subject")), v.member.Subject)
+	}
+	if msg, status, ok := refusalOf(err); ok {
+		return h.membersPage(c, status, views.MembersView{Error: msg})
+	}
+	if err != nil {
+		return err
+	}
+	return h.membersPage(c, http.StatusOK, views.MembersView{InviteURL: h.baseURL + "/invite/" + token})
+}
+
+// AdminMemberRole changes a member's role; the account keeps an owner.
+func (h *Handlers) AdminMemberRole(c echo.Context) error {
+	v := viewerOf(c)
+	role, err := models.ParseRole(c.FormValue("role"))
+	if err == nil {
+		err = h.mayManage(c, c.Param("person"), role)
+	}
+	if err == nil {
+		err = h.store.SetRole(c.Request().Context(), v.account.ID, c.Param("person"), role)
+	}
+	if msg, status, ok := refusalOf(err); ok {
+		return h.membersPage(c, status, views.MembersView{Error: msg})
+	}
+	if err != nil {
+		return err
+	}
+	return h.redirectWithFlash(c, "/admin/members", "member-updated")
+}
+
+// AdminMemberRemove takes a person out of the account; the last owner stays.
+func (h *Handlers) AdminMemberRemove(c echo.Context) error {
+	v := viewerOf(c)
+	err := h.mayManage(c, c.Param("person"), "")
+	if err == nil {
+		err = h.store.RemoveMember(c.Request().Context(), v.account.ID, c.Param("person"))
+	}
+	if msg, status, ok := refusalOf(err); ok {
+		return h.membersPage(c, status, views.MembersView{Error: msg})
+	}
+	if err != nil {
+		return err
+	}
+	if c.Param("person") == v.member.ID {
+		h.clearSession(c)
+		return c.Redirect(http.StatusSeeOther, "/signin")
+	}
+	return h.redirectWithFlash(c, "/admin/members", "member-removed")
+}
+
+// mayManage refuses an admin who is not an owner when the change touches an
+// owner or makes one: only owners manage owners.
+func (h *Handlers) mayManage(c echo.Context, personID string, role models.Role) error {
+	v := viewerOf(c)
+	if v.member.Role == models.RoleOwner {
+		return nil
+	}
+	target, err := h.store.MemberByID(c.Request().Context(), v.account.ID, personID)
+	if err != nil {
+		return err
+	}
+	if target.Role == models.RoleOwner || role == models.RoleOwner {
+		return models.Refuse(models.PermissionDenied, "role", "only an owner can change or remove an owner, or make one")
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/views"
+)
+
+// ApprovalShow is the page of one ask of the viewer's account: the payload
+// by kind, the explanation, the answer buttons when the viewer may decide,
+// and the timeline. An ask of another account is NOT_FOUND.
+func (h *Handlers) ApprovalShow(c echo.Context) error {
+	ctx := c.Request().Context()
+	v := viewerOf(c)
+	a, err := h.store.GetApproval(ctx, v.account.ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	events, err := h.store.Timeline(ctx, v.account.ID, a.ID)
+	if err != nil {
+		return err
+	}
+	return h.render(c, http.StatusOK, views.Approval(h.page(c, a.Title, ""), h.askView(a, events, v.member)))
+}
+
+// askView reads an ask into what its page shows. The payload and context
+// were validated when the ask was filed; one that no longer reads is shown
+// as its canonical text, and the failure is logged.
+func (h *Handlers) askView(a *models.Approval, events []models.TimelineEvent, m *models.Member) views.Ask {
+	now := h.store.Now()
+	payload, err := views.DecodePayload(a.Kind, a.Payload)
+	if err != nil {
+		h.log.Error("ask payload does not read", "approval", a.ID, "err", err)
+	}
+	var actx views.Context
+	if a.Context != nil {
+		if actx, err = views.DecodeContext(*a.Context); err != nil {
+			h.log.Error("ask context does not read", "approval", a.ID, "err", err)
+		}
+	}
+	out := views.Ask{
+		ID: a.ID, Kind: a.Kind, Title: a.Title, Summary: a.Summary, ApproveMeans: a.ApproveMeans, DenyMeans: a.DenyMeans,
+		PayloadSHA256: a.PayloadSHA256, Payload: payload, Context: actx, Links: a.LinkList(),
+		AgentLabel: a.AgentLabel, Requester: a.RequesterSubject, AskedOf: a.AskedOf, Status: string(a.Status),
+		Decision: a.Decision, DecidedBy: a.DecidedBy, DecidedAt: a.DecidedAt, Note: a.Note, HasProof: a.Proof != nil,
+		Supersedes: a.Supersedes, SupersededBy: a.SupersededBy, CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, Now: now,
+		CanDecide: a.Status == models.StatusPending && now.Before(a.ExpiresAt) && m.MayDecide(a),
+	}
+	for _, e := range events {
+		out.Timeline = append(out.Timeline, eventView(e))
+	}
+	return out
+}
+
+func eventView(e models.TimelineEvent) views.Event {
+	return views.Event{Seq: e.Seq, At: e.At, Actor: e.Actor, By: e.ActorKind, Step: e.Step,
+		From: string(e.FromStatus), To: string(e.ToStatus), Note: e.Note}
+}

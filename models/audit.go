@@ -1,0 +1,91 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// ActorKinds are the kinds of actor a timeline event names.
+var ActorKinds = []string{ActorAgent, ActorPerson, ActorSystem, ActorAdmin, ActorPolicy, ActorRunner}
+
+// AuditSteps are the steps a timeline event can record: "created" and every
+// event of the state machine.
+var AuditSteps = []string{"created", string(EventApprove), string(EventAutoApprove), string(EventDeny), string(EventNotMine),
+	string(EventQuestion), string(EventAnswered), string(EventWithdraw), string(EventExpire), string(EventSupersede),
+	string(EventCancel), string(EventStarted), string(EventObservedChanged), string(EventStep), string(EventDone), string(EventFailed)}
+
+// AuditFilter narrows the audit log. Empty and zero fields are no filter.
+type AuditFilter struct {
+	ApprovalID string
+	ActorKind  string
+	Step       string
+	Actor      string
+	Before     int64 // only events older than this seq: the cursor of the next page
+	PageSize   int   // 0 means DefaultPageSize, at most MaxPageSize
+}
+
+// Audit returns the account's timeline events that match f, newest first,
+// and the Before of the next page (0 on the last). The indexes events_account
+// (account_id, seq), events_account_step (account_id, step, seq) and
+// events_approval (approval_id, seq) serve it.
+func (s *Store) Audit(ctx context.Context, accountID string, f AuditFilter) ([]TimelineEvent, int64, error) {
+	size := f.PageSize
+	switch {
+	case size == 0:
+		size = DefaultPageSize
+	case size < 0 || size > MaxPageSize:
+		return nil, 0, Invalid("page_size", "must be 0 (for %d) to %d, not %d", DefaultPageSize, MaxPageSize, size)
+	}
+	q := s.db.WithContext(ctx).Table("events").Where("account_id = ?", accountID)
+	if id := strings.TrimSpace(f.ApprovalID); id != "" {
+		q = q.Where("approval_id = ?", id)
+	}
+	if f.ActorKind != "" {
+		if !slices.Contains(ActorKinds, f.ActorKind) {
+			return nil, 0, Invalid("actor_kind", "must be one of %s, not %q", strings.Join(ActorKinds, ", "), f.ActorKind)
+		}
+		q = q.Where("actor_kind = ?", f.ActorKind)
+	}
+	if f.Step != "" {
+		if !slices.Contains(AuditSteps, f.Step) {
+			return nil, 0, Invalid("step", "must be one of %s, not %q", strings.Join(AuditSteps, ", "), f.Step)
+		}
+		q = q.Where("step = ?", f.Step)
+	}
+	if a := strings.TrimSpace(f.Actor); a != "" {
+		if runeCount(a) > 200 {
+			return nil, 0, Invalid("actor", "at most 200 characters")
+		}
+		q = q.Where("actor = ?", a)
+	}
+	if f.Before < 0 {
+		return nil, 0, Invalid("before", "must be the cursor of a page this log gave")
+	}
+	if f.Before > 0 {
+		q = q.Where("seq < ?", f.Before)
+	}
+	var out []TimelineEvent
+	if err := q.Order("seq DESC").Limit(size + 1).Find(&out).Error; err != nil {
+		return nil, 0, fmt.Errorf("read audit log: %w", err)
+	}
+	var next int64
+	if len(out) > size {
+		out = out[:size]
+		next = out[size-1].Seq
+	}
+	return out, next, nil
+}
+
+// TimelineAfter returns an approval's events with a seq greater than after,
+// oldest first: what a live view has not shown yet.
+func (s *Store) TimelineAfter(ctx context.Context, accountID, approvalID string, after int64) ([]TimelineEvent, error) {
+	var out []TimelineEvent
+	err := s.db.WithContext(ctx).Table("events").Where("approval_id = ? AND account_id = ? AND seq > ?", approvalID, accountID, after).
+		Order("seq").Limit(MaxPageSize).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("read timeline: %w", err)
+	}
+	return out, nil
+}

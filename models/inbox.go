@@ -1,0 +1,29 @@
+package models
+
+import (
+	"context"
+	"fmt"
+)
+
+// Inbox returns, newest first, at most limit open asks that wait for the
+// member: those asked of their subject and, for owners and admins, those
+// asked of nobody in particular. An ask whose life ran out is left out even
+// before the sweep closes it. The approvals_asked_of index
+// (account_id, asked_of, status, seq) serves it.
+func (s *Store) Inbox(ctx context.Context, m *Member, limit int) ([]Approval, error) {
+	if limit <= 0 || limit > MaxPageSize {
+		return nil, Invalid("limit", "must be 1 to %d, not %d", MaxPageSize, limit)
+	}
+	askedOf := []string{m.Subject}
+	if m.Role == RoleOwner || m.Role == RoleAdmin {
+		askedOf = append(askedOf, "")
+	}
+	var out []Approval
+	err := s.db.WithContext(ctx).Table("approvals").
+		Where("account_id = ? AND asked_of IN ? AND status IN ? AND expires_at > ?", m.AccountID, askedOf, OpenStatuses, s.now()).
+		Order("seq DESC").Limit(limit).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("read inbox: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,120 @@
+package views
+
+import (
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/a-h/templ"
+)
+
+// MembersView is the account's members and invites.
+type MembersView struct {
+	Members   []MemberRow
+	Invites   []InviteRow
+	Roles     []string
+	InviteURL string // a new invite's one-time URL, shown once
+	Error     string // a refusal to show above the lists
+	Now       time.Time
+}
+
+// MemberRow is one member of the account.
+type MemberRow struct {
+	PersonID    string
+	Subject     string
+	DisplayName string
+	Role        string
+	Self        bool // the signed-in person
+}
+
+// InviteRow is one invite, pending or used.
+type InviteRow struct {
+	Role      string
+	Subject   string
+	CreatedBy string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+	UsedBy    string
+}
+
+// State says whether the invite waits, was used, or ran out.
+func (i InviteRow) State(now time.Time) string {
+	switch {
+	case i.UsedAt != nil:
+		return "used"
+	case !now.Before(i.ExpiresAt):
+		return "expired"
+	}
+	return "pending"
+}
+
+func memberPath(personID, action string) templ.SafeURL {
+	return templ.SafeURL("/admin/members/" + url.PathEscape(personID) + "/" + action)
+}
+
+// AgentsView is the account's agents.
+type AgentsView struct {
+	Agents   []AgentRow
+	Scopes   []string
+	NewAgent string // the name of an agent just made
+	Token    string // its bearer token, shown once
+	MCPURL   string
+	Error    string
+}
+
+// AgentRow is one agent.
+type AgentRow struct {
+	Name           string
+	Subject        string
+	Scopes         []string
+	Disabled       bool
+	DisabledReason string
+	CreatedAt      time.Time
+}
+
+func agentPath(name, action string) templ.SafeURL {
+	return templ.SafeURL("/admin/agents/" + url.PathEscape(name) + "/" + action)
+}
+
+// AuditView is a page of the account's timeline events, newest first.
+type AuditView struct {
+	Events     []AuditRow
+	ApprovalID string
+	ActorKind  string
+	Step       string
+	Actor      string
+	ActorKinds []string
+	Steps      []string
+	Next       int64 // the cursor of the next, older page; 0 on the last
+	Error      string
+}
+
+// AuditRow is one timeline event of the account.
+type AuditRow struct {
+	Event
+	ApprovalID string
+}
+
+// OlderLink is the link to the next, older page with the same filters.
+func (v AuditView) OlderLink() templ.SafeURL {
+	q := url.Values{}
+	for k, val := range map[string]string{"approval": v.ApprovalID, "actor_kind": v.ActorKind, "step": v.Step, "actor": v.Actor} {
+		if val != "" {
+			q.Set(k, val)
+		}
+	}
+	q.Set("before", strconv.FormatInt(v.Next, 10))
+	return localLink("/admin/audit", q)
+}
+
+// inviteClass colours an invite's state like an ask's.
+func inviteClass(state string) string {
+	switch state {
+	case "pending":
+		return "status-pending"
+	case "used":
+		return "status-approved"
+	}
+	return "status-expired"
+}

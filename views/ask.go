@@ -1,0 +1,452 @@
+package views
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+)
+
+// Ask is one ask as its page shows it. Every string in it came from an agent
+// or a person and is rendered as escaped text.
+type Ask struct {
+	ID            string
+	Kind          string
+	Title         string
+	Summary       string
+	ApproveMeans  string
+	DenyMeans     string
+	PayloadSHA256 string
+	Payload       Payload
+	Context       Context
+	Links         []string
+	AgentLabel    string // the label the requester gave itself: never an identity
+	Requester     string // the subject of the agent whose token filed it
+	AskedOf       string // a person's subject, or "" for the owners and admins
+	Status        string
+	Decision      string // approve, deny, not_mine or option:<index>
+	DecidedBy     string
+	DecidedAt     *time.Time
+	Note          string
+	HasProof      bool
+	Supersedes    string
+	SupersededBy  string
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
+	Timeline      []Event
+	CanDecide     bool // pending, alive and the viewer may decide it
+	Now           time.Time
+}
+
+// Event is one line of an ask's timeline.
+type Event struct {
+	Seq   int64
+	At    time.Time
+	Actor string // who: a subject
+	By    string // what kind of actor: agent, person, system, admin, policy or runner
+	Step  string
+	From  string
+	To    string
+	Note  string
+}
+
+// ShortHash is the first 12 characters of the payload hash, how people quote it.
+func (a Ask) ShortHash() string {
+	if len(a.PayloadSHA256) > 12 {
+		return a.PayloadSHA256[:12]
+	}
+	return a.PayloadSHA256
+}
+
+// LastSeq is the seq of the newest timeline event shown, where the live view resumes.
+func (a Ask) LastSeq() int64 {
+	if len(a.Timeline) == 0 {
+		return 0
+	}
+	return a.Timeline[len(a.Timeline)-1].Seq
+}
+
+// Closed says whether nothing more happens to the ask.
+func (a Ask) Closed() bool {
+	switch a.Status {
+	case "denied", "done", "failed", "stale", "cancelled", "expired":
+		return true
+	}
+	return false
+}
+
+// Options are the answers of a decision ask, in order.
+func (a Ask) Options() []string {
+	if a.Payload.Decision == nil {
+		return nil
+	}
+	return a.Payload.Decision.Options
+}
+
+// DecisionText says in words what the person decided.
+func (a Ask) DecisionText() string {
+	switch d := a.Decision; {
+	case d == "approve":
+		return "Approved"
+	case d == "deny":
+		return "Denied"
+	case d == "not_mine":
+		return "Denied as not mine: the requesting agent was blocked"
+	case strings.HasPrefix(d, "option:"):
+		i, err := strconv.Atoi(strings.TrimPrefix(d, "option:"))
+		if opts := a.Options(); err == nil && i >= 0 && i < len(opts) {
+			return fmt.Sprintf("Chose option %d: %s", i+1, opts[i])
+		}
+		return "Chose " + d
+	}
+	return a.Decision
+}
+
+// Payload is the frozen payload, read into the struct of its kind. Exactly
+// one of the kinds is set, or none when the kind has no view of its own (its
+// canonical text is then shown as text).
+type Payload struct {
+	PullRequest *PullRequest
+	Roll        *Roll
+	Review      *Review
+	Document    *Document
+	Decision    *Decision
+	Run         *Run
+	Canonical   string // the canonical JSON, shown as text only when no view fits
+}
+
+// PullRequest is a pull_request payload.
+type PullRequest struct {
+	Repo   string      `json:"repo"`
+	Number json.Number `json:"number"`
+	Head   string      `json:"head"`
+	Title  string      `json:"title"`
+}
+
+// Roll is a roll payload; a roll train adds gate_tree, gate, steps and rollback.
+type Roll struct {
+	Deployments   []string     `json:"deployments"`
+	MainCommit    string       `json:"main_commit"`
+	RunningCommit string       `json:"running_commit"`
+	PRs           []RollPR     `json:"prs"`
+	Migrations    []string     `json:"migrations"`
+	OtherCommits  []RollCommit `json:"other_commits"`
+	Behind        json.Number  `json:"behind"`
+	GateTree      string       `json:"gate_tree"`
+	Gate          string       `json:"gate"`
+	Steps         []string     `json:"steps"`
+	Rollback      string       `json:"rollback"`
+}
+
+// IsTrain says whether the roll carries a train's gate, steps or rollback.
+func (r *Roll) IsTrain() bool {
+	return r.GateTree != "" || r.Gate != "" || len(r.Steps) > 0 || r.Rollback != ""
+}
+
+// RollPR is a pull request a roll ships.
+type RollPR struct {
+	Number json.Number `json:"number"`
+	Title  string      `json:"title"`
+}
+
+// RollCommit is a commit a roll ships outside any pull request.
+type RollCommit struct {
+	SHA     string `json:"sha"`
+	Subject string `json:"subject"`
+}
+
+// Review is a review payload.
+type Review struct {
+	URL string `json:"url"`
+}
+
+// Document is a document payload; version 0 is the current one.
+type Document struct {
+	DocumentID string      `json:"document_id"`
+	SpaceID    string      `json:"space_id"`
+	Version    json.Number `json:"version"`
+}
+
+// VersionText says which version of the document is meant.
+func (d *Document) VersionText() string {
+	if d.Version == "" || d.Version == "0" {
+		return "0 (the current version)"
+	}
+	return d.Version.String()
+}
+
+// Decision is a decision payload: the person picks one option.
+type Decision struct {
+	Options []string `json:"options"`
+}
+
+// Run is a pinned run payload.
+type Run struct {
+	Cmd             string      `json:"cmd"`
+	ScriptSHA256    string      `json:"script_sha256"`
+	RunnerID        string      `json:"runner_id"`
+	Argv            []string    `json:"argv"`
+	Effect          string      `json:"effect"`
+	RunnerPublicKey string      `json:"runner_public_key"`
+	ExpiresAt       json.Number `json:"expires_at"`
+	AskedOf         string      `json:"asked_of"`
+	Roll            *Roll       `json:"roll"`
+}
+
+// Expiry is the run's expires_at as a time, or the zero time when it is not one.
+func (r *Run) Expiry() time.Time {
+	n, err := r.ExpiresAt.Int64()
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(n, 0).UTC()
+}
+
+// DecodePayload reads the canonical payload of an ask of the given kind into
+// the view of its kind. A kind with no view, or a payload that does not read,
+// keeps only its canonical text, with the error.
+func DecodePayload(kind, canonical string) (Payload, error) {
+	p := Payload{Canonical: canonical}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(canonical), &members); err != nil {
+		return p, fmt.Errorf("payload: %w", err)
+	}
+	raw, ok := members[kind]
+	if !ok {
+		return p, fmt.Errorf("payload: no member %q", kind)
+	}
+	var target any
+	switch kind {
+	case "pull_request":
+		p.PullRequest = &PullRequest{}
+		target = p.PullRequest
+	case "roll":
+		p.Roll = &Roll{}
+		target = p.Roll
+	case "review":
+		p.Review = &Review{}
+		target = p.Review
+	case "document":
+		p.Document = &Document{}
+		target = p.Document
+	case "decision":
+		p.Decision = &Decision{}
+		target = p.Decision
+	case "run":
+		p.Run = &Run{}
+		target = p.Run
+	default:
+		return p, nil
+	}
+	if err := json.Unmarshal(raw, target); err != nil {
+		return Payload{Canonical: canonical}, fmt.Errorf("payload.%s: %w", kind, err)
+	}
+	return p, nil
+}
+
+// Context is what an ask is about, recorded and shown as given, with the
+// requester's explanation.
+type Context struct {
+	PlanID          string            `json:"plan_id"`
+	PlanItem        string            `json:"plan_item"`
+	JobID           string            `json:"job_id"`
+	Documents       []ContextDocument `json:"documents"`
+	DiagramIDs      []string          `json:"diagram_ids"`
+	CanvasID        string            `json:"canvas_id"`
+	SceneDocumentID string            `json:"scene_document_id"`
+	Commits         []ContextCommit   `json:"commits"`
+	NoContextReason string            `json:"no_context_reason"`
+	Explanation     *Explanation      `json:"explanation"`
+}
+
+// HasIDs says whether the context names anything to show in its own section.
+func (c Context) HasIDs() bool {
+	return c.PlanID != "" || c.PlanItem != "" || c.JobID != "" || len(c.Documents) > 0 || len(c.DiagramIDs) > 0 ||
+		c.CanvasID != "" || c.SceneDocumentID != "" || len(c.Commits) > 0 || c.NoContextReason != ""
+}
+
+// ContextDocument names a document by id, or by kind and number.
+type ContextDocument struct {
+	DocumentID string      `json:"document_id"`
+	Kind       string      `json:"kind"`
+	Number     json.Number `json:"number"`
+	SpaceID    string      `json:"space_id"`
+}
+
+// Name is how the document is shown.
+func (d ContextDocument) Name() string {
+	name := d.DocumentID
+	if name == "" {
+		name = d.Kind + " " + d.Number.String()
+	}
+	if d.SpaceID != "" {
+		name += " in space " + d.SpaceID
+	}
+	return name
+}
+
+// ContextCommit is a commit the ask is about.
+type ContextCommit struct {
+	Repo    string `json:"repo"`
+	SHA     string `json:"sha"`
+	Subject string `json:"subject"`
+}
+
+// Explanation is the ask in the requester's plain words: unsigned, shown
+// under the signed payload.
+type Explanation struct {
+	What     string     `json:"what"`
+	Why      string     `json:"why"`
+	Approve  string     `json:"approve"`
+	Deny     string     `json:"deny"`
+	Effect   *Effect    `json:"effect"`
+	Risk     *Risk      `json:"risk"`
+	Evidence []Evidence `json:"evidence"`
+}
+
+// Effect is what approving changes.
+type Effect struct {
+	Kind    string   `json:"kind"`
+	Ships   string   `json:"ships"`
+	Summary string   `json:"summary"`
+	Touches []string `json:"touches"`
+}
+
+// Risk is the requester's view of what could go wrong.
+type Risk struct {
+	Level string `json:"level"`
+	Text  string `json:"text"`
+}
+
+// Class is the CSS class of the risk level; none for a level it does not know.
+func (r *Risk) Class() string {
+	switch r.Level {
+	case "low", "medium", "high":
+		return "risk-" + r.Level
+	}
+	return ""
+}
+
+// Evidence is one item that backs the explanation: code, a diff, a log or a link.
+type Evidence struct {
+	Kind     string `json:"kind"`
+	Title    string `json:"title"`
+	Language string `json:"language"`
+	Path     string `json:"path"`
+	Text     string `json:"text"`
+	URL      string `json:"url"`
+}
+
+// DecodeContext reads an ask's canonical context; "" is an empty one.
+func DecodeContext(canonical string) (Context, error) {
+	var c Context
+	if strings.TrimSpace(canonical) == "" {
+		return c, nil
+	}
+	if err := json.Unmarshal([]byte(canonical), &c); err != nil {
+		return Context{}, fmt.Errorf("context: %w", err)
+	}
+	return c, nil
+}
+
+// DiffLine is one line of a diff and the class its first character gives it.
+type DiffLine struct {
+	Class string // add, del, hunk or ""
+	Text  string
+}
+
+// DiffLines splits a diff into lines, classed by their first character.
+func DiffLines(text string) []DiffLine {
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	out := make([]DiffLine, len(lines))
+	for i, l := range lines {
+		out[i].Text = strings.TrimSuffix(l, "\r")
+		switch {
+		case strings.HasPrefix(l, "+"):
+			out[i].Class = "add"
+		case strings.HasPrefix(l, "-"):
+			out[i].Class = "del"
+		case strings.HasPrefix(l, "@"):
+			out[i].Class = "hunk"
+		}
+	}
+	return out
+}
+
+// HTTPSLink returns u as a link target when it is an absolute https URL with
+// a host and no user info; anything else is shown as text, never linked.
+func HTTPSLink(u string) (templ.SafeURL, bool) {
+	p, err := url.Parse(u)
+	if err != nil || p.Scheme != "https" || p.Host == "" || p.User != nil || p.Opaque != "" {
+		return "", false
+	}
+	return templ.SafeURL(u), true
+}
+
+// localLink is a link to a page of this service: a path and an escaped
+// query, never another origin.
+func localLink(path string, query url.Values) templ.SafeURL {
+	if len(query) > 0 {
+		path += "?" + query.Encode()
+	}
+	return templ.SafeURL(path)
+}
+
+// approvalPath is the page of one ask.
+func approvalPath(id string) templ.SafeURL {
+	return templ.SafeURL("/approvals/" + url.PathEscape(id))
+}
+
+// proofPath is where the proof that decided an ask downloads.
+func proofPath(id string) templ.SafeURL {
+	return templ.SafeURL("/approvals/" + url.PathEscape(id) + "/proof.json")
+}
+
+// liveURL is the event stream of an ask, from the newest event the page shows.
+func liveURL(a Ask) string {
+	return "/approvals/" + url.PathEscape(a.ID) + "/events?after=" + strconv.FormatInt(a.LastSeq(), 10)
+}
+
+// WhyNoButtons says why the page offers no answer buttons.
+func (a Ask) WhyNoButtons() string {
+	switch {
+	case a.Status == "pending" && !a.Now.Before(a.ExpiresAt):
+		return "This ask expired: it can no longer be answered."
+	case a.Status == "pending" && a.AskedOf != "":
+		return "This ask is for " + a.AskedOf + "; only they can answer it."
+	case a.Status == "pending":
+		return "This ask is for the owners and admins of the account; they answer it."
+	case a.Status == "question":
+		return "Waiting for the agent to answer the question."
+	case a.Status == "approved" || a.Status == "in_progress":
+		return "Approved: the agent reports its progress on the timeline."
+	}
+	return "This ask is " + words(a.Status) + ": nothing more can be answered."
+}
+
+// ArgvText is argv as a person reads a command line: each argument that
+// holds anything but plain characters is quoted.
+func (r *Run) ArgvText() string {
+	parts := make([]string, len(r.Argv))
+	for i, arg := range r.Argv {
+		parts[i] = shellQuote(arg)
+	}
+	return strings.Join(parts, " ")
+}
+
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	for _, c := range s {
+		plain := c < 128 && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_./:=@%+,-", c))
+		if !plain {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
+}
