@@ -54,7 +54,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		MCP:     endpoint,
 		Push:    sender,
 		Keys:    keys,
-		Handler: handlers.New(store, rp, cfg.BaseURL, log).Routes(endpoint),
+		Handler: handlers.New(store, rp, cfg.BaseURL, handlers.PushConfig{PublicKey: keys.Public, AllowedHosts: cfg.PushHosts}, log).Routes(endpoint),
 		log:     log,
 	}, nil
 }

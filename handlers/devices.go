@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 
@@ -11,7 +13,8 @@ import (
 	"github.com/countersign/countersign/views"
 )
 
-// Devices lists the signed-in person's passkeys.
+// Devices lists the signed-in person's passkeys and the browsers that get
+// their notifications.
 func (h *Handlers) Devices(c echo.Context) error {
 	return h.devicesPage(c, http.StatusOK, "")
 }
@@ -22,9 +25,18 @@ func (h *Handlers) devicesPage(c echo.Context, status int, refusal string) error
 	if err != nil {
 		return err
 	}
-	view := views.DevicesView{Error: refusal}
+	subs, err := h.store.PushSubscriptions(c.Request().Context(), v.member.ID)
+	if err != nil {
+		return err
+	}
+	view := views.DevicesView{Error: refusal, Push: views.PushView{PublicKey: h.push.PublicKey}}
 	for _, k := range keys {
 		view.Keys = append(view.Keys, views.DeviceRow{ID: k.ID, Name: k.Name, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, BackedUp: k.BackedUp})
+	}
+	for _, s := range subs {
+		sum := sha256.Sum256([]byte(s.Endpoint))
+		view.Push.Devices = append(view.Push.Devices, views.PushDeviceRow{ID: s.ID, EndpointSHA256: hex.EncodeToString(sum[:]),
+			UserAgent: s.UserAgent, CreatedAt: s.CreatedAt, LastSuccessAt: s.LastSuccessAt, Failures: s.Failures})
 	}
 	return h.render(c, status, views.Devices(h.page(c, "Devices", "devices"), view))
 }

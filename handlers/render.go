@@ -46,6 +46,7 @@ var flashes = map[string]string{
 	"member-removed":  "Member removed.",
 	"agent-disabled":  "Agent disabled: its token stops working and its open asks are cancelled.",
 	"agent-deleted":   "Agent deleted.",
+	"policy-revoked":  "Auto-approve is off: asks wait for you again.",
 }
 
 // redirectWithFlash sends the browser to a relative URL with a notice.

@@ -22,12 +22,21 @@ type Handlers struct {
 	log     *slog.Logger
 	baseURL string
 	secure  bool // cookies carry Secure: the service is reached over https
+	push    PushConfig
+}
+
+// PushConfig is what the pages need of Web Push: the VAPID public key a
+// browser subscribes with, and the push service hosts allowed beside the
+// browsers' own (COUNTERSIGN_PUSH_ALLOWED_HOSTS).
+type PushConfig struct {
+	PublicKey    string // base64url, uncompressed P-256
+	AllowedHosts []string
 }
 
 // New builds the handlers for the service at baseURL.
-func New(store *models.Store, rp *passkey.RP, baseURL string, log *slog.Logger) *Handlers {
+func New(store *models.Store, rp *passkey.RP, baseURL string, push PushConfig, log *slog.Logger) *Handlers {
 	u, _ := url.Parse(baseURL)
-	return &Handlers{store: store, rp: rp, log: log, baseURL: baseURL, secure: u != nil && u.Scheme == "https"}
+	return &Handlers{store: store, rp: rp, log: log, baseURL: baseURL, secure: u != nil && u.Scheme == "https", push: push}
 }
 
 // ContentSecurityPolicy allows only this origin's scripts, styles and
@@ -52,6 +61,10 @@ func (h *Handlers) Routes(mcpEndpoint http.Handler) *echo.Echo {
 	e.GET("/healthz", h.Health)
 	e.Any("/mcp", echo.WrapHandler(mcpEndpoint))
 	h.staticRoutes(e)
+	// The service worker renews its push subscription without a session or
+	// a CSRF token, which it does not have: the old endpoint and its auth
+	// secret prove it. So this one route is outside the web group.
+	e.POST("/push/renew", h.PushRenew, h.renewLimits()...)
 
 	web := e.Group("", h.csrf, h.loadSession)
 	web.GET("/signin", h.SignInPage)
@@ -70,11 +83,16 @@ func (h *Handlers) Routes(mcpEndpoint http.Handler) *echo.Echo {
 	person.GET("/approvals/:id/proof.json", h.ApprovalProof)
 	person.POST("/approvals/:id/challenge", h.DecisionChallenge)
 	person.POST("/approvals/:id/decide", h.Decide)
+	person.GET("/policies", h.Policies)
+	person.POST("/policies/revoke", h.PolicyRevoke)
 	person.GET("/devices", h.Devices)
 	person.POST("/devices/begin", h.DeviceAddBegin)
 	person.POST("/devices/finish", h.DeviceAddFinish)
 	person.POST("/devices/:id/rename", h.DeviceRename)
 	person.POST("/devices/:id/remove", h.DeviceRemove)
+	person.POST("/push/subscribe", h.PushSubscribe)
+	person.POST("/push/unsubscribe", h.PushUnsubscribe)
+	person.POST("/push/test", h.PushTest)
 
 	admin := person.Group("/admin", h.requireAdmin)
 	admin.GET("/members", h.AdminMembers)
@@ -85,6 +103,7 @@ func (h *Handlers) Routes(mcpEndpoint http.Handler) *echo.Echo {
 	admin.POST("/agents", h.AdminAgentCreate)
 	admin.POST("/agents/:name/disable", h.AdminAgentDisable)
 	admin.POST("/agents/:name/delete", h.AdminAgentDelete)
+	admin.GET("/policies", h.AdminPolicies)
 	admin.GET("/audit", h.AdminAudit)
 	return e
 }

@@ -16,6 +16,9 @@ func (s *Server) tools() []toolDef {
 		s.getTool(),
 		s.listTool(),
 		s.addProgressTool(),
+		s.requestAutoApproveTool(),
+		s.getPolicyTool(),
+		s.revokePolicyTool(),
 	}
 }
 

@@ -13,18 +13,22 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 )
 
-// toolScopes is the tool surface seed 001 gives for this issue: each tool and
+// toolScopes is the tool surface of seed 001: each of its seven tools and
 // the scopes a token needs to see and call it.
 var toolScopes = map[string][]string{
-	"approvals_create":       {models.ScopeMCPWrite, models.ScopeApprovalsWrite},
-	"approvals_get":          {models.ScopeMCPRead, models.ScopeApprovalsRead},
-	"approvals_list":         {models.ScopeMCPRead, models.ScopeApprovalsRead},
-	"approvals_add_progress": {models.ScopeMCPWrite, models.ScopeApprovalsWrite},
+	"approvals_create":                     {models.ScopeMCPWrite, models.ScopeApprovalsWrite},
+	"approvals_get":                        {models.ScopeMCPRead, models.ScopeApprovalsRead},
+	"approvals_list":                       {models.ScopeMCPRead, models.ScopeApprovalsRead},
+	"approvals_add_progress":               {models.ScopeMCPWrite, models.ScopeApprovalsWrite},
+	"approvals_request_auto_approve":       {models.ScopeMCPWrite, models.ScopeApprovalsWrite},
+	"approvals_get_auto_approve_policy":    {models.ScopeMCPRead, models.ScopeApprovalsRead},
+	"approvals_revoke_auto_approve_policy": {models.ScopeMCPWrite, models.ScopeApprovalsWrite},
 }
 
 // Ids that no row has: one shaped like a real account id, one like an approval id.
@@ -236,6 +240,9 @@ func TestEveryToolRefusesACallerWithoutTheRightToIt(t *testing.T) {
 		}
 
 		names := toolNames(t, bot)
+		if len(toolScopes) != 7 {
+			t.Fatalf("seed 001 has 7 tools, toolScopes lists %d", len(toolScopes))
+		}
 		if want := slices.Sorted(maps.Keys(toolScopes)); !slices.Equal(names, want) {
 			t.Fatalf("tools/list with every scope = %v, want %v", names, want)
 		}
@@ -253,6 +260,13 @@ func TestEveryToolRefusesACallerWithoutTheRightToIt(t *testing.T) {
 			"approvals_get":          {"approval_id": ownID},
 			"approvals_list":         {},
 			"approvals_add_progress": {"approval_id": ownID, "step": "stale", "expected_state": "pending"},
+			"approvals_request_auto_approve": {"until": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+				"scope": map[string]any{"ask_kinds": []string{"review"}}, "device": "mac"},
+			"approvals_get_auto_approve_policy":    {},
+			"approvals_revoke_auto_approve_policy": {"note": "the docs sprint is over"},
+		}
+		if len(valid) != len(toolScopes) {
+			t.Fatalf("valid arguments for %d tools, want all %d", len(valid), len(toolScopes))
 		}
 		// The argument each tool takes an approval id in, and the refusal's field.
 		approvalArg := map[string]string{
@@ -345,9 +359,14 @@ func TestEveryToolRefusesACallerWithoutTheRightToIt(t *testing.T) {
 		}
 
 		// The arguments were good: with the rights, every call goes through.
-		for _, name := range []string{"approvals_get", "approvals_list", "approvals_create", "approvals_add_progress"} {
-			if r := bot.Call(name, valid[name]); r.IsError {
+		for _, name := range []string{"approvals_get", "approvals_list", "approvals_create", "approvals_add_progress",
+			"approvals_request_auto_approve", "approvals_get_auto_approve_policy", "approvals_revoke_auto_approve_policy"} {
+			r := bot.Call(name, valid[name])
+			if r.IsError {
 				t.Errorf("%s with every right: %s", name, r)
+			}
+			if name == "approvals_request_auto_approve" && (r.Out["kind"] != "auto_approve" || r.Out["status"] != "pending") {
+				t.Errorf("%s filed %v, want a pending auto_approve ask", name, r.Out)
 			}
 		}
 		if st, _ := approvalRow(t, env, ownID); st != models.StatusStale {
@@ -364,8 +383,10 @@ func TestToolsListShowsOnlyWhatTheScopesAllow(t *testing.T) {
 			scopes []string
 			want   []string
 		}{
-			{"read scopes show the read tools", []string{models.ScopeMCPRead, models.ScopeApprovalsRead}, []string{"approvals_get", "approvals_list"}},
-			{"write scopes show the write tools", []string{models.ScopeMCPWrite, models.ScopeApprovalsWrite}, []string{"approvals_add_progress", "approvals_create"}},
+			{"read scopes show the read tools", []string{models.ScopeMCPRead, models.ScopeApprovalsRead},
+				[]string{"approvals_get", "approvals_get_auto_approve_policy", "approvals_list"}},
+			{"write scopes show the write tools", []string{models.ScopeMCPWrite, models.ScopeApprovalsWrite},
+				[]string{"approvals_add_progress", "approvals_create", "approvals_request_auto_approve", "approvals_revoke_auto_approve_policy"}},
 			{"mcp:write alone shows no approvals tool", []string{models.ScopeMCPWrite}, nil},
 			{"approvals:read alone shows no approvals tool", []string{models.ScopeApprovalsRead}, nil},
 		}

@@ -222,14 +222,14 @@ func codeSchemaErrors(r *sdk.CallToolResult) {
 	}
 	field := ""
 	if m := schemaField.FindStringSubmatch(t.Text); m != nil {
-		field = m[1] + m[2] + ": "
+		field = m[1] + m[2] + m[3] + ": "
 	}
 	t.Text = "INVALID_ARGUMENT: " + field + t.Text
 }
 
 // schemaField finds the argument a schema error is about: a missing required
-// one, or the property whose value failed.
-var schemaField = regexp.MustCompile(`missing properties: \["([a-z_]+)"|/properties/([a-z_]+)`)
+// one, the property whose value failed, or one the tool does not take.
+var schemaField = regexp.MustCompile(`missing properties: \["([a-z_]+)"|/properties/([a-z_]+)|additional properties \["([a-z_]+)"`)
 
 func errorResult(err error) *sdk.CallToolResult {
 	var r sdk.CallToolResult

@@ -169,8 +169,18 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*Approval, error
 		RepoKey: strings.ToLower(payload.Repo), PRNumber: payload.Number, Head: payload.Head, JobID: actx.JobID,
 		Version: 1, ExpiresAt: expires, CreatedAt: now, UpdatedAt: now,
 	}
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if in.Supersedes != "" {
+	if err := s.file(ctx, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// file stores a new ask in one transaction: it supersedes the earlier ask it
+// names, appends the "created" event, lets an active auto-approve policy
+// approve it at once, and otherwise queues its pushes.
+func (s *Store) file(ctx context.Context, a *Approval) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if a.Supersedes != "" {
 			if err := s.supersede(tx, a); err != nil {
 				return err
 			}
@@ -179,18 +189,22 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*Approval, error
 			return fmt.Errorf("insert approval: %w", err)
 		}
 		if err := tx.Table("events").Create(&TimelineEvent{
-			AccountID: a.AccountID, ApprovalID: a.ID, At: now, ActorKind: ActorAgent, Actor: agent.Subject,
+			AccountID: a.AccountID, ApprovalID: a.ID, At: a.CreatedAt, ActorKind: ActorAgent, Actor: a.RequesterSubject,
 			Step: "created", ToStatus: StatusPending, Note: supersedeNote(a.Supersedes),
 		}).Error; err != nil {
 			return err
 		}
+		approved, err := s.autoApprove(tx, a)
+		if err != nil || approved {
+			return err // an auto-approved ask sends no push
+		}
 		return s.queueAskPushes(tx, a)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.pushWake()
-	return a, nil
+	return nil
 }
 
 func supersedeNote(earlier string) string {

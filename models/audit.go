@@ -10,11 +10,12 @@ import (
 // ActorKinds are the kinds of actor a timeline event names.
 var ActorKinds = []string{ActorAgent, ActorPerson, ActorSystem, ActorAdmin, ActorPolicy, ActorRunner}
 
-// AuditSteps are the steps a timeline event can record: "created" and every
-// event of the state machine.
+// AuditSteps are the steps a timeline event can record: "created", every
+// event of the state machine, and the notes auto-approve policies write.
 var AuditSteps = []string{"created", string(EventApprove), string(EventAutoApprove), string(EventDeny), string(EventNotMine),
 	string(EventQuestion), string(EventAnswered), string(EventWithdraw), string(EventExpire), string(EventSupersede),
-	string(EventCancel), string(EventStarted), string(EventObservedChanged), string(EventStep), string(EventDone), string(EventFailed)}
+	string(EventCancel), string(EventStarted), string(EventObservedChanged), string(EventStep), string(EventDone), string(EventFailed),
+	StepAutoApproveRequested, StepPolicyEnabled, StepPolicyReplaced, StepPolicyRevoked, StepPolicySkipped}
 
 // AuditFilter narrows the audit log. Empty and zero fields are no filter.
 type AuditFilter struct {

@@ -341,8 +341,8 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 		if a.Status != StatusPending {
 			return nil, stateError(a, "; only a pending ask can be answered")
 		}
-		if a.Kind == KindRun && d.Nonce == nil {
-			return nil, Refuse(PermissionDenied, "proof", "a run is decided only with a device-key signature")
+		if (a.Kind == KindRun || a.Kind == KindAutoApprove) && d.Nonce == nil {
+			return nil, Refuse(PermissionDenied, "proof", "a %s ask is decided only with a device-key signature", a.Kind)
 		}
 		if d.Nonce != nil {
 			if err := s.spendChallenge(tx, a, m.ID, d.Signed(), d.Nonce); err != nil {
@@ -361,6 +361,12 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 				return nil, Invalid("decision", "a decision ask is approved by picking one of its options")
 			}
 			ch.event, ch.set = EventApprove, withDecision(decided, string(v))
+			if a.Kind == KindAutoApprove {
+				if err := s.move(tx, a, *ch); err != nil {
+					return nil, err
+				}
+				return nil, s.enablePolicy(tx, a, m, d.CredentialID)
+			}
 		case v == VerdictDeny:
 			ch.event, ch.set = EventDeny, withDecision(decided, string(v))
 		case v == VerdictNotMine:

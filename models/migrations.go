@@ -195,4 +195,28 @@ CREATE INDEX push_jobs_person ON push_jobs (person_id, event, created_at);
 CREATE INDEX push_jobs_approval ON push_jobs (approval_id, event);
 CREATE INDEX push_jobs_subscription ON push_jobs (subscription_id, event)
 `},
+	{5, "auto-approve policies", `
+CREATE TABLE policies (
+	id TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	approval_id TEXT NOT NULL UNIQUE,
+	scope {{json}} NOT NULL,
+	requester TEXT NOT NULL,
+	device TEXT NOT NULL DEFAULT '',
+	signer_id TEXT NOT NULL REFERENCES persons(id),
+	signer_subject TEXT NOT NULL,
+	credential_id TEXT NOT NULL,
+	signed_at {{time}} NOT NULL,
+	expires_at {{time}} NOT NULL,
+	revoked_at {{time}},
+	revoked_by TEXT NOT NULL DEFAULT '',
+	revoke_note TEXT NOT NULL DEFAULT '',
+	replaces TEXT NOT NULL DEFAULT '',
+	replaced_by TEXT NOT NULL DEFAULT '',
+	approved_count INTEGER NOT NULL DEFAULT 0,
+	last_approved_at {{time}},
+	created_at {{time}} NOT NULL
+);
+CREATE INDEX policies_account ON policies (account_id, created_at)
+`},
 }

@@ -58,7 +58,11 @@ func (s *Store) SavePushSubscription(ctx context.Context, personID string, sub P
 		sub.ID = newID("psub")
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Exec(`DELETE FROM push_subscriptions WHERE endpoint = ?`, sub.Endpoint).Error; err != nil {
+		var old []string
+		if err := tx.Table("push_subscriptions").Where("endpoint = ?", sub.Endpoint).Pluck("id", &old).Error; err != nil {
+			return err
+		}
+		if err := deleteSubscriptions(tx, old); err != nil {
 			return err
 		}
 		return tx.Table("push_subscriptions").Create(&sub).Error
@@ -99,7 +103,11 @@ func (s *Store) RenewPushSubscription(ctx context.Context, oldEndpoint, oldAuth 
 		if err != nil {
 			return err
 		}
-		if err := tx.Exec(`DELETE FROM push_subscriptions WHERE endpoint = ? AND id <> ?`, sub.Endpoint, old.ID).Error; err != nil {
+		var other []string
+		if err := tx.Table("push_subscriptions").Where("endpoint = ? AND id <> ?", sub.Endpoint, old.ID).Pluck("id", &other).Error; err != nil {
+			return err
+		}
+		if err := deleteSubscriptions(tx, other); err != nil {
 			return err
 		}
 		return tx.Table("push_subscriptions").Where("id = ?", old.ID).Updates(map[string]any{
@@ -132,6 +140,9 @@ func (s *Store) DeletePushSubscription(ctx context.Context, personID, endpoint s
 }
 
 func deleteSubscriptions(tx *gorm.DB, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
 	if err := tx.Exec(`DELETE FROM push_jobs WHERE subscription_id IN ? AND done_at IS NULL`, ids).Error; err != nil {
 		return err
 	}
@@ -406,12 +417,12 @@ func (s *Store) WaitingFor(ctx context.Context, personID string) (int, error) {
 
 // NextPushDue says when the earliest queued push is due, or zero when none is.
 func (s *Store) NextPushDue(ctx context.Context) (time.Time, error) {
-	var next struct{ NotBefore *time.Time }
-	err := s.db.WithContext(ctx).Table("push_jobs").Select("min(not_before) AS not_before").Where("done_at IS NULL").Scan(&next).Error
-	if err != nil || next.NotBefore == nil {
+	var next []time.Time
+	err := s.db.WithContext(ctx).Table("push_jobs").Where("done_at IS NULL").Order("not_before").Limit(1).Pluck("not_before", &next).Error
+	if err != nil || len(next) == 0 {
 		return time.Time{}, err
 	}
-	return *next.NotBefore, nil
+	return next[0], nil
 }
 
 // Setting reads a value kept in the database, or "" when there is none.

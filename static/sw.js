@@ -1,6 +1,6 @@
 (() => {
   // web/sw.js
-  var CACHE = `countersign-${"65888b2be8d1971d"}`;
+  var CACHE = `countersign-${"2b4c84050be50048"}`;
   var SHELL = ["/offline.html", "/static/app.css", "/static/app.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
   self.addEventListener("install", (event) => {
     event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));
@@ -31,4 +31,96 @@
       );
     }
   });
+  var ICON = "/static/icons/icon-192.png";
+  function safePath(url) {
+    if (typeof url !== "string" || !url.startsWith("/") || url.startsWith("//") || url.startsWith("/\\")) return "/";
+    return url;
+  }
+  function notificationFor(text) {
+    let msg = null;
+    try {
+      msg = JSON.parse(text);
+    } catch {
+    }
+    if (!msg || typeof msg !== "object") msg = {};
+    const title = typeof msg.title === "string" && msg.title !== "" ? msg.title : "";
+    const url = safePath(msg.url);
+    switch (msg.event) {
+      case "ask":
+        return [title || "A new ask waits for you", {
+          body: "Open to answer",
+          tag: msg.approval_id || "countersign-ask",
+          data: { url },
+          renotify: true,
+          requireInteraction: true,
+          icon: ICON,
+          badge: ICON
+        }];
+      case "decided":
+        return [`Decided: ${String(msg.status || "closed").replaceAll("_", " ")}`, {
+          body: title,
+          tag: msg.approval_id || "countersign-ask",
+          data: { url },
+          icon: ICON,
+          badge: ICON
+        }];
+      case "collapsed":
+        return [title || "Asks wait for you", { body: "Open Countersign to answer them", tag: "countersign-waiting", data: { url: "/" }, renotify: true, icon: ICON, badge: ICON }];
+      case "test":
+        return [title || "Countersign test", { body: "Notifications work on this device.", tag: "countersign-test", data: { url }, icon: ICON, badge: ICON }];
+    }
+    return ["Countersign", { body: "Something changed: open Countersign.", tag: "countersign", data: { url: "/" }, icon: ICON, badge: ICON }];
+  }
+  self.addEventListener("push", (event) => {
+    let text = "";
+    try {
+      text = event.data ? event.data.text() : "";
+    } catch {
+    }
+    const [title, options] = notificationFor(text);
+    event.waitUntil(self.registration.showNotification(title, options));
+  });
+  self.addEventListener("notificationclick", (event) => {
+    event.notification.close();
+    const path = safePath(event.notification.data?.url);
+    event.waitUntil(openPath(path));
+  });
+  async function openPath(path) {
+    const target = new URL(path, self.location.origin);
+    const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
+    const ours = windows.filter((w) => {
+      try {
+        return new URL(w.url).origin === target.origin;
+      } catch {
+        return false;
+      }
+    });
+    const there = ours.find((w) => {
+      const u = new URL(w.url);
+      return u.pathname + u.search === target.pathname + target.search;
+    });
+    if (there) return there.focus();
+    for (const w of ours) {
+      try {
+        const focused = await w.focus();
+        const moved = await (focused ?? w).navigate(path);
+        if (moved) return moved;
+      } catch {
+      }
+    }
+    return self.clients.openWindow(path);
+  }
+  self.addEventListener("pushsubscriptionchange", (event) => {
+    event.waitUntil(renewSubscription(event.oldSubscription));
+  });
+  async function renewSubscription(old) {
+    if (!old) return;
+    const sub = await self.registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: old.options.applicationServerKey });
+    const res = await fetch("/push/renew", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify({ old_endpoint: old.endpoint, old_auth: old.toJSON().keys?.auth ?? "", subscription: sub.toJSON() })
+    });
+    if (!res.ok) throw new Error(`renew push subscription: the server answered ${res.status}`);
+  }
 })();

@@ -116,6 +116,7 @@ type Payload struct {
 	Document    *Document
 	Decision    *Decision
 	Run         *Run
+	AutoApprove *AutoApprove
 	Canonical   string // the canonical JSON, shown as text only when no view fits
 }
 
@@ -206,6 +207,77 @@ func (r *Run) Expiry() time.Time {
 	return time.Unix(n, 0).UTC()
 }
 
+// AutoApprove is an auto_approve payload: the policy a person turns on by
+// approving the ask.
+type AutoApprove struct {
+	Scope     PolicyScope `json:"scope"`
+	Until     string      `json:"until"` // RFC 3339
+	Requester string      `json:"requester"`
+	Device    string      `json:"device"`
+}
+
+// PolicyScope is what an auto-approve policy covers.
+type PolicyScope struct {
+	AskKinds    []string    `json:"ask_kinds"`
+	MaxPriority json.Number `json:"max_priority"`
+	Requesters  []string    `json:"requesters"`
+}
+
+// EveryKind is how a scope with no ask_kinds reads.
+const EveryKind = "every kind a policy may cover"
+
+// AnyRequester is how a scope with no requesters reads.
+const AnyRequester = "anyone: every agent of this account"
+
+// KindsText says which kinds of ask the policy approves.
+func (s PolicyScope) KindsText() string {
+	if len(s.AskKinds) == 0 {
+		return EveryKind
+	}
+	return strings.Join(s.AskKinds, ", ")
+}
+
+// RequestersText says whose asks the policy approves.
+func (s PolicyScope) RequestersText() string {
+	if len(s.Requesters) == 0 {
+		return AnyRequester
+	}
+	return strings.Join(s.Requesters, ", ")
+}
+
+// PriorityText says how high a priority the policy approves.
+func (s PolicyScope) PriorityText() string {
+	if s.MaxPriority == "" {
+		return "0"
+	}
+	return s.MaxPriority.String()
+}
+
+// UntilTime is the payload's until as a time, or the zero time when it does not read.
+func (a *AutoApprove) UntilTime() time.Time {
+	t, err := time.Parse(time.RFC3339, a.Until)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// AlwaysAsking is what keeps asking a person even while a policy is on, in
+// the words of seed 001: by kind, and by words in the ask's title, summary
+// and explanation (when in doubt, it asks).
+var AlwaysAsking = []string{
+	"merges (pull_request asks)",
+	"rolls and releases (roll asks)",
+	"runs (run asks)",
+	"security",
+	"finance",
+	"legal",
+	"deletes",
+	"classified material",
+	"permission or policy changes, among them other auto-approve requests",
+	"decision asks: a policy cannot pick an option",
+}
+
 // DecodePayload reads the canonical payload of an ask of the given kind into
 // the view of its kind. A kind with no view, or a payload that does not read,
 // keeps only its canonical text, with the error.
@@ -239,6 +311,9 @@ func DecodePayload(kind, canonical string) (Payload, error) {
 	case "run":
 		p.Run = &Run{}
 		target = p.Run
+	case "auto_approve":
+		p.AutoApprove = &AutoApprove{}
+		target = p.AutoApprove
 	default:
 		return p, nil
 	}

@@ -2,14 +2,16 @@ package views
 
 import (
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
 )
 
-// DevicesView is the signed-in person's passkeys.
+// DevicesView is the signed-in person's passkeys and push subscriptions.
 type DevicesView struct {
 	Keys  []DeviceRow
+	Push  PushView
 	Error string // a refusal to show above the list
 }
 
@@ -22,7 +24,67 @@ type DeviceRow struct {
 	BackedUp   bool // synced by the platform (iCloud Keychain, Google Password Manager…)
 }
 
+// PushView is the Notifications card: the key a browser subscribes with and
+// the person's subscribed devices.
+type PushView struct {
+	PublicKey string // the VAPID public key, base64url: the applicationServerKey
+	Devices   []PushDeviceRow
+}
+
+// PushDeviceRow is one browser with notifications on.
+type PushDeviceRow struct {
+	ID             string
+	EndpointSHA256 string // hex; the page script finds "this browser" by it without the page showing endpoints
+	UserAgent      string
+	CreatedAt      time.Time
+	LastSuccessAt  *time.Time
+	Failures       int
+}
+
 // devicePath is where a passkey's form posts.
 func devicePath(id, action string) templ.SafeURL {
 	return templ.SafeURL("/devices/" + url.PathEscape(id) + "/" + action)
+}
+
+// browserName names a browser and its system from a User-Agent, roughly,
+// as "Safari on iPhone"; the full string stays in a tooltip.
+func browserName(ua string) string {
+	has := func(s string) bool { return strings.Contains(ua, s) }
+	system := ""
+	switch {
+	case has("iPhone"):
+		system = "iPhone"
+	case has("iPad"):
+		system = "iPad"
+	case has("Android"):
+		system = "Android"
+	case has("Mac OS X") || has("Macintosh"):
+		system = "macOS"
+	case has("Windows"):
+		system = "Windows"
+	case has("CrOS"):
+		system = "ChromeOS"
+	case has("Linux"):
+		system = "Linux"
+	}
+	name := ""
+	switch {
+	case has("Edg/") || has("EdgiOS/") || has("EdgA/"):
+		name = "Edge"
+	case has("Firefox/") || has("FxiOS/"):
+		name = "Firefox"
+	case has("Chrome/") || has("CriOS/") || has("Chromium/"):
+		name = "Chrome"
+	case has("Safari/"):
+		name = "Safari"
+	}
+	switch {
+	case name != "" && system != "":
+		return name + " on " + system
+	case name != "":
+		return name
+	case system != "":
+		return system
+	}
+	return "Unknown browser"
 }

@@ -1,5 +1,6 @@
 // Countersign's page script: passkey ceremonies (register, sign in, sign a
-// decision), the live timeline, countdowns and the service worker. Pages work
+// decision), notifications (Web Push), the live timeline, countdowns and the
+// service worker. Pages work
 // without it except where a browser API is the point.
 
 const csrf = () => document.querySelector('meta[name="csrf-token"]')?.content ?? "";
@@ -136,6 +137,157 @@ function initDevices() {
   });
 }
 
+// Notifications: this browser's push state, and turning push on, off and
+// testing it. Permission is asked from the click itself (a user gesture):
+// iOS asks only then, and only in the app added to the Home Screen.
+function base64urlBytes(s) {
+  const b64 = s.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((s.length + 3) % 4);
+  return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+}
+
+function sameKey(a, b) {
+  if (!a) return false;
+  const x = new Uint8Array(a);
+  return x.length === b.length && x.every((v, i) => v === b[i]);
+}
+
+async function sha256Hex(text) {
+  const sum = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(sum)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function pushError(err) {
+  if (err?.name === "NotAllowedError") return new Error("Notifications are not allowed for Countersign in this browser. Allow them in its settings, then try again.");
+  if (err?.name === "AbortError") return new Error("The browser could not reach its push service. Try again in a moment.");
+  return err;
+}
+
+function initPush() {
+  const card = document.querySelector("#notifications[data-vapid-key]");
+  if (!card) return;
+  const key = base64urlBytes(card.dataset.vapidKey);
+  const stateEl = card.querySelector("[data-push-state]");
+  const explain = card.querySelector("[data-push-explain]");
+  const status = card.querySelector("[data-push-status]");
+  const enable = card.querySelector("[data-action=enable-push]");
+  const disable = card.querySelector("[data-action=disable-push]");
+  const test = card.querySelector("[data-action=test-push]");
+
+  const show = (state, words, why = "") => {
+    card.dataset.pushState = state;
+    stateEl.textContent = words;
+    explain.textContent = why;
+    explain.hidden = !why;
+    card.querySelectorAll("[data-push-show]").forEach((el) => (el.hidden = el.dataset.pushShow !== (state === "on" ? "on" : "off")));
+    enable.disabled = state !== "off";
+  };
+  const errorBox = card.querySelector("[data-error]");
+  const say = (text) => {
+    status.textContent = text;
+    status.hidden = !text;
+    if (errorBox) errorBox.hidden = true;
+  };
+
+  const ua = navigator.userAgent;
+  const ios = /iPhone|iPad|iPod/.test(ua) || (navigator.standalone !== undefined && navigator.maxTouchPoints > 1);
+  const standalone = matchMedia("(display-mode: standalone)").matches || navigator.standalone === true;
+  const supported = "serviceWorker" in navigator && "PushManager" in window && "Notification" in window;
+
+  const refresh = async () => {
+    if (ios && !standalone) {
+      show("home-screen", "needs the Home Screen",
+        "On iPhone and iPad, notifications work only in the app added to the Home Screen: tap Share, then Add to Home Screen, open Countersign from there and turn notifications on.");
+      return;
+    }
+    if (!supported || !window.isSecureContext) {
+      show("unsupported", "not supported", window.isSecureContext
+        ? "This browser cannot receive push notifications. Use Safari, Chrome, Edge or Firefox."
+        : "Notifications need Countersign to be served over https.");
+      return;
+    }
+    if (Notification.permission === "denied") {
+      show("blocked", "blocked", "Notifications are blocked for this site. Allow them in the browser's site settings, then reload this page.");
+      return;
+    }
+    const reg = await navigator.serviceWorker.ready;
+    const sub = await reg.pushManager.getSubscription();
+    const mine = sub ? await sha256Hex(sub.endpoint) : "";
+    const row = mine && card.querySelector(`[data-endpoint-sha256="${mine}"]`);
+    if (row && !row.querySelector("[data-this-browser]")) {
+      const badge = document.createElement("span");
+      badge.className = "badge";
+      badge.dataset.thisBrowser = "";
+      badge.textContent = "this browser";
+      row.querySelector("strong")?.after(" ", badge);
+    }
+    const on = !!row && Notification.permission === "granted";
+    show(on ? "on" : "off", on ? "on" : "off");
+  };
+
+  enable.addEventListener("click", async () => {
+    busy(enable, true);
+    say("");
+    try {
+      // First thing in the click, while the gesture lasts.
+      const permission = await Notification.requestPermission();
+      if (permission !== "granted") {
+        throw new Error(permission === "denied"
+          ? "Notifications are blocked for this site. Allow them in the browser's site settings, then try again."
+          : "Notifications were not allowed. Try again and choose Allow.");
+      }
+      const reg = await navigator.serviceWorker.ready;
+      let sub = await reg.pushManager.getSubscription();
+      if (sub && !sameKey(sub.options?.applicationServerKey, key)) {
+        await sub.unsubscribe(); // made with another server key: it cannot carry our pushes
+        sub = null;
+      }
+      sub ??= await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
+      await postJSON("/push/subscribe", sub.toJSON());
+      location.reload();
+    } catch (err) {
+      showError(card, pushError(err));
+      busy(enable, false);
+      refresh().catch(() => {});
+    }
+  });
+
+  disable.addEventListener("click", async () => {
+    busy(disable, true);
+    say("");
+    try {
+      const reg = await navigator.serviceWorker.ready;
+      const sub = await reg.pushManager.getSubscription();
+      if (sub) {
+        try {
+          await postJSON("/push/unsubscribe", { endpoint: sub.endpoint });
+        } catch (err) {
+          if (err.code !== "NOT_FOUND") throw err; // already gone on the server: finish here
+        }
+        await sub.unsubscribe();
+      }
+      location.reload();
+    } catch (err) {
+      showError(card, pushError(err));
+      busy(disable, false);
+    }
+  });
+
+  test?.addEventListener("click", async () => {
+    busy(test, true);
+    say("");
+    try {
+      const done = await postJSON("/push/test");
+      say(`Test notification sent to ${done.devices} ${done.devices === 1 ? "device" : "devices"}.`);
+    } catch (err) {
+      showError(card, err);
+    } finally {
+      busy(test, false);
+    }
+  });
+
+  refresh().catch((err) => showError(card, pushError(err)));
+}
+
 // An ask: every answer is a passkey signature over the ask, its payload hash,
 // the decision and a single-use nonce.
 function initDecisions() {
@@ -183,11 +335,13 @@ function initLive() {
     if (list && !list.querySelector(`[data-seq="${e.seq}"]`)) {
       const li = document.createElement("li");
       li.dataset.seq = e.seq;
+      // The same words the server renders: UTC time, states without underscores.
+      const words = (s) => (s || "").replaceAll("_", " ");
       const time = document.createElement("time");
       time.dateTime = e.at;
-      time.textContent = new Date(e.at).toLocaleString();
+      time.textContent = new Date(e.at).toISOString().slice(0, 16).replace("T", " ") + " UTC";
       const what = document.createElement("span");
-      what.textContent = ` ${e.actor} · ${e.step}${e.to ? " → " + e.to : ""}`;
+      what.textContent = ` ${e.actor} · ${words(e.step)}${e.to && e.to !== e.from ? " → " + words(e.to) : ""}`;
       li.append(time, what);
       if (e.note) {
         const note = document.createElement("q");
@@ -201,7 +355,7 @@ function initLive() {
       return;
     }
     if (status && e.to) {
-      status.textContent = e.to.replace("_", " ");
+      status.textContent = e.to.replaceAll("_", " ");
       status.dataset.status = e.to;
       if (e.to !== "pending") document.querySelectorAll("[data-actions]").forEach((a) => (a.hidden = true));
     }
@@ -246,6 +400,7 @@ function initServiceWorker() {
 initRegister();
 initSignIn();
 initDevices();
+initPush();
 initDecisions();
 initLive();
 initCountdowns();

@@ -32,7 +32,10 @@ function structured(name, result) {
   return result.structuredContent;
 }
 
-const approvalsTools = ["approvals_create", "approvals_get", "approvals_list", "approvals_add_progress"];
+const approvalsTools = [
+  "approvals_create", "approvals_get", "approvals_list", "approvals_add_progress",
+  "approvals_request_auto_approve", "approvals_get_auto_approve_policy", "approvals_revoke_auto_approve_policy",
+];
 
 async function main() {
   const client = new Client({ name: "countersign-sdk-check", version: "1.0.0" });
