@@ -1,6 +1,7 @@
 package views
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -317,7 +318,11 @@ func DecodePayload(kind, canonical string) (Payload, error) {
 	default:
 		return p, nil
 	}
-	if err := json.Unmarshal(raw, target); err != nil {
+	// A member this view does not know is an error, so the page falls back to
+	// the canonical text: a person never signs a member the page hides.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(target); err != nil {
 		return Payload{Canonical: canonical}, fmt.Errorf("payload.%s: %w", kind, err)
 	}
 	return p, nil
