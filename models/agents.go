@@ -15,7 +15,7 @@ import (
 // stays taken so the history never mixes two agents. Deleting a deleted agent
 // changes nothing.
 func (s *Store) DeleteAgent(ctx context.Context, accountID, name, by string) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
 		var agent struct {
 			Agent
 			DeletedAt *time.Time

@@ -45,7 +45,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*gorm.DB, Dialect, 
 		if err := os.MkdirAll(dataDir, 0o700); err != nil {
 			return nil, "", fmt.Errorf("make data folder: %w", err)
 		}
-		db, err = gorm.Open(sqlite.Open(sqliteDSN(filepath.Join(dataDir, "countersign.db"))), cfg)
+		db, err = gorm.Open(sqlite.Open(SQLiteDSN(filepath.Join(dataDir, "countersign.db"))), cfg)
 		dialect = SQLite
 	case strings.HasPrefix(databaseURL, "postgres://"), strings.HasPrefix(databaseURL, "postgresql://"):
 		db, err = gorm.Open(postgres.Open(databaseURL), cfg)
@@ -77,15 +77,16 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*gorm.DB, Dialect, 
 	return db, dialect, nil
 }
 
-// sqliteDSN turns on WAL, a busy timeout, foreign keys and immediate write
-// transactions, so a transaction that reads then writes never loses the race
-// for the write lock halfway through.
-func sqliteDSN(path string) string {
+// SQLiteDSN is the DSN of the SQLite file at path. It turns on WAL, a busy
+// timeout, foreign keys and immediate write transactions, so a transaction
+// that reads then writes never loses the race for the write lock halfway.
+func SQLiteDSN(path string) string {
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(ON)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "synchronous(FULL)") // a power cut loses no committed ask either
+	q.Add("_pragma", "temp_store(MEMORY)")
 	// No _time_format: glebarez/go-sqlite v1.21 stops reading the DSN after
 	// it, which would silently drop _txlock. Its default format is SQLite's.
 	q.Set("_txlock", "immediate")

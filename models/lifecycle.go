@@ -179,7 +179,7 @@ func (s *Store) update(ctx context.Context, accountID, id string, expected Statu
 		a       Approval
 		expired bool
 	)
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		if err := s.loadForUpdate(tx, accountID, id, &a); err != nil {
 			return err
 		}

@@ -219,4 +219,9 @@ CREATE TABLE policies (
 );
 CREATE INDEX policies_account ON policies (account_id, created_at)
 `},
+	{6, "indexes for an ask's timeline, a repo's asks in order, and open asks", `
+CREATE INDEX events_approval_account ON events (approval_id, account_id, seq);
+CREATE INDEX approvals_repo_seq ON approvals (account_id, repo_key, seq, status);
+CREATE INDEX approvals_open ON approvals (account_id, seq) WHERE status IN ('pending', 'question')
+`},
 }

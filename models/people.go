@@ -85,7 +85,7 @@ func (s *Store) SetRole(ctx context.Context, accountID, personID string, role Ro
 	if _, err := ParseRole(string(role)); err != nil {
 		return err
 	}
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
 		if err := s.keepAnOwner(tx, accountID, personID); err != nil && role != RoleOwner {
 			return err
 		}
@@ -103,7 +103,7 @@ func (s *Store) SetRole(ctx context.Context, accountID, personID string, role Ro
 // RemoveMember takes a person out of the account and ends their sessions in
 // it; the last owner cannot be removed.
 func (s *Store) RemoveMember(ctx context.Context, accountID, personID string) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
 		if err := s.keepAnOwner(tx, accountID, personID); err != nil {
 			return err
 		}
@@ -158,7 +158,7 @@ func (s *Store) CreateInvite(ctx context.Context, accountID string, role Role, s
 	now := s.now()
 	inv := &Invite{TokenHash: HashToken(token), AccountID: accountID, Role: role, Subject: subject,
 		CreatedBy: createdBy, CreatedAt: now, ExpiresAt: now.Add(InviteTTL)}
-	if err := s.db.WithContext(ctx).Table("invites").Create(inv).Error; err != nil {
+	if err := s.write(ctx, func(tx *gorm.DB) error { return tx.Table("invites").Create(inv).Error }); err != nil {
 		return "", nil, fmt.Errorf("create invite: %w", err)
 	}
 	return token, inv, nil
@@ -221,7 +221,7 @@ func (s *Store) AcceptInvite(ctx context.Context, token, personID, subject, disp
 		return nil, Invalid("subject", "a subject is 1 to 128 letters, digits or @._:+- characters")
 	}
 	var m Member
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		var inv Invite
 		err := s.lock(tx.Table("invites")).Where("token_hash = ?", HashToken(token)).Take(&inv).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -276,7 +276,7 @@ func (s *Store) AcceptInvite(ctx context.Context, token, personID, subject, disp
 // AddDeviceKey stores another passkey of a person.
 func (s *Store) AddDeviceKey(ctx context.Context, personID string, key DeviceKey) error {
 	key.PersonID, key.CreatedAt = personID, s.now()
-	if err := s.db.WithContext(ctx).Table("device_keys").Create(&key).Error; err != nil {
+	if err := s.write(ctx, func(tx *gorm.DB) error { return tx.Table("device_keys").Create(&key).Error }); err != nil {
 		return fmt.Errorf("store passkey: %w", err)
 	}
 	return nil
@@ -333,11 +333,16 @@ func (s *Store) RenameDeviceKey(ctx context.Context, personID, id, name string) 
 	if name == "" || runeCount(name) > 64 || strings.ContainsAny(name, "\r\n") {
 		return Invalid("name", "a passkey name is one line of 1 to 64 characters")
 	}
-	res := s.db.WithContext(ctx).Table("device_keys").Where("id = ? AND person_id = ? AND removed_at IS NULL", id, personID).Update("name", name)
-	if res.Error != nil {
-		return fmt.Errorf("rename passkey: %w", res.Error)
+	var renamed int64
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		res := tx.Table("device_keys").Where("id = ? AND person_id = ? AND removed_at IS NULL", id, personID).Update("name", name)
+		renamed = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		return fmt.Errorf("rename passkey: %w", err)
 	}
-	if res.RowsAffected == 0 {
+	if renamed == 0 {
 		return Refuse(NotFound, "credential", "no such passkey")
 	}
 	return nil
@@ -345,7 +350,7 @@ func (s *Store) RenameDeviceKey(ctx context.Context, personID, id, name string) 
 
 // RemoveDeviceKey retires a passkey; a person keeps at least one.
 func (s *Store) RemoveDeviceKey(ctx context.Context, personID, id string) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
 		var ids []string
 		if err := s.lock(tx.Table("device_keys")).Where("person_id = ? AND removed_at IS NULL", personID).Pluck("id", &ids).Error; err != nil {
 			return err
@@ -388,7 +393,7 @@ func (s *Store) useDeviceKey(tx *gorm.DB, personID, id string, signCount uint32,
 
 // UseDeviceKey records a sign-in with a passkey.
 func (s *Store) UseDeviceKey(ctx context.Context, personID, id string, signCount uint32, credential string) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
 		return s.useDeviceKey(tx, personID, id, signCount, credential)
 	})
 }
@@ -414,7 +419,7 @@ func (s *Store) CreateSession(ctx context.Context, personID, accountID string) (
 	token := randomToken("")
 	now := s.now()
 	ws := &WebSession{IDHash: HashToken(token), PersonID: personID, AccountID: accountID, CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(SessionAbsolute)}
-	if err := s.db.WithContext(ctx).Table("web_sessions").Create(ws).Error; err != nil {
+	if err := s.write(ctx, func(tx *gorm.DB) error { return tx.Table("web_sessions").Create(ws).Error }); err != nil {
 		return "", fmt.Errorf("create session: %w", err)
 	}
 	return token, nil
@@ -434,26 +439,32 @@ func (s *Store) SessionByToken(ctx context.Context, token string) (*WebSession, 
 	}
 	now := s.now()
 	if !now.Before(ws.ExpiresAt) || now.Sub(ws.LastSeenAt) > SessionIdle {
-		db.Exec(`DELETE FROM web_sessions WHERE id_hash = ?`, ws.IDHash)
+		_ = s.write(ctx, func(tx *gorm.DB) error { return tx.Exec(`DELETE FROM web_sessions WHERE id_hash = ?`, ws.IDHash).Error })
 		return nil, Refuse(NotFound, "session", "the session ended; sign in again")
 	}
 	if now.Sub(ws.LastSeenAt) > time.Minute {
-		db.Table("web_sessions").Where("id_hash = ?", ws.IDHash).Update("last_seen_at", now)
+		_ = s.write(ctx, func(tx *gorm.DB) error {
+			return tx.Table("web_sessions").Where("id_hash = ?", ws.IDHash).Update("last_seen_at", now).Error
+		})
 	}
 	return &ws, nil
 }
 
 // DeleteSession signs a browser out.
 func (s *Store) DeleteSession(ctx context.Context, token string) error {
-	return s.db.WithContext(ctx).Exec(`DELETE FROM web_sessions WHERE id_hash = ?`, HashToken(token)).Error
+	return s.write(ctx, func(tx *gorm.DB) error {
+		return tx.Exec(`DELETE FROM web_sessions WHERE id_hash = ?`, HashToken(token)).Error
+	})
 }
 
 // SaveCeremony keeps a passkey ceremony's state server-side for a few
 // minutes and returns the id the browser holds.
 func (s *Store) SaveCeremony(ctx context.Context, kind, subject string, data []byte) (string, error) {
 	id := randomToken("")
-	err := s.db.WithContext(ctx).Exec(`INSERT INTO ceremonies (id_hash, kind, subject, data, expires_at) VALUES (?, ?, ?, ?, ?)`,
-		HashToken(id), kind, subject, string(data), s.now().Add(5*time.Minute)).Error
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		return tx.Exec(`INSERT INTO ceremonies (id_hash, kind, subject, data, expires_at) VALUES (?, ?, ?, ?, ?)`,
+			HashToken(id), kind, subject, string(data), s.now().Add(5*time.Minute)).Error
+	})
 	if err != nil {
 		return "", fmt.Errorf("save ceremony: %w", err)
 	}
@@ -466,7 +477,7 @@ func (s *Store) TakeCeremony(ctx context.Context, id, kind string) (data []byte,
 		Kind, Subject, Data string
 		ExpiresAt           time.Time
 	}
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.write(ctx, func(tx *gorm.DB) error {
 		if err := s.lock(tx.Table("ceremonies")).Where("id_hash = ?", HashToken(id)).Take(&row).Error; err != nil {
 			return err
 		}
@@ -497,10 +508,13 @@ func (s *Store) IssueChallenge(ctx context.Context, m *Member, a *Approval, deci
 		return Refuse(FailedPrecondition, "", "approval %s expired at %s", a.ID, a.ExpiresAt.Format(time.RFC3339))
 	}
 	now := s.now()
-	db := s.db.WithContext(ctx)
-	db.Exec(`DELETE FROM decision_challenges WHERE expires_at < ?`, now.Add(-time.Hour))
-	err := db.Exec(`INSERT INTO decision_challenges (nonce, approval_id, person_id, decision, payload_sha256, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		fmt.Sprintf("%x", nonce), a.ID, m.ID, decision, a.PayloadSHA256, now, now.Add(ChallengeTTL)).Error
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		if err := tx.Exec(`DELETE FROM decision_challenges WHERE expires_at < ?`, now.Add(-time.Hour)).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`INSERT INTO decision_challenges (nonce, approval_id, person_id, decision, payload_sha256, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			fmt.Sprintf("%x", nonce), a.ID, m.ID, decision, a.PayloadSHA256, now, now.Add(ChallengeTTL)).Error
+	})
 	if err != nil {
 		return fmt.Errorf("issue challenge: %w", err)
 	}

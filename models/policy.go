@@ -306,7 +306,7 @@ func (s *Store) RevokePolicy(ctx context.Context, accountID, by, note string) (*
 		return nil, Invalid("note", "at most %d characters (got %d)", NoteLimit, n)
 	}
 	var p Policy
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		err := s.lock(tx.Table("policies")).Where("account_id = ?", accountID).Order("created_at DESC, id DESC").Take(&p).Error
 		if err != nil {
 			return err

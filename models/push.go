@@ -33,6 +33,10 @@ type PushCap struct {
 	Window time.Duration
 }
 
+// CollapseDelay is how long a collapsed push waits, gathering the asks that
+// arrive meanwhile into its count.
+const CollapseDelay = 30 * time.Second
+
 // SetPushCap sets the push fatigue cap; N 0 lifts it.
 func (s *Store) SetPushCap(c PushCap) { s.pushCap = c }
 
@@ -57,7 +61,7 @@ func (s *Store) SavePushSubscription(ctx context.Context, personID string, sub P
 	if sub.ID == "" {
 		sub.ID = newID("psub")
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		var old []string
 		if err := tx.Table("push_subscriptions").Where("endpoint = ?", sub.Endpoint).Pluck("id", &old).Error; err != nil {
 			return err
@@ -94,7 +98,7 @@ func (s *Store) RenewPushSubscription(ctx context.Context, oldEndpoint, oldAuth 
 	if err := checkSubscription(sub); err != nil {
 		return err
 	}
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
 		var old PushSubscription
 		err := tx.Table("push_subscriptions").Where("endpoint = ? AND auth = ?", oldEndpoint, oldAuth).Take(&old).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -127,7 +131,7 @@ func (s *Store) PushSubscriptions(ctx context.Context, personID string) ([]PushS
 
 // DeletePushSubscription turns push off for one browser of the person.
 func (s *Store) DeletePushSubscription(ctx context.Context, personID, endpoint string) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
 		var ids []string
 		if err := tx.Table("push_subscriptions").Where("person_id = ? AND endpoint = ?", personID, endpoint).Pluck("id", &ids).Error; err != nil {
 			return err
@@ -248,8 +252,10 @@ func (s *Store) queueAskPushes(tx *gorm.DB, a *Approval) error {
 				if pending > 0 {
 					continue // one collapsed push is already on its way; it counts when it is sent
 				}
+				// It waits a little, so the asks that come in a burst are counted
+				// together: past the cap, a person gets at most one push per delay.
 				job.ApprovalID, job.Event, job.Body, job.Topic = "", PushCollapsed, "", "countersign-waiting"
-				job.ExpiresAt = now.Add(s.pushCap.Window)
+				job.NotBefore, job.ExpiresAt = now.Add(CollapseDelay), now.Add(s.pushCap.Window)
 			}
 			if err := tx.Table("push_jobs").Create(&job).Error; err != nil {
 				return fmt.Errorf("queue push: %w", err)
@@ -317,7 +323,7 @@ func (s *Store) QueueTestPush(ctx context.Context, personID string) (int, error)
 	}
 	now := s.now()
 	msg, _ := json.Marshal(PushMessage{Event: PushTest, Title: "Countersign test: notifications work", URL: "/devices"})
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.write(ctx, func(tx *gorm.DB) error {
 		for _, sub := range subs {
 			job := PushJob{SubscriptionID: sub.ID, PersonID: personID, Event: PushTest, Body: string(msg), Urgency: "high",
 				Topic: "countersign-test", CreatedAt: now, NotBefore: now, ExpiresAt: now.Add(time.Hour)}
@@ -339,7 +345,7 @@ func (s *Store) QueueTestPush(ctx context.Context, personID string) (int, error)
 func (s *Store) ClaimPushJobs(ctx context.Context, n int, lease time.Duration) ([]PushTarget, error) {
 	var out []PushTarget
 	now := s.now()
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		q := tx.Table("push_jobs").Select("seq").
 			Where("done_at IS NULL AND not_before <= ? AND (leased_until IS NULL OR leased_until < ?)", now, now).Order("seq").Limit(n)
 		if s.dialect == Postgres {
@@ -365,7 +371,7 @@ func (s *Store) ClaimPushJobs(ctx context.Context, n int, lease time.Duration) (
 // PushDelivered records that the push service took the push.
 func (s *Store) PushDelivered(ctx context.Context, j *PushTarget) error {
 	now := s.now()
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
 		if err := tx.Table("push_jobs").Where("seq = ?", j.Seq).Updates(map[string]any{"done_at": now, "outcome": "delivered", "leased_until": nil}).Error; err != nil {
 			return err
 		}
@@ -376,7 +382,7 @@ func (s *Store) PushDelivered(ctx context.Context, j *PushTarget) error {
 // PushGone drops a subscription the push service says no longer exists
 // (404 or 410), with its queued pushes.
 func (s *Store) PushGone(ctx context.Context, j *PushTarget) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
 		if err := tx.Table("push_jobs").Where("seq = ?", j.Seq).Updates(map[string]any{"done_at": s.now(), "outcome": "gone"}).Error; err != nil {
 			return err
 		}
@@ -391,7 +397,7 @@ func (s *Store) PushRetry(ctx context.Context, j *PushTarget, notBefore time.Tim
 	if !notBefore.Before(j.ExpiresAt) {
 		set["done_at"], set["outcome"] = s.now(), "expired"
 	}
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
 		if err := tx.Table("push_jobs").Where("seq = ?", j.Seq).Updates(set).Error; err != nil {
 			return err
 		}
@@ -401,8 +407,10 @@ func (s *Store) PushRetry(ctx context.Context, j *PushTarget, notBefore time.Tim
 
 // PushFailed gives a push up for good (a refusal that no retry can mend).
 func (s *Store) PushFailed(ctx context.Context, j *PushTarget, reason string) error {
-	return s.db.WithContext(ctx).Table("push_jobs").Where("seq = ?", j.Seq).
-		Updates(map[string]any{"done_at": s.now(), "outcome": "failed", "last_error": truncate(reason, 500)}).Error
+	return s.write(ctx, func(tx *gorm.DB) error {
+		return tx.Table("push_jobs").Where("seq = ?", j.Seq).
+			Updates(map[string]any{"done_at": s.now(), "outcome": "failed", "last_error": truncate(reason, 500)}).Error
+	})
 }
 
 // WaitingFor counts the open asks a person could answer in an account of theirs.
@@ -440,7 +448,9 @@ func (s *Store) Setting(ctx context.Context, name string) (string, error) {
 // SettingOnce stores value under name unless a value is there already, and
 // returns the value that is kept: instances starting together agree on one.
 func (s *Store) SettingOnce(ctx context.Context, name, value string) (string, error) {
-	err := s.db.WithContext(ctx).Exec(`INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, name, value).Error
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		return tx.Exec(`INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, name, value).Error
+	})
 	if err != nil {
 		return "", fmt.Errorf("store setting %s: %w", name, err)
 	}

@@ -27,14 +27,34 @@ type Store struct {
 	clock      atomic.Pointer[func() time.Time]
 	pushCap    PushCap
 	pushQueued func()
+	writeSlot  chan struct{} // SQLite: one writer at a time, queued in Go rather than in SQLite's busy sleeps
 }
 
 // NewStore wraps an opened, migrated database. askTTL is an ask's life unless
 // its kind sets a shorter one.
 func NewStore(db *gorm.DB, dialect Dialect, askTTL time.Duration) *Store {
 	s := &Store{db: db, dialect: dialect, askTTL: askTTL}
+	if dialect == SQLite {
+		s.writeSlot = make(chan struct{}, 1)
+	}
 	s.SetClock(time.Now)
 	return s
+}
+
+// write runs fn in a transaction. On SQLite, writers take turns here: SQLite
+// allows one writer, and a writer that waits inside SQLite sleeps in steps of
+// up to 100 ms, while one that waits here starts the moment the slot frees.
+// Calls must not nest.
+func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if s.writeSlot != nil {
+		select {
+		case s.writeSlot <- struct{}{}:
+			defer func() { <-s.writeSlot }()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.db.WithContext(ctx).Transaction(fn)
 }
 
 // SetClock replaces the store's clock; tests use it to move time. It is safe
@@ -123,7 +143,7 @@ func (s *Store) CreateAccount(ctx context.Context, name string) (*Account, error
 		return nil, Invalid("name", "an account name is 1 to 63 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
 	a := &Account{ID: newID("acct"), Name: name, CreatedAt: s.now()}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		var n int64
 		if err := tx.Table("accounts").Where("name = ?", name).Count(&n).Error; err != nil {
 			return err
@@ -193,11 +213,16 @@ func (s *Store) ListAccounts(ctx context.Context) ([]Account, error) {
 // SetAllowPrivateEvidence turns on or off whether asks of the account may
 // carry code, diff and log evidence.
 func (s *Store) SetAllowPrivateEvidence(ctx context.Context, accountID string, allow bool) error {
-	res := s.db.WithContext(ctx).Table("accounts").Where("id = ?", accountID).Update("allow_private_evidence", allow)
-	if res.Error != nil {
-		return fmt.Errorf("set allow_private_evidence: %w", res.Error)
+	var updated int64
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		res := tx.Table("accounts").Where("id = ?", accountID).Update("allow_private_evidence", allow)
+		updated = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		return fmt.Errorf("set allow_private_evidence: %w", err)
 	}
-	if res.RowsAffected == 0 {
+	if updated == 0 {
 		return Refuse(NotFound, "account", "no such account")
 	}
 	return nil
@@ -230,7 +255,7 @@ func (s *Store) AddMember(ctx context.Context, accountID, subject, displayName s
 		return nil, err
 	}
 	m := &Member{AccountID: accountID, Role: role}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		err := tx.Table("persons").Where("subject = ?", subject).Take(&m.Person).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			m.Person = Person{ID: newID("per"), Subject: subject, DisplayName: displayName, CreatedAt: s.now()}
@@ -352,7 +377,7 @@ func (s *Store) CreateAgent(ctx context.Context, accountID, name string, scopes 
 		ID: newID("agt"), AccountID: accountID, Name: name, Subject: "agent:" + name,
 		TokenHash: HashToken(token), Scopes: strings.Join(clean, " "), CreatedAt: s.now(),
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		var n int64
 		if err := tx.Table("agents").Where("account_id = ? AND name = ?", accountID, name).Count(&n).Error; err != nil {
 			return err
@@ -407,7 +432,7 @@ func (s *Store) ListAgents(ctx context.Context, accountID string) ([]Agent, erro
 // transaction. Disabling a disabled agent changes nothing.
 func (s *Store) DisableAgent(ctx context.Context, accountID, name, reason, by string) (*Agent, error) {
 	var agent Agent
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		err := s.lock(tx.Table("agents")).Where("account_id = ? AND name = ?", accountID, name).Take(&agent).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return Refuse(NotFound, "name", "no agent is named %q in this account", name)

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/labstack/echo/v4"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/countersign/countersign/models"
+)
+
+// bareItem is the one row the bare handler inserts per request.
+type bareItem struct {
+	ID        int64 `gorm:"primaryKey;autoIncrement"`
+	Name      string
+	Body      string
+	CreatedAt time.Time
+}
+
+func (bareItem) TableName() string { return "load_bare_items" }
+
+// bareServer is the yardstick: an Echo handler that binds a small JSON body
+// and does one gorm insert, on the same kind of database as the service.
+type bareServer struct {
+	url      string
+	database string
+	close    func()
+}
+
+// startBare opens the yardstick's database (a fresh SQLite file with the
+// service's DSN and pool settings, or a fresh PostgreSQL database next to
+// databaseURL) and serves POST /items on 127.0.0.1.
+func startBare(ctx context.Context, databaseURL string) (*bareServer, error) {
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	cfg := &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	}
+	var (
+		db       *gorm.DB
+		database string
+		maxOpen  int
+		err      error
+	)
+	if databaseURL == "" {
+		dir, derr := os.MkdirTemp("", "countersign-load-bare-")
+		if derr != nil {
+			return nil, fmt.Errorf("bare data folder: %w", derr)
+		}
+		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+		path := filepath.Join(dir, "bare.db")
+		db, err = gorm.Open(sqlite.Open(models.SQLiteDSN(path)), cfg)
+		database, maxOpen = "sqlite "+path, 8
+	} else {
+		fresh, drop, ferr := freshPostgres(ctx, databaseURL)
+		if ferr != nil {
+			cleanup()
+			return nil, ferr
+		}
+		cleanups = append(cleanups, drop)
+		db, err = gorm.Open(postgres.Open(fresh), cfg)
+		database, maxOpen = "postgres "+redact(fresh), 32
+	}
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("open bare database: %w", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("open bare database: %w", err)
+	}
+	cleanups = append(cleanups, func() { sqlDB.Close() })
+	// The pool of models.Open.
+	sqlDB.SetMaxOpenConns(maxOpen)
+	sqlDB.SetMaxIdleConns(8)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.WithContext(ctx).AutoMigrate(&bareItem{}); err != nil {
+		cleanup()
+		return nil, fmt.Errorf("make bare table: %w", err)
+	}
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.POST("/items", func(c echo.Context) error {
+		var in struct {
+			Name string `json:"name"`
+			Body string `json:"body"`
+		}
+		if err := c.Bind(&in); err != nil {
+			return err
+		}
+		item := bareItem{Name: in.Name, Body: in.Body, CreatedAt: time.Now().UTC()}
+		if err := db.WithContext(c.Request().Context()).Create(&item).Error; err != nil {
+			return fmt.Errorf("insert: %w", err)
+		}
+		return c.JSON(http.StatusCreated, map[string]int64{"id": item.ID})
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	cleanups = append(cleanups, serveHTTP(ln, e))
+	return &bareServer{url: "http://" + ln.Addr().String() + "/items", database: database, close: cleanup}, nil
+}
+
+// bareClient posts one small JSON body per request and checks the answer.
+type bareClient struct {
+	http *http.Client
+	url  string
+}
+
+func (b bareClient) post(ctx context.Context, c int, n int64) error {
+	body, _ := json.Marshal(map[string]string{"name": fmt.Sprintf("item-%d-%d", c, n), "body": "Fixes the login redirect."})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := b.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		return err
+	}
+	if res.StatusCode != http.StatusCreated {
+		return fmt.Errorf("HTTP %d: %.120s", res.StatusCode, data)
+	}
+	var out struct {
+		ID int64 `json:"id"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil || out.ID <= 0 {
+		return fmt.Errorf("unexpected answer %.120s", data)
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+// Command countersign-load measures how fast Countersign files asks. N MCP
+// clients, each its own session, call approvals_create over Streamable HTTP
+// for a fixed time; then the same N clients post to a bare Echo handler that
+// does one gorm insert into the same kind of database. It prints both, and the
+// ratio of their throughputs: the cost of everything an ask is beyond one row.
+//
+// By default it runs the service in this process on a fresh SQLite file (or,
+// with -database, a fresh PostgreSQL database); with -url it drives a server
+// already running on this machine. All traffic stays on the loopback interface.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/countersign/countersign/mcp"
+)
+
+// targetRatio is the goal: approvals_create keeps at least half the throughput
+// of a bare insert.
+const targetRatio = 0.5
+
+type options struct {
+	clients    int
+	duration   time.Duration
+	warmup     time.Duration
+	url        string
+	token      string
+	database   string
+	cpuprofile string
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// models logs each migration at Info; only warnings and errors belong beside the table.
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "countersign-load:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	var o options
+	fs := flag.NewFlagSet("countersign-load", flag.ContinueOnError)
+	fs.IntVar(&o.clients, "clients", 32, "concurrent clients; each is its own MCP session (and its own HTTP connections)")
+	fs.DurationVar(&o.duration, "duration", 15*time.Second, "how long each of the two runs is measured")
+	fs.DurationVar(&o.warmup, "warmup", 3*time.Second, "load before measuring starts, not recorded")
+	fs.StringVar(&o.url, "url", "", "base URL of a Countersign already running on this machine (http://127.0.0.1:8080); empty runs one in this process.\n"+
+		"That server must run with COUNTERSIGN_ASK_RATE="+loadAskRate+" and COUNTERSIGN_ASK_BURST="+loadAskBurst+", or its per-requester limit refuses the load")
+	fs.StringVar(&o.token, "token", "", "with -url: an agent token with mcp:write and approvals:write")
+	fs.StringVar(&o.database, "database", "", "postgres://… on this machine: the in-process service and the bare handler each run on a fresh database made there (dropped afterwards); empty for SQLite files")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write CPU profiles of the two runs to PREFIX.create.pprof and PREFIX.bare.pprof")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.clients < 1 || o.duration <= 0 || o.warmup < 0 {
+		return errors.New("-clients must be at least 1, -duration more than 0 and -warmup not negative")
+	}
+	fmt.Fprintf(out, "machine: %s/%s, %d CPUs, GOMAXPROCS %d, %s; mcp %s\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), mcp.Version)
+	fmt.Fprintf(out, "load: %d clients, %s warmup, %s measured per run\n", o.clients, o.warmup, o.duration)
+
+	create, createDB, err := runCreate(ctx, o, out)
+	if err != nil {
+		return err
+	}
+	bare, bareDB, err := runBare(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "bare: %s\n\n", bareDB)
+	report(out, []phase{create, bare}, []string{createDB, bareDB})
+	if create.ok == 0 || bare.ok == 0 {
+		return errors.New("a run had no successful request: the figures mean nothing")
+	}
+	return nil
+}
+
+// runCreate measures approvals_create, then stops the in-process service so
+// that it does not share the machine with the bare run.
+func runCreate(ctx context.Context, o options, out io.Writer) (phase, string, error) {
+	var (
+		t   *target
+		err error
+	)
+	if o.url == "" {
+		t, err = startService(ctx, o.database, out)
+	} else {
+		t, err = remoteService(o.url, o.token, out)
+	}
+	if err != nil {
+		return phase{}, "", err
+	}
+	defer t.close()
+	sessions, err := connect(ctx, t, o.clients)
+	if err != nil {
+		return phase{}, "", err
+	}
+	defer closeAll(sessions)
+	p, err := drive(ctx, "approvals_create", o.clients, o.warmup, o.duration, profilePath(o.cpuprofile, "create"),
+		func(ctx context.Context, c int, n int64) error { return createAsk(ctx, sessions[c], c, n) })
+	return p, t.database, err
+}
+
+func runBare(ctx context.Context, o options) (phase, string, error) {
+	b, err := startBare(ctx, o.database)
+	if err != nil {
+		return phase{}, "", err
+	}
+	defer b.close()
+	clients := make([]bareClient, o.clients)
+	for i := range clients {
+		clients[i] = bareClient{http: &http.Client{Transport: clientTransport()}, url: b.url}
+	}
+	p, err := drive(ctx, "bare echo+gorm insert", o.clients, o.warmup, o.duration, profilePath(o.cpuprofile, "bare"),
+		func(ctx context.Context, c int, n int64) error { return clients[c].post(ctx, c, n) })
+	return p, b.database, err
+}
+
+func profilePath(prefix, run string) string {
+	if prefix == "" {
+		return ""
+	}
+	return prefix + "." + run + ".pprof"
+}
+
+// report prints the table, the ratio against the target, and the errors seen.
+func report(out io.Writer, phases []phase, databases []string) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "name\tclients\trequests\treq/s\tp50 ms\tp99 ms\terrors\tcpu ms/req\t")
+	for _, p := range phases {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.1f\t%.1f\t%d\t%.2f\t\n", p.name, p.clients, p.ok+p.errs, p.throughput(),
+			ms(p.percentile(0.50)), ms(p.percentile(0.99)), p.errs, ms(p.cpuPerRequest()))
+	}
+	tw.Flush()
+	fmt.Fprintln(out, "cpu ms/req: CPU time of this process (server and clients) per request, steadier than req/s on a shared machine")
+	create, bare := phases[0], phases[1]
+	if bare.throughput() > 0 {
+		ratio := create.throughput() / bare.throughput()
+		verdict := "meets"
+		if ratio < targetRatio {
+			verdict = "MISSES"
+		}
+		fmt.Fprintf(out, "\nratio approvals_create/bare = %.2f: %s the target of ≥ %.1f\n", ratio, verdict, targetRatio)
+	}
+	if c, b := create.cpuPerRequest(), bare.cpuPerRequest(); c > 0 && b > 0 && databases[0] != "remote" {
+		fmt.Fprintf(out, "cpu ratio (bare cpu/req ÷ approvals_create cpu/req) = %.2f: the ratio if both were bound by CPU alone\n", float64(b)/float64(c))
+	}
+	if databases[0] == "remote" {
+		fmt.Fprintln(out, "note: the server under test is another process (its CPU is not in cpu ms/req) and the bare handler runs in this one; the two runs differ in more than the handler")
+	}
+	for _, p := range phases {
+		if p.errs == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "\n%s errors:\n", p.name)
+		texts := make([]string, 0, len(p.failures))
+		for t := range p.failures {
+			texts = append(texts, t)
+		}
+		slices.SortFunc(texts, func(a, b string) int { return p.failures[b] - p.failures[a] })
+		for i, t := range texts {
+			if i == 5 {
+				fmt.Fprintf(out, "  … and %d other messages\n", len(texts)-5)
+				break
+			}
+			fmt.Fprintf(out, "  %6d × %.200s\n", p.failures[t], t)
+		}
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
