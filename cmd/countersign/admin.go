@@ -13,6 +13,23 @@ import (
 	"github.com/countersign/countersign/models"
 )
 
+// openAccount opens the configured database (making the default account on
+// a fresh one) and finds the account the command names.
+func openAccount(ctx context.Context, cfg app.Config, name string) (*models.Store, *models.Account, error) {
+	store, err := app.OpenStore(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := store.EnsureDefaultAccount(ctx); err != nil {
+		return nil, nil, err
+	}
+	acct, err := store.AccountByName(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return store, acct, nil
+}
+
 func accountCommand(ctx context.Context, cfg app.Config, args []string, out io.Writer) error {
 	if len(args) == 0 {
 		return usageError{"account needs create, set or list"}
@@ -94,14 +111,7 @@ func agentCommand(ctx context.Context, cfg app.Config, args []string, out io.Wri
 			positional, args = append(positional, args[0]), args[1:]
 		}
 	}
-	store, err := app.OpenStore(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	if err := store.EnsureDefaultAccount(ctx); err != nil {
-		return err
-	}
-	acct, err := store.AccountByName(ctx, *account)
+	store, acct, err := openAccount(ctx, cfg, *account)
 	if err != nil {
 		return err
 	}

@@ -35,14 +35,7 @@ func inviteCommand(ctx context.Context, cfg app.Config, args []string, out io.Wr
 	if err != nil {
 		return usageError{fmt.Sprintf("--role must be owner, admin or member, not %q\n%s", *role, inviteUsage)}
 	}
-	store, err := app.OpenStore(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	if err := store.EnsureDefaultAccount(ctx); err != nil {
-		return err
-	}
-	acct, err := store.AccountByName(ctx, *account)
+	store, acct, err := openAccount(ctx, cfg, *account)
 	if err != nil {
 		return err
 	}
@@ -76,14 +69,7 @@ func keysCommand(ctx context.Context, cfg app.Config, args []string, out io.Writ
 	if err != nil {
 		return fmt.Errorf("COUNTERSIGN_BASE_URL: %w", err)
 	}
-	store, err := app.OpenStore(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	if err := store.EnsureDefaultAccount(ctx); err != nil {
-		return err
-	}
-	acct, err := store.AccountByName(ctx, *account)
+	store, acct, err := openAccount(ctx, cfg, *account)
 	if err != nil {
 		return err
 	}
