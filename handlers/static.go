@@ -50,11 +50,12 @@ func (h *Handlers) staticRoutes(e *echo.Echo) {
 		}
 		return c.Blob(http.StatusOK, ctype, b)
 	}
-	e.GET("/static/*", func(c echo.Context) error { return serve(path.Clean(c.Param("*")), c) })
-	e.GET("/sw.js", func(c echo.Context) error {
+	getOrHead := []string{http.MethodGet, http.MethodHead}
+	e.Match(getOrHead, "/static/*", func(c echo.Context) error { return serve(path.Clean(c.Param("*")), c) })
+	e.Match(getOrHead, "/sw.js", func(c echo.Context) error {
 		c.Response().Header().Set("Service-Worker-Allowed", "/")
 		return serve("sw.js", c)
 	})
-	e.GET("/manifest.webmanifest", func(c echo.Context) error { return serve("manifest.webmanifest", c) })
-	e.GET("/offline.html", func(c echo.Context) error { return serve("offline.html", c) })
+	e.Match(getOrHead, "/manifest.webmanifest", func(c echo.Context) error { return serve("manifest.webmanifest", c) })
+	e.Match(getOrHead, "/offline.html", func(c echo.Context) error { return serve("offline.html", c) })
 }
