@@ -51,12 +51,7 @@ func (h *Handlers) errorHandler(err error, c echo.Context) {
 	default:
 		h.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
 	}
-	if wantsJSON(c) || c.Path() == "/mcp" || c.Request().Method != http.MethodGet {
-		if c.Request().Method != http.MethodGet && !wantsJSON(c) && status < 500 {
-			// A form post: show the page.
-			_ = h.render(c, status, views.ErrorPage(h.page(c, http.StatusText(status), ""), status, msg))
-			return
-		}
+	if wantsJSON(c) || c.Path() == "/mcp" {
 		_ = c.JSON(status, map[string]string{"error": code, "field": field, "message": msg})
 		return
 	}

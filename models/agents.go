@@ -30,13 +30,13 @@ func (s *Store) DeleteAgent(ctx context.Context, accountID, name, by string) err
 		if agent.DeletedAt != nil {
 			return nil
 		}
-		set := map[string]any{"token_hash": "deleted:" + agent.ID, "deleted_at": s.now()}
-		if !agent.Disabled {
-			set["disabled"], set["disabled_reason"] = true, "deleted by "+by
-		}
-		if err := tx.Table("agents").Where("id = ?", agent.ID).Updates(set).Error; err != nil {
+		if err := tx.Table("agents").Where("id = ?", agent.ID).
+			Updates(map[string]any{"token_hash": "deleted:" + agent.ID, "deleted_at": s.now()}).Error; err != nil {
 			return fmt.Errorf("delete agent: %w", err)
 		}
-		return s.cancelOpenAsksOf(tx, &agent.Agent, by, "requesting agent deleted by "+by)
+		if agent.Disabled {
+			return s.cancelOpenAsksOf(tx, agent.ID, by, "requesting agent deleted by "+by)
+		}
+		return s.disableAgent(tx, agent.ID, "deleted by "+by, by, "requesting agent deleted by "+by)
 	})
 }

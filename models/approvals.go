@@ -291,17 +291,25 @@ const (
 	MaxPageSize     = 200
 )
 
+// pageSize reads a list's page_size: 0 means DefaultPageSize, at most MaxPageSize.
+func pageSize(n int) (int, error) {
+	switch {
+	case n == 0:
+		return DefaultPageSize, nil
+	case n < 0 || n > MaxPageSize:
+		return 0, Invalid("page_size", "must be 0 (for %d) to %d, not %d", DefaultPageSize, MaxPageSize, n)
+	}
+	return n, nil
+}
+
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // ListApprovals returns the account's approvals that match f, newest first,
 // and the token of the next page ("" on the last).
 func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilter) ([]Approval, string, error) {
-	size := f.PageSize
-	switch {
-	case size == 0:
-		size = DefaultPageSize
-	case size < 0 || size > MaxPageSize:
-		return nil, "", Invalid("page_size", "must be 0 (for %d) to %d, not %d", DefaultPageSize, MaxPageSize, size)
+	size, err := pageSize(f.PageSize)
+	if err != nil {
+		return nil, "", err
 	}
 	q := s.db.WithContext(ctx).Table("approvals").Where("account_id = ?", accountID)
 	switch st := f.Status; st {

@@ -32,12 +32,9 @@ type AuditFilter struct {
 // (account_id, seq), events_account_step (account_id, step, seq) and
 // events_approval (approval_id, seq) serve it.
 func (s *Store) Audit(ctx context.Context, accountID string, f AuditFilter) ([]TimelineEvent, int64, error) {
-	size := f.PageSize
-	switch {
-	case size == 0:
-		size = DefaultPageSize
-	case size < 0 || size > MaxPageSize:
-		return nil, 0, Invalid("page_size", "must be 0 (for %d) to %d, not %d", DefaultPageSize, MaxPageSize, size)
+	size, err := pageSize(f.PageSize)
+	if err != nil {
+		return nil, 0, err
 	}
 	q := s.db.WithContext(ctx).Table("events").Where("account_id = ?", accountID)
 	if id := strings.TrimSpace(f.ApprovalID); id != "" {

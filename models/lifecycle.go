@@ -113,6 +113,7 @@ type change struct {
 	note      string
 	set       map[string]any
 	data      any
+	after     func(tx *gorm.DB, a *Approval) error // more work in the same transaction, once the ask moved
 }
 
 // stateError is the FAILED_PRECONDITION that names the current state.
@@ -194,7 +195,10 @@ func (s *Store) update(ctx context.Context, accountID, id string, expected Statu
 		if err != nil || ch == nil {
 			return err
 		}
-		return s.move(tx, &a, *ch)
+		if err := s.move(tx, &a, *ch); err != nil || ch.after == nil {
+			return err
+		}
+		return ch.after(tx, &a)
 	})
 	if err != nil {
 		return nil, err
@@ -333,7 +337,6 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 	if n := runeCount(d.Note); n > NoteLimit {
 		return nil, Invalid("note", "at most %d characters (got %d)", NoteLimit, n)
 	}
-	var disable *Agent
 	a, err := s.update(ctx, accountID, id, "", func(tx *gorm.DB, a *Approval) (*change, error) {
 		if !m.MayDecide(a) {
 			return nil, Refuse(PermissionDenied, "approval_id", "approval %s is not asked of %s", a.ID, m.Subject)
@@ -362,16 +365,15 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 			}
 			ch.event, ch.set = EventApprove, withDecision(decided, string(v))
 			if a.Kind == KindAutoApprove {
-				if err := s.move(tx, a, *ch); err != nil {
-					return nil, err
-				}
-				return nil, s.enablePolicy(tx, a, m, d.CredentialID)
+				ch.after = func(tx *gorm.DB, a *Approval) error { return s.enablePolicy(tx, a, m, d.CredentialID) }
 			}
 		case v == VerdictDeny:
 			ch.event, ch.set = EventDeny, withDecision(decided, string(v))
 		case v == VerdictNotMine:
 			ch.event, ch.set = EventNotMine, withDecision(decided, string(v))
-			disable = &Agent{ID: a.RequesterID}
+			ch.after = func(tx *gorm.DB, a *Approval) error {
+				return s.disableAgent(tx, a.RequesterID, "not mine: "+m.Subject, m.Subject, "requesting agent blocked by "+m.Subject+" (not mine)")
+			}
 		case v == VerdictQuestion:
 			if strings.TrimSpace(d.Note) == "" {
 				return nil, Invalid("note", "a question needs its text")
@@ -390,19 +392,6 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 			ch.event, ch.set, ch.note = EventApprove, withDecision(decided, string(v)), opts[idx]
 		default:
 			return nil, Invalid("decision", "must be approve, deny, not_mine, question or option:<index>, not %q", v)
-		}
-		if disable != nil {
-			if err := tx.Table("agents").Where("id = ?", disable.ID).Take(disable).Error; err != nil {
-				return nil, fmt.Errorf("load requester: %w", err)
-			}
-			if err := s.move(tx, a, *ch); err != nil {
-				return nil, err
-			}
-			if err := tx.Table("agents").Where("id = ?", disable.ID).
-				Updates(map[string]any{"disabled": true, "disabled_reason": "not mine: " + m.Subject}).Error; err != nil {
-				return nil, err
-			}
-			return nil, s.cancelOpenAsksOf(tx, disable, m.Subject, "requesting agent blocked by "+m.Subject+" (not mine)")
 		}
 		return ch, nil
 	})
@@ -435,10 +424,19 @@ func (s *Store) Cancel(ctx context.Context, accountID, id, by, note string) (*Ap
 	})
 }
 
+// disableAgent stops, inside tx, the agent's token and cancels its open asks.
+func (s *Store) disableAgent(tx *gorm.DB, agentID, reason, by, note string) error {
+	if err := tx.Table("agents").Where("id = ?", agentID).
+		Updates(map[string]any{"disabled": true, "disabled_reason": reason}).Error; err != nil {
+		return fmt.Errorf("disable agent: %w", err)
+	}
+	return s.cancelOpenAsksOf(tx, agentID, by, note)
+}
+
 // cancelOpenAsksOf cancels, inside tx, every open ask the agent filed.
-func (s *Store) cancelOpenAsksOf(tx *gorm.DB, agent *Agent, by, note string) error {
+func (s *Store) cancelOpenAsksOf(tx *gorm.DB, agentID, by, note string) error {
 	var open []Approval
-	if err := s.lock(tx.Table("approvals")).Where("requester_id = ? AND status IN ?", agent.ID, OpenStatuses).Find(&open).Error; err != nil {
+	if err := s.lock(tx.Table("approvals")).Where("requester_id = ? AND status IN ?", agentID, OpenStatuses).Find(&open).Error; err != nil {
 		return fmt.Errorf("find open asks: %w", err)
 	}
 	for i := range open {

@@ -53,12 +53,9 @@ type PolicyFilter struct {
 // most one policy of an account is unrevoked and unexpired at a time (a
 // newer one replaces it), so the active and inactive filters read a row or two.
 func (s *Store) PolicyList(ctx context.Context, accountID string, f PolicyFilter) ([]PolicyRow, string, error) {
-	size := f.PageSize
-	switch {
-	case size == 0:
-		size = DefaultPageSize
-	case size < 0 || size > MaxPageSize:
-		return nil, "", Invalid("page_size", "must be 0 (for %d) to %d, not %d", DefaultPageSize, MaxPageSize, size)
+	size, err := pageSize(f.PageSize)
+	if err != nil {
+		return nil, "", err
 	}
 	db := s.db.WithContext(ctx)
 	now := s.now()

@@ -440,12 +440,8 @@ func (s *Store) DisableAgent(ctx context.Context, accountID, name, reason, by st
 		if err != nil || agent.Disabled {
 			return err
 		}
-		if err := tx.Table("agents").Where("id = ?", agent.ID).
-			Updates(map[string]any{"disabled": true, "disabled_reason": reason}).Error; err != nil {
-			return err
-		}
 		agent.Disabled, agent.DisabledReason = true, reason
-		return s.cancelOpenAsksOf(tx, &agent, by, "requesting agent disabled: "+reason)
+		return s.disableAgent(tx, agent.ID, reason, by, "requesting agent disabled: "+reason)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("disable agent: %w", err)
