@@ -1,0 +1,60 @@
+package models_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/app"
+	"github.com/countersign/countersign/apptest"
+	"github.com/countersign/countersign/models"
+)
+
+// TestTheOutboxKnowsWhenItsNextPushIsDueAndDropsAReplacedBrowsersPushes runs
+// on a store with no sender, so the queue stays as the test leaves it.
+func TestTheOutboxKnowsWhenItsNextPushIsDueAndDropsAReplacedBrowsersPushes(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		ctx := context.Background()
+		s, err := app.OpenStore(ctx, apptest.Config(t, db, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.EnsureDefaultAccount(ctx); err != nil {
+			t.Fatal(err)
+		}
+		acct, _ := s.AccountByName(ctx, models.DefaultAccountName)
+		ada, _ := s.AddMember(ctx, acct.ID, "ada", "Ada", models.RoleOwner)
+		bob, _ := s.AddMember(ctx, acct.ID, "bob", "Bob", models.RoleMember)
+
+		if next, err := s.NextPushDue(ctx); err != nil || !next.IsZero() {
+			t.Fatalf("an empty outbox: next due %v (%v), want none", next, err)
+		}
+		sub := models.PushSubscription{Endpoint: "https://fcm.googleapis.com/fcm/send/one", P256dh: "key", Auth: "auth"}
+		if _, err := s.SavePushSubscription(ctx, ada.ID, sub); err != nil {
+			t.Fatal(err)
+		}
+		before := time.Now()
+		if n, err := s.QueueTestPush(ctx, ada.ID); err != nil || n != 1 {
+			t.Fatalf("queue a test push: %d, %v", n, err)
+		}
+		next, err := s.NextPushDue(ctx)
+		if err != nil || next.Before(before.Add(-time.Second)) || next.After(time.Now().Add(time.Second)) {
+			t.Fatalf("next due %v (%v), want about now", next, err)
+		}
+
+		// The same browser subscribes for another person: ada's queued push goes with her subscription.
+		if _, err := s.SavePushSubscription(ctx, bob.ID, sub); err != nil {
+			t.Fatal(err)
+		}
+		var queued int64
+		if err := s.DB().Table("push_jobs").Where("done_at IS NULL").Count(&queued).Error; err != nil {
+			t.Fatal(err)
+		}
+		if queued != 0 {
+			t.Errorf("%d pushes still queued for the replaced subscription, want 0", queued)
+		}
+		if next, err := s.NextPushDue(ctx); err != nil || !next.IsZero() {
+			t.Errorf("after the replacement: next due %v (%v), want none", next, err)
+		}
+	})
+}
