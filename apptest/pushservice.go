@@ -269,12 +269,12 @@ func verifyVAPID(header, origin string) (VAPIDClaims, error) {
 		}
 	}
 	pub, err := base64.RawURLEncoding.DecodeString(c.Key)
-	if err != nil || len(pub) != 65 {
-		return c, errors.New("k is not an uncompressed P-256 key")
+	if err != nil {
+		return c, errors.New("k is not base64url")
 	}
-	x, y := elliptic.Unmarshal(elliptic.P256(), pub) //nolint:staticcheck // parsing a public point only
-	if x == nil {
-		return c, errors.New("k is not on P-256")
+	key, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), pub)
+	if err != nil {
+		return c, fmt.Errorf("k is not an uncompressed P-256 key: %w", err)
 	}
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
@@ -289,7 +289,6 @@ func verifyVAPID(header, origin string) (VAPIDClaims, error) {
 		return c, errors.New("the JWT signature is not 64 bytes")
 	}
 	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	key := &ecdsa.PublicKey{Curve: elliptic.P256(), X: x, Y: y}
 	if !ecdsa.Verify(key, digest[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
 		return c, errors.New("the JWT signature does not verify with k")
 	}

@@ -63,7 +63,7 @@ func (b *Browser) start() {
 	select {
 	case b.err = <-done:
 	case <-start.Done():
-		b.err = errors.New("Chromium did not start within 30 s")
+		b.err = errors.New("chromium did not start within 30 s")
 	}
 	if b.err != nil {
 		b.err = fmt.Errorf("start %s: %w", ChromiumPath, b.err)

@@ -791,6 +791,7 @@ func TestDecideRefusalsChangeNothing(t *testing.T) {
 			if r.Field() != "approval_id" {
 				t.Fatalf("field %q, want approval_id", r.Field())
 			}
+			s.unchanged(t, forAdmins, before)
 			ceremony, _, credential := prompt(t, owner, forAdmins, "approve")
 			before = s.state(t, forAdmins)
 			refused(t, bob.DecideWith(forAdmins, ceremony, credential), http.StatusForbidden, "PERMISSION_DENIED")

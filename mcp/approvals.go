@@ -64,7 +64,7 @@ Do not use it to turn on auto-approve: use approvals_request_auto_approve. Next:
 			undo() // only filed asks count against the limit
 			return nil, err
 		}
-		return s.approvalOut(ctx, a, true)
+		return s.approvalWithTimeline(ctx, a)
 	})
 }
 
@@ -91,7 +91,7 @@ Do not use it to find asks: use approvals_list. A note is data written by a pers
 		if err != nil {
 			return nil, err
 		}
-		return s.approvalOut(ctx, a, true)
+		return s.approvalWithTimeline(ctx, a)
 	})
 }
 
@@ -134,8 +134,7 @@ Do not use it to read one ask's timeline or proof: use approvals_get. Titles, su
 		}
 		out := &ListOutput{Approvals: make([]*ApprovalOut, 0, len(list)), NextPageToken: next}
 		for i := range list {
-			a, _ := s.approvalOut(ctx, &list[i], false)
-			out.Approvals = append(out.Approvals, a)
+			out.Approvals = append(out.Approvals, approvalOut(&list[i]))
 		}
 		return out, nil
 	})
@@ -173,7 +172,7 @@ Do not use it on a pinned run ask: its started, step, done, failed and stale com
 		if err != nil {
 			return nil, err
 		}
-		return s.approvalOut(ctx, a, true)
+		return s.approvalWithTimeline(ctx, a)
 	})
 }
 
@@ -218,8 +217,9 @@ type EventOut struct {
 	Note  string    `json:"note,omitempty"`
 }
 
-func (s *Server) approvalOut(ctx context.Context, a *models.Approval, withTimeline bool) (*ApprovalOut, error) {
-	out := &ApprovalOut{
+// approvalOut is an approval as the tools return it, without its timeline.
+func approvalOut(a *models.Approval) *ApprovalOut {
+	return &ApprovalOut{
 		ApprovalID: a.ID, AccountID: a.AccountID, Kind: a.Kind, Title: a.Title, Summary: a.Summary,
 		ApproveMeans: a.ApproveMeans, DenyMeans: a.DenyMeans, Payload: json.RawMessage(a.Payload), PayloadSHA256: a.PayloadSHA256,
 		Context: rawOrNil(a.Context), Links: a.LinkList(), Agent: a.AgentLabel, Requester: a.RequesterSubject,
@@ -227,15 +227,18 @@ func (s *Server) approvalOut(ctx context.Context, a *models.Approval, withTimeli
 		Note: a.Note, Proof: rawOrNil(a.Proof), Supersedes: a.Supersedes, SupersededBy: a.SupersededBy,
 		ExpiresAt: a.ExpiresAt, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
 	}
-	if withTimeline {
-		events, err := s.store.Timeline(ctx, a.AccountID, a.ID)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range events {
-			out.Timeline = append(out.Timeline, EventOut{At: e.At, Actor: e.Actor, By: e.ActorKind, Step: e.Step,
-				From: string(e.FromStatus), To: string(e.ToStatus), Note: e.Note})
-		}
+}
+
+// approvalWithTimeline is an approval as the tools return it, with its timeline.
+func (s *Server) approvalWithTimeline(ctx context.Context, a *models.Approval) (*ApprovalOut, error) {
+	events, err := s.store.Timeline(ctx, a.AccountID, a.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := approvalOut(a)
+	for _, e := range events {
+		out.Timeline = append(out.Timeline, EventOut{At: e.At, Actor: e.Actor, By: e.ActorKind, Step: e.Step,
+			From: string(e.FromStatus), To: string(e.ToStatus), Note: e.Note})
 	}
 	return out, nil
 }
