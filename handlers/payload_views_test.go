@@ -10,11 +10,11 @@ import (
 	"github.com/countersign/countersign/views"
 )
 
-// TestEveryAcceptedPayloadHasAView keeps the ask page and the validator in
-// step: a payload the validator accepts with every member it knows must
-// decode into the page's view with none left over. A member added to one and
-// not the other fails here (and, at run time, the page falls back to the
-// canonical text rather than hide it).
+// TestEveryAcceptedPayloadHasAView checks that every payload the validator
+// accepts, with every member it knows, decodes into the ask page's view (the
+// views use the validator's own payload types), and that a member the page
+// does not know is refused, so the page falls back to the canonical text
+// rather than hide it.
 func TestEveryAcceptedPayloadHasAView(t *testing.T) {
 	now := time.Now()
 	sha := "0123456789abcdef0123456789abcdef01234567"

@@ -127,20 +127,23 @@ const (
 	askvMaxSafeInt          = 1<<53 - 1
 )
 
-type plPullRequest struct {
+// PullRequestPayload is payload.pull_request: the shape the validator accepts
+// and the ask page shows, one for both.
+type PullRequestPayload struct {
 	Repo   string      `json:"repo"`
 	Number json.Number `json:"number"`
 	Head   string      `json:"head"`
 	Title  string      `json:"title"`
 }
 
-type plRoll struct {
+// RollPayload is payload.roll; a roll train adds gate_tree, gate, steps and rollback.
+type RollPayload struct {
 	Deployments   []string       `json:"deployments"`
 	MainCommit    string         `json:"main_commit"`
 	RunningCommit string         `json:"running_commit"`
-	PRs           []plRollPR     `json:"prs"`
+	PRs           []RollPR     `json:"prs"`
 	Migrations    []string       `json:"migrations"`
-	OtherCommits  []plRollCommit `json:"other_commits"`
+	OtherCommits  []RollCommit `json:"other_commits"`
 	Behind        json.Number    `json:"behind"`
 	GateTree      string         `json:"gate_tree"`
 	Gate          string         `json:"gate"`
@@ -148,31 +151,37 @@ type plRoll struct {
 	Rollback      string         `json:"rollback"`
 }
 
-type plRollPR struct {
+// RollPR is a pull request a roll ships.
+type RollPR struct {
 	Number json.Number `json:"number"`
 	Title  string      `json:"title"`
 }
 
-type plRollCommit struct {
+// RollCommit is a commit a roll ships outside any pull request.
+type RollCommit struct {
 	SHA     string `json:"sha"`
 	Subject string `json:"subject"`
 }
 
-type plReview struct {
+// ReviewPayload is payload.review.
+type ReviewPayload struct {
 	URL string `json:"url"`
 }
 
-type plDocument struct {
+// DocumentPayload is payload.document; version 0 is the current one.
+type DocumentPayload struct {
 	DocumentID string      `json:"document_id"`
 	SpaceID    string      `json:"space_id"`
 	Version    json.Number `json:"version"`
 }
 
-type plDecision struct {
+// DecisionPayload is payload.decision: the person picks one option.
+type DecisionPayload struct {
 	Options []string `json:"options"`
 }
 
-type plRun struct {
+// RunPayload is payload.run, pinned.
+type RunPayload struct {
 	Cmd             string      `json:"cmd"`
 	ScriptSHA256    string      `json:"script_sha256"`
 	RunnerID        string      `json:"runner_id"`
@@ -181,7 +190,7 @@ type plRun struct {
 	RunnerPublicKey string      `json:"runner_public_key"`
 	ExpiresAt       json.Number `json:"expires_at"`
 	AskedOf         string      `json:"asked_of"`
-	Roll            *plRoll     `json:"roll"`
+	Roll            *RollPayload     `json:"roll"`
 }
 
 // CanonicalHash returns the RFC 8785 (JCS) canonical bytes of any JSON value
@@ -257,7 +266,7 @@ func ParsePayload(kind string, raw json.RawMessage, now time.Time) (*Payload, er
 	p := &Payload{Canonical: canonical, SHA256: sum}
 	switch kind {
 	case "pull_request":
-		var v plPullRequest
+		var v PullRequestPayload
 		if err := askvDecodeTyped(memberRaw, memberTree, path, &v); err != nil {
 			return nil, err
 		}
@@ -265,7 +274,7 @@ func ParsePayload(kind string, raw json.RawMessage, now time.Time) (*Payload, er
 			return nil, err
 		}
 	case "roll":
-		var v plRoll
+		var v RollPayload
 		if err := askvDecodeTyped(memberRaw, memberTree, path, &v); err != nil {
 			return nil, err
 		}
@@ -273,7 +282,7 @@ func ParsePayload(kind string, raw json.RawMessage, now time.Time) (*Payload, er
 			return nil, err
 		}
 	case "review":
-		var v plReview
+		var v ReviewPayload
 		if err := askvDecodeTyped(memberRaw, memberTree, path, &v); err != nil {
 			return nil, err
 		}
@@ -281,7 +290,7 @@ func ParsePayload(kind string, raw json.RawMessage, now time.Time) (*Payload, er
 			return nil, err
 		}
 	case "document":
-		var v plDocument
+		var v DocumentPayload
 		if err := askvDecodeTyped(memberRaw, memberTree, path, &v); err != nil {
 			return nil, err
 		}
@@ -289,7 +298,7 @@ func ParsePayload(kind string, raw json.RawMessage, now time.Time) (*Payload, er
 			return nil, err
 		}
 	case "decision":
-		var v plDecision
+		var v DecisionPayload
 		if err := askvDecodeTyped(memberRaw, memberTree, path, &v); err != nil {
 			return nil, err
 		}
@@ -297,7 +306,7 @@ func ParsePayload(kind string, raw json.RawMessage, now time.Time) (*Payload, er
 			return nil, err
 		}
 	case "run":
-		var v plRun
+		var v RunPayload
 		if err := askvDecodeTyped(memberRaw, memberTree, path, &v); err != nil {
 			return nil, err
 		}
@@ -311,7 +320,7 @@ func ParsePayload(kind string, raw json.RawMessage, now time.Time) (*Payload, er
 	return p, nil
 }
 
-func plCheckPullRequest(v *plPullRequest, path string, p *Payload) error {
+func plCheckPullRequest(v *PullRequestPayload, path string, p *Payload) error {
 	repo := strings.TrimSpace(v.Repo)
 	if err := askvRepo(path+".repo", repo, v.Repo != ""); err != nil {
 		return err
@@ -337,7 +346,7 @@ func plCheckPullRequest(v *plPullRequest, path string, p *Payload) error {
 	return nil
 }
 
-func plCheckRoll(v *plRoll, path string) error {
+func plCheckRoll(v *RollPayload, path string) error {
 	if len(v.Deployments) == 0 {
 		return Invalid(path+".deployments", "required: 1 to 20 deployments the roll updates")
 	}
@@ -420,7 +429,7 @@ func plCheckRoll(v *plRoll, path string) error {
 	return nil
 }
 
-func plCheckDocument(v *plDocument, path string) error {
+func plCheckDocument(v *DocumentPayload, path string) error {
 	if err := askvText(path+".document_id", v.DocumentID, 200, true, true); err != nil {
 		return err
 	}
@@ -435,7 +444,7 @@ func plCheckDocument(v *plDocument, path string) error {
 	return nil
 }
 
-func plCheckDecision(v *plDecision, path string) error {
+func plCheckDecision(v *DecisionPayload, path string) error {
 	f := path + ".options"
 	if len(v.Options) < 2 || len(v.Options) > 4 {
 		return Invalid(f, "2 to 4 different options, got %d", len(v.Options))
@@ -455,7 +464,7 @@ func plCheckDecision(v *plDecision, path string) error {
 	return nil
 }
 
-func plCheckRun(v *plRun, path string, now time.Time) (*RunPin, error) {
+func plCheckRun(v *RunPayload, path string, now time.Time) (*RunPin, error) {
 	if v.ScriptSHA256 == "" && v.RunnerID == "" {
 		return nil, Invalid(path, "a new run is pinned: script_sha256, runner_id, argv, effect, runner_public_key, expires_at and asked_of; %s", plCmdOnlyHint)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/a-h/templ"
+
+	"github.com/countersign/countersign/models"
 )
 
 // Ask is one ask as its page shows it. Every string in it came from an agent
@@ -121,86 +123,29 @@ type Payload struct {
 	Canonical   string // the canonical JSON, shown as text only when no view fits
 }
 
-// PullRequest is a pull_request payload.
-type PullRequest struct {
-	Repo   string      `json:"repo"`
-	Number json.Number `json:"number"`
-	Head   string      `json:"head"`
-	Title  string      `json:"title"`
-}
+// The payload shapes are the validator's own (models), so the page shows
+// exactly the members an ask can be filed with.
+type (
+	PullRequest = models.PullRequestPayload
+	Roll        = models.RollPayload
+	RollPR      = models.RollPR
+	RollCommit  = models.RollCommit
+	Review      = models.ReviewPayload
+	Document    = models.DocumentPayload
+	Decision    = models.DecisionPayload
+	Run         = models.RunPayload
+)
 
-// Roll is a roll payload; a roll train adds gate_tree, gate, steps and rollback.
-type Roll struct {
-	Deployments   []string     `json:"deployments"`
-	MainCommit    string       `json:"main_commit"`
-	RunningCommit string       `json:"running_commit"`
-	PRs           []RollPR     `json:"prs"`
-	Migrations    []string     `json:"migrations"`
-	OtherCommits  []RollCommit `json:"other_commits"`
-	Behind        json.Number  `json:"behind"`
-	GateTree      string       `json:"gate_tree"`
-	Gate          string       `json:"gate"`
-	Steps         []string     `json:"steps"`
-	Rollback      string       `json:"rollback"`
-}
-
-// IsTrain says whether the roll carries a train's gate, steps or rollback.
-func (r *Roll) IsTrain() bool {
-	return r.GateTree != "" || r.Gate != "" || len(r.Steps) > 0 || r.Rollback != ""
-}
-
-// RollPR is a pull request a roll ships.
-type RollPR struct {
-	Number json.Number `json:"number"`
-	Title  string      `json:"title"`
-}
-
-// RollCommit is a commit a roll ships outside any pull request.
-type RollCommit struct {
-	SHA     string `json:"sha"`
-	Subject string `json:"subject"`
-}
-
-// Review is a review payload.
-type Review struct {
-	URL string `json:"url"`
-}
-
-// Document is a document payload; version 0 is the current one.
-type Document struct {
-	DocumentID string      `json:"document_id"`
-	SpaceID    string      `json:"space_id"`
-	Version    json.Number `json:"version"`
-}
-
-// VersionText says which version of the document is meant.
-func (d *Document) VersionText() string {
+// versionText says which version of a document is meant.
+func versionText(d *Document) string {
 	if d.Version == "" || d.Version == "0" {
 		return "0 (the current version)"
 	}
 	return d.Version.String()
 }
 
-// Decision is a decision payload: the person picks one option.
-type Decision struct {
-	Options []string `json:"options"`
-}
-
-// Run is a pinned run payload.
-type Run struct {
-	Cmd             string      `json:"cmd"`
-	ScriptSHA256    string      `json:"script_sha256"`
-	RunnerID        string      `json:"runner_id"`
-	Argv            []string    `json:"argv"`
-	Effect          string      `json:"effect"`
-	RunnerPublicKey string      `json:"runner_public_key"`
-	ExpiresAt       json.Number `json:"expires_at"`
-	AskedOf         string      `json:"asked_of"`
-	Roll            *Roll       `json:"roll"`
-}
-
-// Expiry is the run's expires_at as a time, or the zero time when it is not one.
-func (r *Run) Expiry() time.Time {
+// runExpiry is a run's expires_at as a time, or the zero time when it is not one.
+func runExpiry(r *Run) time.Time {
 	n, err := r.ExpiresAt.Int64()
 	if err != nil {
 		return time.Time{}
@@ -508,9 +453,9 @@ func (a Ask) WhyNoButtons() string {
 	return "This ask is " + words(a.Status) + ": nothing more can be answered."
 }
 
-// ArgvText is argv as a person reads a command line: each argument that
+// argvText is argv as a person reads a command line: each argument that
 // holds anything but plain characters is quoted.
-func (r *Run) ArgvText() string {
+func argvText(r *Run) string {
 	parts := make([]string, len(r.Argv))
 	for i, arg := range r.Argv {
 		parts[i] = shellQuote(arg)
