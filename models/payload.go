@@ -138,17 +138,17 @@ type PullRequestPayload struct {
 
 // RollPayload is payload.roll; a roll train adds gate_tree, gate, steps and rollback.
 type RollPayload struct {
-	Deployments   []string       `json:"deployments"`
-	MainCommit    string         `json:"main_commit"`
-	RunningCommit string         `json:"running_commit"`
+	Deployments   []string     `json:"deployments"`
+	MainCommit    string       `json:"main_commit"`
+	RunningCommit string       `json:"running_commit"`
 	PRs           []RollPR     `json:"prs"`
-	Migrations    []string       `json:"migrations"`
+	Migrations    []string     `json:"migrations"`
 	OtherCommits  []RollCommit `json:"other_commits"`
-	Behind        json.Number    `json:"behind"`
-	GateTree      string         `json:"gate_tree"`
-	Gate          string         `json:"gate"`
-	Steps         []string       `json:"steps"`
-	Rollback      string         `json:"rollback"`
+	Behind        json.Number  `json:"behind"`
+	GateTree      string       `json:"gate_tree"`
+	Gate          string       `json:"gate"`
+	Steps         []string     `json:"steps"`
+	Rollback      string       `json:"rollback"`
 }
 
 // RollPR is a pull request a roll ships.
@@ -182,15 +182,15 @@ type DecisionPayload struct {
 
 // RunPayload is payload.run, pinned.
 type RunPayload struct {
-	Cmd             string      `json:"cmd"`
-	ScriptSHA256    string      `json:"script_sha256"`
-	RunnerID        string      `json:"runner_id"`
-	Argv            []string    `json:"argv"`
-	Effect          string      `json:"effect"`
-	RunnerPublicKey string      `json:"runner_public_key"`
-	ExpiresAt       json.Number `json:"expires_at"`
-	AskedOf         string      `json:"asked_of"`
-	Roll            *RollPayload     `json:"roll"`
+	Cmd             string       `json:"cmd"`
+	ScriptSHA256    string       `json:"script_sha256"`
+	RunnerID        string       `json:"runner_id"`
+	Argv            []string     `json:"argv"`
+	Effect          string       `json:"effect"`
+	RunnerPublicKey string       `json:"runner_public_key"`
+	ExpiresAt       json.Number  `json:"expires_at"`
+	AskedOf         string       `json:"asked_of"`
+	Roll            *RollPayload `json:"roll"`
 }
 
 // CanonicalHash returns the RFC 8785 (JCS) canonical bytes of any JSON value
