@@ -15,9 +15,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -281,6 +285,9 @@ func CallTool(ctx context.Context, s *sdk.ClientSession, name string, args any) 
 		}
 	}
 	if res.StructuredContent != nil {
+		if err := checkOutput(name, res.StructuredContent); err != nil {
+			return Result{}, err
+		}
 		b, _ := json.Marshal(res.StructuredContent)
 		_ = json.Unmarshal(b, &r.Out)
 	}
@@ -288,6 +295,47 @@ func CallTool(ctx context.Context, s *sdk.ClientSession, name string, args any) 
 		r.Code, r.Field = ParseRefusal(r.Text)
 	}
 	return r, nil
+}
+
+// outputSchemas are the tools' output schemas as tools/list declares them:
+// the golden file mcp's tests hold tools/list to.
+var outputSchemas = sync.OnceValues(func() (map[string]*jsonschema.Resolved, error) {
+	_, here, _, _ := runtime.Caller(0)
+	path := filepath.Join(filepath.Dir(here), "..", "mcp", "testdata", "tools.golden.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the tools' output schemas: %w", err)
+	}
+	var tools []struct {
+		Name         string             `json:"name"`
+		OutputSchema *jsonschema.Schema `json:"outputSchema"`
+	}
+	if err := json.Unmarshal(b, &tools); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	out := map[string]*jsonschema.Resolved{}
+	for _, t := range tools {
+		if out[t.Name], err = t.OutputSchema.Resolve(nil); err != nil {
+			return nil, fmt.Errorf("output schema of %s: %w", t.Name, err)
+		}
+	}
+	return out, nil
+})
+
+// checkOutput holds a tool's structured content to the output schema it declares.
+func checkOutput(tool string, structured any) error {
+	schemas, err := outputSchemas()
+	if err != nil {
+		return err
+	}
+	schema, ok := schemas[tool]
+	if !ok {
+		return fmt.Errorf("%s returned structured content but declares no output schema", tool)
+	}
+	if err := schema.Validate(structured); err != nil {
+		return fmt.Errorf("%s result does not match its output schema: %w", tool, err)
+	}
+	return nil
 }
 
 // ParseRefusal splits "CODE: field: message" into its code and field. A

@@ -6,15 +6,73 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"regexp"
 	"strconv"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/countersign/countersign/models"
 )
 
+// decodeArguments reads a tool's arguments into In. They must be one JSON
+// object that names no member twice (see strictArguments) and matches the
+// tool's input schema; a mismatch is INVALID_ARGUMENT naming the argument.
+func decodeArguments[In any](raw json.RawMessage, schema *jsonschema.Resolved) (In, error) {
+	var in In
+	if err := strictArguments(raw); err != nil {
+		return in, err
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	var v map[string]any
+	if err := json.Unmarshal(raw, &v); err != nil || v == nil {
+		return in, models.Invalid("", "the arguments must be a JSON object")
+	}
+	if err := schema.Validate(v); err != nil {
+		field := ""
+		if m := schemaField.FindStringSubmatch(err.Error()); m != nil {
+			field = m[1] + m[2] + m[3]
+		}
+		return in, models.Invalid(field, "validating \"arguments\": %v", err)
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return in, models.Invalid(typeErr.Field, "must be %s, not %s", jsonKind(typeErr.Type.Kind()), typeErr.Value)
+		}
+		return in, models.Invalid("", "%v", err)
+	}
+	return in, nil
+}
+
+// jsonKind says in JSON's words what a Go field of kind k takes.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number in range"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a " + k.String()
+}
+
+// schemaField finds the argument a schema error is about: a missing required
+// one, the property whose value failed, or one the tool does not take.
+var schemaField = regexp.MustCompile(`missing properties: \["([a-z_]+)"|/properties/([a-z_]+)|additional properties \["([a-z_]+)"`)
+
 // strictArguments refuses tool arguments that name a member twice in one
-// object, at any depth. The SDK decodes arguments into a map before a tool
-// sees them, where the last of two "repo" members would silently win: a
-// person must sign exactly what the agent sent, so such a call is refused.
+// object, at any depth. Decoded into a map or a struct, the last of two
+// "repo" members would silently win: a person must sign exactly what the
+// agent sent, so such a call is refused.
 func strictArguments(raw json.RawMessage) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil
@@ -71,14 +129,15 @@ func walkValue(dec *json.Decoder, path string) error {
 	return nil
 }
 
-// textResult is the text content of a tool result: the output as JSON with
-// no HTML escaping, so a payload's canonical bytes come back exactly as stored.
-func textResult(out any) (string, error) {
+// encodeResult is a tool result's output as JSON with no HTML escaping, so a
+// payload's canonical bytes come back exactly as stored. It is both the text
+// and the structured content of the result.
+func encodeResult(out any) (json.RawMessage, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(out); err != nil {
-		return "", fmt.Errorf("encode result: %w", err)
+		return nil, fmt.Errorf("encode result: %w", err)
 	}
-	return string(bytes.TrimRight(buf.Bytes(), "\n")), nil
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

@@ -311,6 +311,10 @@ func TestListRefusesBadFilters(t *testing.T) {
 			{"an unknown status", map[string]any{"status": "waiting"}, "status"},
 			{"an unknown kind", map[string]any{"kind": "merge"}, "kind"},
 			{"a negative number", map[string]any{"number": -1}, "number"},
+			{"a page_size as a string", map[string]any{"page_size": "50"}, "page_size"},
+			{"a page_size past any integer", map[string]any{"page_size": 1e30}, "page_size"},
+			{"a number past int64", map[string]any{"number": 1e20}, "number"},
+			{"an argument the tool does not take", map[string]any{"limit": 5}, "limit"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				specRefused(t, c.Call("approvals_list", tc.args), models.InvalidArgument, tc.field)

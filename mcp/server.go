@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -115,34 +114,43 @@ func (a AccountArg) account() string { return a.AccountID }
 type handler[In, Out any] func(ctx context.Context, agent *models.Agent, in In) (Out, error)
 
 // define makes a toolDef from a typed handler. The input and output schemas are
-// inferred from the structs (json.RawMessage fields are JSON objects), and the
-// handler is wrapped with the account check and the error mapping.
+// inferred from the structs (json.RawMessage fields are JSON objects). The
+// handler is wrapped with argument decoding (see decodeArguments), the account
+// check and the error mapping; its output is encoded once, as both the text
+// and the structured content of the result.
 func define[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes []string, h handler[In, Out]) toolDef {
 	tool.InputSchema = mustSchema[In]()
+	input, err := tool.InputSchema.(*jsonschema.Schema).Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("input schema of %s: %v", tool.Name, err))
+	}
 	out := mustSchema[Out]()
 	// MCP requires an output schema of type "object"; a pointer output infers ["null", "object"].
 	out.Type, out.Types = "object", nil
 	tool.OutputSchema = out
-	typed := func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
-		var zero Out
+	run := func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		agent := agentFrom(req)
 		if agent == nil {
-			return nil, zero, models.Refuse(models.PermissionDenied, "", "no agent token on this call")
+			return errorResult(models.Refuse(models.PermissionDenied, "", "no agent token on this call")), nil
+		}
+		in, err := decodeArguments[In](req.Params.Arguments, input)
+		if err != nil {
+			return errorResult(err), nil
 		}
 		if id := in.account(); id != "" && id != agent.AccountID {
-			return nil, zero, models.Refuse(models.PermissionDenied, "account_id", "this token works only on its own account; leave account_id empty")
+			return errorResult(models.Refuse(models.PermissionDenied, "account_id", "this token works only on its own account; leave account_id empty")), nil
 		}
 		out, err := h(ctx, agent, in)
 		if err != nil {
-			return nil, zero, s.refusal(tool.Name, err)
+			return errorResult(s.refusal(tool.Name, err)), nil
 		}
-		text, err := textResult(out)
+		text, err := encodeResult(out)
 		if err != nil {
-			return nil, zero, s.refusal(tool.Name, err)
+			return errorResult(s.refusal(tool.Name, err)), nil
 		}
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}, out, nil
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}, StructuredContent: text}, nil
 	}
-	return toolDef{tool: tool, scopes: scopes, add: func(srv *sdk.Server, t *sdk.Tool) { sdk.AddTool(srv, t, typed) }}
+	return toolDef{tool: tool, scopes: scopes, add: func(srv *sdk.Server, t *sdk.Tool) { srv.AddTool(t, run) }}
 }
 
 var rawMessageSchema = &jsonschema.Schema{Type: "object"}
@@ -168,8 +176,7 @@ func (s *Server) refusal(tool string, err error) error {
 }
 
 // scopeMiddleware shows in tools/list only the tools the token's scopes allow,
-// refuses a call of any other with PERMISSION_DENIED, and gives every other
-// refusal (such as a schema mismatch) the INVALID_ARGUMENT code.
+// and refuses a call of any other with PERMISSION_DENIED.
 func (s *Server) scopeMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		switch method {
@@ -190,46 +197,11 @@ func (s *Server) scopeMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 				return errorResult(models.Refuse(models.PermissionDenied, "", "%s needs the scopes %s; this token does not hold them all",
 					call.Params.Name, strings.Join(need, " and "))), nil
 			}
-			if err := strictArguments(call.Params.Arguments); err != nil {
-				return errorResult(err), nil
-			}
-			res, err := next(ctx, method, req)
-			if r, ok := res.(*sdk.CallToolResult); ok && err == nil && r.IsError {
-				codeSchemaErrors(r)
-			}
-			return res, err
+			return next(ctx, method, req)
 		}
 		return next(ctx, method, req)
 	}
 }
-
-var resultCodes = []string{"INVALID_ARGUMENT:", "NOT_FOUND:", "PERMISSION_DENIED:", "FAILED_PRECONDITION:", "RESOURCE_EXHAUSTED:", "INTERNAL:"}
-
-// codeSchemaErrors prefixes INVALID_ARGUMENT to an error result the SDK made
-// itself (a schema mismatch), so every refusal starts with a code.
-func codeSchemaErrors(r *sdk.CallToolResult) {
-	if len(r.Content) == 0 {
-		return
-	}
-	t, ok := r.Content[0].(*sdk.TextContent)
-	if !ok {
-		return
-	}
-	for _, c := range resultCodes {
-		if strings.HasPrefix(t.Text, c) {
-			return
-		}
-	}
-	field := ""
-	if m := schemaField.FindStringSubmatch(t.Text); m != nil {
-		field = m[1] + m[2] + m[3] + ": "
-	}
-	t.Text = "INVALID_ARGUMENT: " + field + t.Text
-}
-
-// schemaField finds the argument a schema error is about: a missing required
-// one, the property whose value failed, or one the tool does not take.
-var schemaField = regexp.MustCompile(`missing properties: \["([a-z_]+)"|/properties/([a-z_]+)|additional properties \["([a-z_]+)"`)
 
 func errorResult(err error) *sdk.CallToolResult {
 	var r sdk.CallToolResult

@@ -87,6 +87,7 @@ func SQLiteDSN(path string) string {
 	q.Add("_pragma", "foreign_keys(ON)")
 	q.Add("_pragma", "synchronous(FULL)") // a power cut loses no committed ask either
 	q.Add("_pragma", "temp_store(MEMORY)")
+	q.Add("_pragma", "cache_size(-16384)")
 	// No _time_format: glebarez/go-sqlite v1.21 stops reading the DSN after
 	// it, which would silently drop _txlock. Its default format is SQLite's.
 	q.Set("_txlock", "immediate")

@@ -27,7 +27,7 @@ type Store struct {
 	clock      atomic.Pointer[func() time.Time]
 	pushCap    PushCap
 	pushQueued func()
-	writeSlot  chan struct{} // SQLite: one writer at a time, queued in Go rather than in SQLite's busy sleeps
+	group      *writeGroup // SQLite: writes are committed in groups, one group at a time
 }
 
 // NewStore wraps an opened, migrated database. askTTL is an ask's life unless
@@ -35,26 +35,10 @@ type Store struct {
 func NewStore(db *gorm.DB, dialect Dialect, askTTL time.Duration) *Store {
 	s := &Store{db: db, dialect: dialect, askTTL: askTTL}
 	if dialect == SQLite {
-		s.writeSlot = make(chan struct{}, 1)
+		s.group = newWriteGroup()
 	}
 	s.SetClock(time.Now)
 	return s
-}
-
-// write runs fn in a transaction. On SQLite, writers take turns here: SQLite
-// allows one writer, and a writer that waits inside SQLite sleeps in steps of
-// up to 100 ms, while one that waits here starts the moment the slot frees.
-// Calls must not nest.
-func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	if s.writeSlot != nil {
-		select {
-		case s.writeSlot <- struct{}{}:
-			defer func() { <-s.writeSlot }()
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return s.db.WithContext(ctx).Transaction(fn)
 }
 
 // SetClock replaces the store's clock; tests use it to move time. It is safe

@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		"That server must run with COUNTERSIGN_ASK_RATE="+loadAskRate+" and COUNTERSIGN_ASK_BURST="+loadAskBurst+", or its per-requester limit refuses the load")
 	fs.StringVar(&o.token, "token", "", "with -url: an agent token with mcp:write and approvals:write")
 	fs.StringVar(&o.database, "database", "", "postgres://… on this machine: the in-process service and the bare handler each run on a fresh database made there (dropped afterwards); empty for SQLite files")
-	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write CPU profiles of the two runs to PREFIX.create.pprof and PREFIX.bare.pprof")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write CPU profiles of the two runs to PREFIX.create.pprof and PREFIX.bare.pprof, and allocation profiles beside them (PREFIX.create.allocs.pprof, PREFIX.bare.allocs.pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,13 +54,27 @@ func (p phase) percentile(q float64) time.Duration {
 	return p.latency[max(0, min(i, len(p.latency)-1))]
 }
 
+// writeAllocs writes the allocation profile of the process so far.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("allocation profile: %w", err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		return fmt.Errorf("allocation profile: %w", err)
+	}
+	return f.Close()
+}
+
 // request is one call by client c; n is unique across all clients of the run.
 type request func(ctx context.Context, c int, n int64) error
 
 // drive runs clients loops of do: during warmup nothing is recorded, then for
 // duration every request that started is timed. No client starts a request
 // after the deadline, so the run ends by itself. With profile set, a CPU
-// profile of the whole run is written there.
+// profile of the whole run is written there, and beside it (.allocs.pprof) the
+// allocation profile of the process.
 func drive(ctx context.Context, name string, clients int, warmup, duration time.Duration, profile string, do request) (phase, error) {
 	if profile != "" {
 		f, err := os.Create(profile)
@@ -122,6 +137,11 @@ func drive(ctx context.Context, name string, clients int, warmup, duration time.
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return phase{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if profile != "" {
+		if err := writeAllocs(strings.TrimSuffix(profile, ".pprof") + ".allocs.pprof"); err != nil {
+			return phase{}, err
+		}
 	}
 	cpu := processCPU() - <-cpuFrom
 	p := phase{name: name, clients: clients, cpu: cpu, failures: map[string]int{}}

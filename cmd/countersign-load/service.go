@@ -80,6 +80,7 @@ func startService(ctx context.Context, databaseURL string, out io.Writer) (*targ
 		return nil, fmt.Errorf("service config: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	gogc := app.TuneGC(os.Getenv) // as countersign serve does; the bare run shares this process and so this setting
 	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		cleanup()
@@ -109,6 +110,7 @@ func startService(ctx context.Context, databaseURL string, out io.Writer) (*targ
 
 	fmt.Fprintf(out, "service: in-process, http://%s/mcp, %s\n", ln.Addr(), database)
 	fmt.Fprintf(out, "service: per-requester ask limit raised through configuration: COUNTERSIGN_ASK_RATE=%s COUNTERSIGN_ASK_BURST=%d\n", cfg.AskRate, cfg.AskBurst)
+	fmt.Fprintf(out, "service: GOGC=%s, as countersign serve runs (the bare run shares this process and so this setting)\n", gogc)
 	return &target{endpoint: "http://" + ln.Addr().String() + "/mcp", token: token, database: string(a.Store.Dialect()), close: cleanup}, nil
 }
 
