@@ -64,7 +64,7 @@ Do not use it to turn on auto-approve: use approvals_request_auto_approve. Next:
 			undo() // only filed asks count against the limit
 			return nil, err
 		}
-		return s.approvalWithTimeline(ctx, a)
+		return filedApproval(a), nil
 	})
 }
 
@@ -235,12 +235,20 @@ func (s *Server) approvalWithTimeline(ctx context.Context, a *models.Approval) (
 	if err != nil {
 		return nil, err
 	}
+	return withTimeline(a, events), nil
+}
+
+// filedApproval is an ask just filed as the tools return it: its timeline is
+// what its transaction wrote, the whole of it.
+func filedApproval(a *models.Approval) *ApprovalOut { return withTimeline(a, a.Written()) }
+
+func withTimeline(a *models.Approval, events []models.TimelineEvent) *ApprovalOut {
 	out := approvalOut(a)
 	for _, e := range events {
 		out.Timeline = append(out.Timeline, EventOut{At: e.At, Actor: e.Actor, By: e.ActorKind, Step: e.Step,
 			From: string(e.FromStatus), To: string(e.ToStatus), Note: e.Note})
 	}
-	return out, nil
+	return out
 }
 
 func rawOrNil(s *string) json.RawMessage {

@@ -596,6 +596,9 @@ func TestCreateReturnsEverythingItWasGiven(t *testing.T) {
 						t.Errorf("%s: expires_at %s is %s after created_at, want %s", r.from, expiresAt, d, tc.life)
 					}
 				}
+				if !reflect.DeepEqual(created.Out, got.Out) {
+					t.Errorf("approvals_create answered\n%v\nand approvals_get right after\n%v\nwant the same", created.Out, got.Out)
+				}
 				timeline, _ := got.Out["timeline"].([]any)
 				if len(timeline) != 1 {
 					t.Fatalf("timeline = %v, want the created event", timeline)

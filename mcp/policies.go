@@ -110,7 +110,7 @@ Do not use it to get one ask approved: file it with approvals_create. Next: read
 			undo()
 			return nil, err
 		}
-		return s.approvalWithTimeline(ctx, a)
+		return filedApproval(a), nil
 	})
 }
 

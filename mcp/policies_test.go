@@ -94,7 +94,17 @@ func (w *policyWorld) request(t *testing.T, args map[string]any) map[string]any 
 	if out["kind"] != "auto_approve" || out["status"] != "pending" {
 		t.Fatalf("approvals_request_auto_approve filed %v", out)
 	}
+	asFiled(t, w.bot, out)
 	return out
+}
+
+// asFiled checks that what a tool answered on filing an ask, its timeline
+// too, is what approvals_get reads right after.
+func asFiled(t *testing.T, c *apptest.Client, filed map[string]any) {
+	t.Helper()
+	if got := c.OK("approvals_get", map[string]any{"approval_id": filed["approval_id"]}); !reflect.DeepEqual(got, filed) {
+		t.Errorf("filed as\n%v\nread back as\n%v", filed, got)
+	}
 }
 
 // approveOverHTTP has ada approve the ask with her passkey.
@@ -314,6 +324,7 @@ func TestAnAutoApprovePolicyFromRequestToRevoke(t *testing.T) {
 
 		// A matching ask comes back approved, in ada's name, by the policy.
 		matching := w.bot.OK("approvals_create", harmless("Read the onboarding doc"))
+		asFiled(t, w.bot, matching)
 		matchID := matching["approval_id"].(string)
 		if matching["status"] != "approved" || matching["decided_by"] != "ada" || matching["decision"] != "approve" || matching["decided_at"] == nil {
 			t.Fatalf("the matching ask = %v decided by %v (%v)", matching["status"], matching["decided_by"], matching["decision"])
@@ -341,6 +352,7 @@ func TestAnAutoApprovePolicyFromRequestToRevoke(t *testing.T) {
 
 		// What keeps asking.
 		alwaysAsk := mustStayPending(t, w.bot, harmless("Delete the old bucket"), "an always-ask title")
+		asFiled(t, w.bot, alwaysAsk)
 		skipped := eventWith(t, timelineOf(t, alwaysAsk), "policy_skipped")
 		if skipped["by"] != "policy" || skipped["actor"] != polID || skipped["note"] != "keeps asking: a delete" {
 			t.Errorf("policy_skipped event = %v", skipped)

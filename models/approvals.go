@@ -51,7 +51,14 @@ type Approval struct {
 	ExpiresAt        time.Time
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+
+	written []TimelineEvent // see Written
 }
+
+// Written returns the events the Store call that returned a appended to its
+// timeline, oldest first. For an ask CreateApproval or RequestAutoApprove just
+// filed, that is its whole timeline as it committed.
+func (a *Approval) Written() []TimelineEvent { return a.written }
 
 // LinkList returns the ask's links.
 func (a *Approval) LinkList() []string {
@@ -188,10 +195,10 @@ func (s *Store) file(ctx context.Context, a *Approval) error {
 		if err := tx.Table("approvals").Create(a).Error; err != nil {
 			return fmt.Errorf("insert approval: %w", err)
 		}
-		if err := tx.Table("events").Create(&TimelineEvent{
+		if err := s.appendEvent(tx, a, &TimelineEvent{
 			AccountID: a.AccountID, ApprovalID: a.ID, At: a.CreatedAt, ActorKind: ActorAgent, Actor: a.RequesterSubject,
 			Step: "created", ToStatus: StatusPending, Note: supersedeNote(a.Supersedes),
-		}).Error; err != nil {
+		}); err != nil {
 			return err
 		}
 		approved, err := s.autoApprove(tx, a)

@@ -148,8 +148,8 @@ func (s *Store) move(tx *gorm.DB, a *Approval, ch change) error {
 		AccountID: a.AccountID, ApprovalID: a.ID, At: now, ActorKind: ch.actorKind, Actor: ch.actor,
 		Step: string(ch.event), FromStatus: a.Status, ToStatus: t.to, Note: ch.note, Data: jsonText(ch.data),
 	}
-	if err := tx.Table("events").Create(ev).Error; err != nil {
-		return fmt.Errorf("append event: %w", err)
+	if err := s.appendEvent(tx, a, ev); err != nil {
+		return err
 	}
 	from := a.Status
 	a.Status, a.Version, a.UpdatedAt = t.to, a.Version+1, now

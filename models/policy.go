@@ -211,19 +211,46 @@ func (s *Store) enablePolicy(tx *gorm.DB, a *Approval, m *Member, credentialID s
 	if pol.Replaces != "" {
 		note += ", replacing " + pol.Replaces
 	}
-	return s.note(tx, a.AccountID, a.ID, ActorPerson, m.Subject, StepPolicyEnabled, note)
+	return s.noteOn(tx, a, ActorPerson, m.Subject, StepPolicyEnabled, note)
 }
 
 // note appends a timeline event that moves nothing.
 func (s *Store) note(tx *gorm.DB, accountID, approvalID, actorKind, actor, step, note string) error {
+	_, err := s.noteEvent(tx, accountID, approvalID, actorKind, actor, step, note)
+	return err
+}
+
+// noteOn appends to a's timeline an event that moves nothing, and keeps it on a.
+func (s *Store) noteOn(tx *gorm.DB, a *Approval, actorKind, actor, step, note string) error {
+	ev, err := s.noteEvent(tx, a.AccountID, a.ID, actorKind, actor, step, note)
+	if err == nil {
+		a.written = append(a.written, *ev)
+	}
+	return err
+}
+
+func (s *Store) noteEvent(tx *gorm.DB, accountID, approvalID, actorKind, actor, step, note string) (*TimelineEvent, error) {
 	var status Status
 	if err := tx.Table("approvals").Select("status").Where("id = ?", approvalID).Scan(&status).Error; err != nil {
-		return err
+		return nil, err
 	}
-	return tx.Table("events").Create(&TimelineEvent{
+	ev := &TimelineEvent{
 		AccountID: accountID, ApprovalID: approvalID, At: s.now(), ActorKind: actorKind, Actor: actor,
 		Step: step, FromStatus: status, ToStatus: status, Note: note,
-	}).Error
+	}
+	if err := tx.Table("events").Create(ev).Error; err != nil {
+		return nil, fmt.Errorf("append event: %w", err)
+	}
+	return ev, nil
+}
+
+// appendEvent appends ev to a's timeline and keeps it on a (see Approval.Written).
+func (s *Store) appendEvent(tx *gorm.DB, a *Approval, ev *TimelineEvent) error {
+	if err := tx.Table("events").Create(ev).Error; err != nil {
+		return fmt.Errorf("append event: %w", err)
+	}
+	a.written = append(a.written, *ev)
+	return nil
 }
 
 // PolicyState is a policy with whether it is on now.
@@ -393,7 +420,7 @@ func (s *Store) autoApprove(tx *gorm.DB, a *Approval) (bool, error) {
 		return false, nil
 	}
 	if reason := AlwaysAsks(AskText(a)); reason != "" {
-		return false, s.note(tx, a.AccountID, a.ID, ActorPolicy, p.ID, StepPolicySkipped, "keeps asking: "+reason)
+		return false, s.noteOn(tx, a, ActorPolicy, p.ID, StepPolicySkipped, "keeps asking: "+reason)
 	}
 	now := s.now()
 	if err := s.move(tx, a, change{
@@ -414,7 +441,7 @@ func (s *Store) noteRequest(tx *gorm.DB, a *Approval) error {
 	if a.AgentLabel == "" {
 		return nil
 	}
-	return s.note(tx, a.AccountID, a.ID, ActorAgent, a.RequesterSubject, StepAutoApproveRequested, "asked from "+a.AgentLabel)
+	return s.noteOn(tx, a, ActorAgent, a.RequesterSubject, StepAutoApproveRequested, "asked from "+a.AgentLabel)
 }
 
 // AskText is the text of an ask the always-ask classifier reads: its title,

@@ -42,9 +42,11 @@ func NewStore(db *gorm.DB, dialect Dialect, askTTL time.Duration) *Store {
 }
 
 // SetClock replaces the store's clock; tests use it to move time. It is safe
-// while the service's workers read the clock.
+// while the service's workers read the clock. Its times are cut to whole
+// microseconds, which both databases keep exactly, so that a time the store
+// just wrote reads back equal.
 func (s *Store) SetClock(now func() time.Time) {
-	f := func() time.Time { return now().UTC() }
+	f := func() time.Time { return now().UTC().Truncate(time.Microsecond) }
 	s.clock.Store(&f)
 }
 
