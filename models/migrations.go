@@ -224,4 +224,7 @@ CREATE INDEX events_approval_account ON events (approval_id, account_id, seq);
 CREATE INDEX approvals_repo_seq ON approvals (account_id, repo_key, seq, status);
 CREATE INDEX approvals_open ON approvals (account_id, seq) WHERE status IN ('pending', 'question')
 `},
+	{7, "drop events_approval: events_approval_account serves every read of an ask's timeline", `
+DROP INDEX events_approval
+`},
 }
