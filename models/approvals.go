@@ -186,7 +186,7 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*Approval, error
 // names, appends the "created" event, lets an active auto-approve policy
 // approve it at once, and otherwise queues its pushes.
 func (s *Store) file(ctx context.Context, a *Approval) error {
-	err := s.write(ctx, func(tx *gorm.DB) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
 		if a.Supersedes != "" {
 			if err := s.supersede(tx, a); err != nil {
 				return err
@@ -207,11 +207,6 @@ func (s *Store) file(ctx context.Context, a *Approval) error {
 		}
 		return s.queueAskPushes(tx, a)
 	})
-	if err != nil {
-		return err
-	}
-	s.pushWake()
-	return nil
 }
 
 func supersedeNote(earlier string) string {

@@ -203,7 +203,6 @@ func (s *Store) update(ctx context.Context, accountID, id string, expected Statu
 	if err != nil {
 		return nil, err
 	}
-	s.pushWake()
 	if expired {
 		return &a, Refuse(FailedPrecondition, "", "approval %s expired at %s; nothing was recorded", a.ID, a.ExpiresAt.Format(time.RFC3339))
 	}

@@ -50,6 +50,29 @@ func (s *Store) pushWake() {
 	}
 }
 
+// pushMark rides in a write's context and records whether the write queued
+// pushes, so that write wakes the sender after the commit only then.
+type pushMark struct{ queued bool }
+
+type pushMarkKey struct{}
+
+func withPushMark(ctx context.Context) (context.Context, *pushMark) {
+	m := &pushMark{}
+	return context.WithValue(ctx, pushMarkKey{}, m), m
+}
+
+// pushesQueued is called inside a write that queued pushes: the write wakes
+// this instance's sender after it commits, and NOTIFY wakes the others'.
+func (s *Store) pushesQueued(tx *gorm.DB) error {
+	if m, ok := tx.Statement.Context.Value(pushMarkKey{}).(*pushMark); ok {
+		m.queued = true
+	}
+	if s.dialect == Postgres {
+		return tx.Exec(`SELECT pg_notify('countersign_push', '')`).Error
+	}
+	return nil
+}
+
 // SavePushSubscription stores a browser's subscription for the person; a
 // subscription with the same endpoint is replaced (the browser now belongs
 // to whoever subscribed last).
@@ -222,7 +245,7 @@ func (s *Store) queueAskPushes(tx *gorm.DB, a *Approval) error {
 	if err != nil {
 		return fmt.Errorf("find recipients: %w", err)
 	}
-	now := s.now()
+	now, queued := s.now(), false
 	msg, _ := json.Marshal(PushMessage{Event: PushAsk, ApprovalID: a.ID, Title: a.Title, URL: "/approvals/" + a.ID})
 	for _, person := range persons {
 		var subs []PushSubscription
@@ -260,9 +283,13 @@ func (s *Store) queueAskPushes(tx *gorm.DB, a *Approval) error {
 			if err := tx.Table("push_jobs").Create(&job).Error; err != nil {
 				return fmt.Errorf("queue push: %w", err)
 			}
+			queued = true
 		}
 	}
-	return s.notifyPush(tx)
+	if !queued {
+		return nil
+	}
+	return s.pushesQueued(tx)
 }
 
 // queueDecidedPushes replaces, on every device that was told of the ask, its
@@ -290,7 +317,7 @@ func (s *Store) queueDecidedPushes(tx *gorm.DB, a *Approval) error {
 			return fmt.Errorf("queue push: %w", err)
 		}
 	}
-	return s.notifyPush(tx)
+	return s.pushesQueued(tx)
 }
 
 // pushTopic is the Topic header of an ask's pushes, so a later push for the
@@ -302,14 +329,6 @@ func pushTopic(approvalID string) string {
 		t = t[:32]
 	}
 	return t
-}
-
-// notifyPush wakes the senders of other instances when the transaction commits.
-func (s *Store) notifyPush(tx *gorm.DB) error {
-	if s.dialect == Postgres {
-		return tx.Exec(`SELECT pg_notify('countersign_push', '')`).Error
-	}
-	return nil
 }
 
 // QueueTestPush queues a test push to every device of the person.
@@ -331,12 +350,11 @@ func (s *Store) QueueTestPush(ctx context.Context, personID string) (int, error)
 				return err
 			}
 		}
-		return s.notifyPush(tx)
+		return s.pushesQueued(tx)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("queue test push: %w", err)
 	}
-	s.pushWake()
 	return len(subs), nil
 }
 
@@ -345,9 +363,17 @@ func (s *Store) QueueTestPush(ctx context.Context, personID string) (int, error)
 func (s *Store) ClaimPushJobs(ctx context.Context, n int, lease time.Duration) ([]PushTarget, error) {
 	var out []PushTarget
 	now := s.now()
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		q := tx.Table("push_jobs").Select("seq").
+	due := func(tx *gorm.DB) *gorm.DB {
+		return tx.Table("push_jobs").Select("seq").
 			Where("done_at IS NULL AND not_before <= ? AND (leased_until IS NULL OR leased_until < ?)", now, now).Order("seq").Limit(n)
+	}
+	// Most wakes find nothing due: a read says so without taking a writer's turn.
+	var first []int64
+	if err := due(s.db.WithContext(ctx)).Limit(1).Pluck("seq", &first).Error; err != nil || len(first) == 0 {
+		return nil, err
+	}
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		q := due(tx)
 		if s.dialect == Postgres {
 			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
 		}

@@ -32,11 +32,23 @@ func newWriteGroup() *writeGroup {
 }
 
 // write runs fn in a transaction and returns once that transaction committed,
-// or fn's error when fn failed (then none of fn's writes is kept). On SQLite
-// the transaction may carry other callers' writes too (see writeGroup); fn
-// cannot tell, since it sees only its own and earlier committed writes.
+// or fn's error when fn failed (then none of fn's writes is kept). When fn
+// queued pushes, the sender is woken after the commit. On SQLite the
+// transaction may carry other callers' writes too (see writeGroup); fn cannot
+// tell, since it sees only its own and earlier committed writes.
 // Calls must not nest.
 func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	ctx, pushes := withPushMark(ctx)
+	if err := s.commit(ctx, fn); err != nil {
+		return err
+	}
+	if pushes.queued {
+		s.pushWake()
+	}
+	return nil
+}
+
+func (s *Store) commit(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	if s.group == nil {
 		return s.db.WithContext(ctx).Transaction(fn)
 	}

@@ -103,10 +103,11 @@ func startService(ctx context.Context, databaseURL string, out io.Writer) (*targ
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	stopServer := serveHTTP(ln, a.Handler)
-	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	// The expiry sweeper, the push sender and (on PostgreSQL) its listener, as countersign serve runs them.
+	bgCtx, stopBackground := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { a.Sweep(sweepCtx) })
-	cleanups = append(cleanups, func() { stopSweep(); wg.Wait() }, stopServer)
+	wg.Go(func() { a.Background(bgCtx) })
+	cleanups = append(cleanups, func() { stopBackground(); wg.Wait() }, stopServer)
 
 	fmt.Fprintf(out, "service: in-process, http://%s/mcp, %s\n", ln.Addr(), database)
 	fmt.Fprintf(out, "service: per-requester ask limit raised through configuration: COUNTERSIGN_ASK_RATE=%s COUNTERSIGN_ASK_BURST=%d\n", cfg.AskRate, cfg.AskBurst)
