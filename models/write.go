@@ -34,9 +34,9 @@ func newWriteGroup() *writeGroup {
 // write runs fn in a transaction and returns once that transaction committed,
 // or fn's error when fn failed (then none of fn's writes is kept). When fn
 // queued pushes, the sender is woken after the commit. On SQLite the
-// transaction may carry other callers' writes too (see writeGroup); fn cannot
-// tell, since it sees only its own and earlier committed writes.
-// Calls must not nest.
+// transaction may carry other callers' writes too (see writeGroup): fn sees
+// the ones before it in the group as if they had committed (a failed one was
+// undone before fn ran), and the group commits together. Calls must not nest.
 func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	ctx, pushes := withPushMark(ctx)
 	if err := s.commit(ctx, fn); err != nil {
