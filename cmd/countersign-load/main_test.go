@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The load command files real asks over MCP and bare inserts, with no
+// errors, and reports both runs and their ratio. It checks what ran, never
+// how fast: timing belongs to the command's figures, not to a test.
+func TestTheLoadCommandRunsBothPhasesWithoutErrors(t *testing.T) {
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := run(ctx, []string{"-clients", "4", "-duration", "500ms", "-warmup", "100ms"}, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{
+		"COUNTERSIGN_ASK_RATE=" + loadAskRate,
+		"GOGC=",
+		"ratio approvals_create/bare = ",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the report does not say %q:\n%s", want, text)
+		}
+	}
+	// name, clients, requests, req/s, p50, p99, errors, cpu ms/req
+	row := regexp.MustCompile(`(?m)^\s*(approvals_create|bare echo\+gorm insert)\s+(\d+)\s+(\d+)\s+\d+\s+[\d.]+\s+[\d.]+\s+(\d+)\s+[\d.]+\s*$`)
+	rows := row.FindAllStringSubmatch(text, -1)
+	if len(rows) != 2 {
+		t.Fatalf("want a row for each run, got %d:\n%s", len(rows), text)
+	}
+	for _, r := range rows {
+		clients, _ := strconv.Atoi(r[2])
+		requests, _ := strconv.Atoi(r[3])
+		errs, _ := strconv.Atoi(r[4])
+		if clients != 4 || requests == 0 || errs != 0 {
+			t.Errorf("%s: %d clients, %d requests, %d errors; want 4 clients, some requests and no errors:\n%s", r[1], clients, requests, errs, text)
+		}
+	}
+}
+
+func TestTheLoadCommandRefusesBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-clients", "0"},
+		{"-duration", "0s"},
+		{"-url", "http://example.com:8080", "-token", "x"},
+		{"-url", "http://127.0.0.1:8080"},
+		{"extra"},
+	} {
+		var out bytes.Buffer
+		if err := run(context.Background(), args, &out); err == nil {
+			t.Errorf("run %q: no error, want a refusal", args)
+		}
+	}
+}
