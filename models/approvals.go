@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -135,11 +136,15 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*Approval, error
 	if err != nil {
 		return nil, err
 	}
-	account, err := s.AccountByID(ctx, agent.AccountID)
-	if err != nil {
-		return nil, err
-	}
-	actx, err := ParseContext(in.Kind, in.Context, in.Kind == KindDocument, account.AllowPrivateEvidence)
+	// The account is read only for what needs it: private evidence.
+	allowPrivateEvidence := sync.OnceValues(func() (bool, error) {
+		account, err := s.AccountByID(ctx, agent.AccountID)
+		if err != nil {
+			return false, err
+		}
+		return account.AllowPrivateEvidence, nil
+	})
+	actx, err := ParseContext(in.Kind, in.Context, in.Kind == KindDocument, allowPrivateEvidence)
 	if err != nil {
 		return nil, err
 	}

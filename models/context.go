@@ -132,11 +132,12 @@ const cxMaxEach = 20
 
 // ParseContext validates the context of an ask of the given kind.
 // payloadNamesDocument says the payload itself names a document (a document
-// payload); allowPrivateEvidence is the account's allow_private_evidence
-// setting. raw may be empty or null when no context was sent; Canonical is then
+// payload); allowPrivateEvidence answers with the account's
+// allow_private_evidence setting, and is asked only when the context carries
+// code, diff or log evidence. raw may be empty or null when no context was sent; Canonical is then
 // nil. Every refusal is an *Error naming the dotted path of the member at
 // fault, under "context".
-func ParseContext(kind string, raw json.RawMessage, payloadNamesDocument bool, allowPrivateEvidence bool) (*AskContext, error) {
+func ParseContext(kind string, raw json.RawMessage, payloadNamesDocument bool, allowPrivateEvidence func() (bool, error)) (*AskContext, error) {
 	payloadNamesDocument = payloadNamesDocument || kind == "document"
 	out := &AskContext{HasPlanItemOrDocument: payloadNamesDocument}
 	trimmed := bytes.TrimSpace(raw)
@@ -180,7 +181,7 @@ func cxRequire(kind string, c *AskContext, noContextReason string) error {
 	return Invalid("context", "a %s ask needs context: name a plan item (context.plan_item with context.plan_id) or at least one document (context.documents), or say why there is none in context.no_context_reason", kind)
 }
 
-func cxCheck(c *cxContext, allowPrivateEvidence bool) error {
+func cxCheck(c *cxContext, allowPrivateEvidence func() (bool, error)) error {
 	for _, f := range []struct{ name, value string }{
 		{"plan_id", c.PlanID}, {"plan_item", c.PlanItem}, {"job_id", c.JobID},
 		{"canvas_id", c.CanvasID}, {"scene_document_id", c.SceneDocumentID},
@@ -271,7 +272,7 @@ func cxCheckDocument(f string, d cxDocument) error {
 	return askvText(f+".space_id", d.SpaceID, 200, true, false)
 }
 
-func cxCheckExplanation(x *cxExplanation, allowPrivateEvidence bool) error {
+func cxCheckExplanation(x *cxExplanation, allowPrivateEvidence func() (bool, error)) error {
 	const p = "context.explanation"
 	for _, f := range []struct{ name, value string }{{"what", x.What}, {"why", x.Why}, {"approve", x.Approve}, {"deny", x.Deny}} {
 		if err := askvText(p+"."+f.name, f.value, 500, false, false); err != nil {
@@ -322,7 +323,7 @@ func cxCheckExplanation(x *cxExplanation, allowPrivateEvidence bool) error {
 	return nil
 }
 
-func cxCheckEvidence(f string, ev cxEvidence, allowPrivateEvidence bool) error {
+func cxCheckEvidence(f string, ev cxEvidence, allowPrivateEvidence func() (bool, error)) error {
 	members, ok := cxEvidenceMembers[ev.Kind]
 	if !ok {
 		if ev.Kind == "" {
@@ -330,8 +331,14 @@ func cxCheckEvidence(f string, ev cxEvidence, allowPrivateEvidence bool) error {
 		}
 		return Invalid(f+".kind", "unknown evidence kind %q: code, diff, log or link", askvClip(ev.Kind))
 	}
-	if ev.Kind != "link" && !allowPrivateEvidence {
-		return Refuse(PermissionDenied, f, "%s evidence is private content and this account does not allow private evidence: leave it out, or use a link (an owner can turn on allow_private_evidence)", ev.Kind)
+	if ev.Kind != "link" {
+		allowed, err := allowPrivateEvidence()
+		if err != nil {
+			return err
+		}
+		if !allowed {
+			return Refuse(PermissionDenied, f, "%s evidence is private content and this account does not allow private evidence: leave it out, or use a link (an owner can turn on allow_private_evidence)", ev.Kind)
+		}
 	}
 	present := map[string]*string{"language": ev.Language, "path": ev.Path, "text": ev.Text, "url": ev.URL}
 	for _, name := range []string{"language", "path", "text", "url"} {
