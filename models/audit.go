@@ -30,7 +30,7 @@ type AuditFilter struct {
 // Audit returns the account's timeline events that match f, newest first,
 // and the Before of the next page (0 on the last). The indexes events_account
 // (account_id, seq), events_account_step (account_id, step, seq) and
-// events_approval (approval_id, seq) serve it.
+// events_approval_account (approval_id, account_id, seq) serve it.
 func (s *Store) Audit(ctx context.Context, accountID string, f AuditFilter) ([]TimelineEvent, int64, error) {
 	size, err := pageSize(f.PageSize)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -331,15 +332,20 @@ type server struct {
 var listening = regexp.MustCompile(`msg="countersign listening" addr=(\S+)`)
 
 // startServer runs the service on a port the system picks, reads the port
-// from its start-up log line and waits until /healthz answers 200.
-func startServer(t *testing.T, db apptest.Database) *server {
+// from its start-up log line and waits until /healthz answers 200. settings
+// are added to (or replace) its environment.
+func startServer(t *testing.T, db apptest.Database, settings ...map[string]string) *server {
 	t.Helper()
+	env := map[string]string{
+		"COUNTERSIGN_DATA":         t.TempDir(),
+		"COUNTERSIGN_DATABASE_URL": apptest.DatabaseURL(t, db),
+		"COUNTERSIGN_ADDR":         "127.0.0.1:0",
+	}
+	for _, m := range settings {
+		maps.Copy(env, m)
+	}
 	s := &server{
-		env: map[string]string{
-			"COUNTERSIGN_DATA":         t.TempDir(),
-			"COUNTERSIGN_DATABASE_URL": apptest.DatabaseURL(t, db),
-			"COUNTERSIGN_ADDR":         "127.0.0.1:0",
-		},
+		env:  env,
 		log:  &lockedBuffer{},
 		done: make(chan struct{}),
 	}
