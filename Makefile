@@ -10,9 +10,10 @@ build: generate
 	go build -o countersign ./cmd/countersign
 
 # The one test command: vet, formatting, the generated files (in CI), the npm
-# packages the JavaScript checks use, then every Go test.
+# packages the JavaScript checks use, then every Go test under the race
+# detector (which needs a C compiler: gcc).
 test: $(if $(CI),check-generated) vet fmt-check node_modules/.package-lock.json
-	go test -count=1 ./...
+	CGO_ENABLED=1 go test -race -count=1 ./...
 
 vet:
 	go vet ./...
