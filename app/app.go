@@ -94,11 +94,39 @@ func OpenStore(ctx context.Context, cfg Config) (*models.Store, error) {
 func (a *App) Background(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { a.Sweep(ctx) })
+	wg.Go(func() { a.SealAudit(ctx) })
 	wg.Go(func() { a.Push.Run(ctx) })
 	if a.Store.Dialect() == models.Postgres {
 		wg.Go(func() { a.Push.ListenPostgres(ctx, a.Config.DatabaseURL) })
 	}
 	wg.Wait()
+}
+
+// SealEvery is how often the audit log's new events are sealed into its hash chain.
+const SealEvery = time.Second
+
+// SealAudit seals new audit events into the hash chain every SealEvery until
+// ctx ends (see models.AuditSealer).
+func (a *App) SealAudit(ctx context.Context) {
+	sealer := a.Store.NewAuditSealer()
+	t := time.NewTicker(SealEvery)
+	defer t.Stop()
+	for {
+		for {
+			n, err := sealer.Seal(ctx)
+			if err != nil && ctx.Err() == nil {
+				a.log.Error("seal the audit log", "err", err)
+			}
+			if err != nil || n == 0 || ctx.Err() != nil {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Sweep expires open asks past their life every cfg.SweepEvery until ctx ends.

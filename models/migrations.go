@@ -227,4 +227,15 @@ CREATE INDEX approvals_open ON approvals (account_id, seq) WHERE status IN ('pen
 	{7, "drop events_approval: events_approval_account serves every read of an ask's timeline", `
 DROP INDEX events_approval
 `},
+	{8, "the audit log's hash chain", `
+CREATE TABLE audit_chain (
+	seq BIGINT PRIMARY KEY,
+	account_id TEXT NOT NULL,
+	pos BIGINT NOT NULL,
+	digest TEXT NOT NULL,
+	hash TEXT NOT NULL,
+	sealed_at {{time}} NOT NULL
+);
+CREATE UNIQUE INDEX audit_chain_position ON audit_chain (account_id, pos)
+`},
 }

@@ -30,6 +30,8 @@ Usage:
   countersign keys export [--account NAME] [--out FILE]
                                                write the account's device keys, for verify --keys
   countersign vapid                            print the Web Push (VAPID) public key
+  countersign audit verify [--account NAME] [--seal]
+                                               check the audit log against its hash chain; exit 0 intact, 1 not
   countersign verify PROOF.json [--keys KEYS.json] [--rp-id ID]
                                                check a decision proof offline; exit 0 valid, 1 not
 
@@ -89,6 +91,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return vapidCommand(ctx, cfg, out)
 	case "keys":
 		return keysCommand(ctx, cfg, args, out)
+	case "audit":
+		return auditCommand(ctx, cfg, args, out)
 	}
 	return usageError{fmt.Sprintf("unknown command %q; run countersign help", cmd)}
 }
