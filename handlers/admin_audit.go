@@ -39,5 +39,10 @@ func (h *Handlers) AdminAudit(c echo.Context) error {
 	for _, e := range events {
 		view.Events = append(view.Events, views.AuditRow{Event: eventView(e), ApprovalID: e.ApprovalID})
 	}
+	if head, err := h.store.AuditHead(c.Request().Context(), viewerOf(c).account.ID); err != nil {
+		h.log.Error("read the audit chain head", "err", err) // the log itself is still worth showing
+	} else {
+		view.Chain = &views.ChainView{Pos: head.Pos, Hash: head.Hash, Unsealed: head.Unsealed}
+	}
 	return h.render(c, status, views.AdminAudit(h.page(c, "Audit log", "admin"), view))
 }

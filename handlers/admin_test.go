@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/html"
 
@@ -353,6 +354,30 @@ func TestTheAuditLogFilters(t *testing.T) {
 		}
 		if res, _ := b.get("/admin/audit?step=bogus"); res.StatusCode != http.StatusBadRequest {
 			t.Fatalf("an unknown step: %d", res.StatusCode)
+		}
+
+		// The page shows the end of the hash chain once the three events are sealed.
+		sealer := f.env.Store.NewAuditSealer()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := sealer.Seal(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if head, err := f.env.Store.AuditHead(ctx, f.env.Account.ID); err == nil && head.Pos == 3 && head.Unsealed == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the three events were not sealed within 10 s")
+			}
+		}
+		report, err := f.env.Store.VerifyAudit(ctx, f.env.Account.ID)
+		if err != nil || !report.OK() {
+			t.Fatalf("verify: %+v, %v", report, err)
+		}
+		_, body := b.get("/admin/audit")
+		chain := elements(parseHTML(t, body), byAttr("data-testid", "chain"))
+		if len(chain) != 1 || !strings.Contains(textOf(chain[0]), "3 events sealed into the hash chain; its head is "+report.HeadHash[:16]) ||
+			strings.Contains(textOf(chain[0]), "wait for the sealer") {
+			t.Fatalf("the chain is not shown as sealed through 3 with head %s:\n%s", report.HeadHash, body)
 		}
 	})
 }

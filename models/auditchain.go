@@ -191,6 +191,42 @@ func (z *AuditSealer) watermark(ctx context.Context) (int64, error) {
 	return upTo, nil
 }
 
+// AuditHead is the end of an account's hash chain.
+type AuditHead struct {
+	Pos      int64  // the last position, 0 for an empty chain
+	Hash     string // its hash
+	Unsealed int64  // newer events not sealed yet
+}
+
+// AuditHead reads the end of the account's chain, without checking it (that
+// is VerifyAudit's work).
+func (s *Store) AuditHead(ctx context.Context, accountID string) (*AuditHead, error) {
+	db := s.db.WithContext(ctx)
+	var head auditLink
+	if err := db.Table("audit_chain").Where("account_id = ?", accountID).Order("pos DESC").Limit(1).Find(&head).Error; err != nil {
+		return nil, fmt.Errorf("read the chain head: %w", err)
+	}
+	h := &AuditHead{Pos: head.Pos, Hash: head.Hash}
+	var err error
+	h.Unsealed, err = s.unsealed(ctx, accountID, head.Seq)
+	return h, err
+}
+
+// unsealed counts the account's events the sealer has not reached, after
+// the account's last sealed event after.
+func (s *Store) unsealed(ctx context.Context, accountID string, after int64) (int64, error) {
+	db := s.db.WithContext(ctx)
+	var sealedThrough int64 // every event up to it was sealed, in every account
+	if err := db.Table("audit_chain").Select("COALESCE(MAX(seq), 0)").Scan(&sealedThrough).Error; err != nil {
+		return 0, fmt.Errorf("read the chain's end: %w", err)
+	}
+	var n int64
+	if err := db.Table("events").Where("account_id = ? AND seq > ?", accountID, max(after, sealedThrough)).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count unsealed events: %w", err)
+	}
+	return n, nil
+}
+
 // AuditReport is what VerifyAudit found in one account's audit log.
 type AuditReport struct {
 	Sealed   int64    // events checked against the chain
@@ -284,8 +320,7 @@ func (s *Store) VerifyAudit(ctx context.Context, accountID string) (*AuditReport
 	for _, e := range added {
 		problem("event %d (%s on %s) is not in the chain: it was added after the events around it were sealed", e.Seq, e.Step, e.ApprovalID)
 	}
-	if err := db.Table("events").Where("account_id = ? AND seq > ?", accountID, max(prevSeq, sealedThrough)).Count(&r.Unsealed).Error; err != nil {
-		return nil, fmt.Errorf("count unsealed events: %w", err)
-	}
-	return r, nil
+	var err error
+	r.Unsealed, err = s.unsealed(ctx, accountID, prevSeq)
+	return r, err
 }

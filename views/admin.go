@@ -88,6 +88,14 @@ type AuditView struct {
 	Steps      []string
 	Next       int64 // the cursor of the next, older page; 0 on the last
 	Error      string
+	Chain      *ChainView // the end of the account's hash chain; nil when it could not be read
+}
+
+// ChainView is the end of an account's audit hash chain.
+type ChainView struct {
+	Pos      int64  // events sealed
+	Hash     string // the last position's hash
+	Unsealed int64  // newer events waiting for the sealer
 }
 
 // AuditRow is one timeline event of the account.
