@@ -39,7 +39,7 @@ type auditLink struct {
 }
 
 // sealBatch bounds the events one sealing transaction links.
-const sealBatch = 2000
+const sealBatch = 500
 
 // EventDigest is the lower-case hex SHA-256 of an event's canonical form: the
 // RFC 8785 form of its fields, with at in RFC 3339 (UTC, nanoseconds) and
