@@ -76,8 +76,9 @@ func chainHash(prev, digest string) string {
 // which takes two of its runs (see watermark). On SQLite, where writers take
 // turns, every event it sees can be sealed.
 type AuditSealer struct {
-	s    *Store
-	mark *pgMark
+	s     *Store
+	ready int64   // PostgreSQL: every event up to it can be sealed
+	mark  *pgMark // PostgreSQL: the mark waiting for its transactions to end
 }
 
 // pgMark is the highest seq PostgreSQL showed at one moment, and the
@@ -163,7 +164,6 @@ func (z *AuditSealer) watermark(ctx context.Context) (int64, error) {
 		err := db.Table("events").Select("COALESCE(MAX(seq), 0)").Scan(&last).Error
 		return last, err
 	}
-	var upTo int64
 	if z.mark != nil {
 		var still int64
 		if len(z.mark.running) > 0 {
@@ -172,23 +172,24 @@ func (z *AuditSealer) watermark(ctx context.Context) (int64, error) {
 				return 0, fmt.Errorf("read the audit watermark: %w", err)
 			}
 		}
-		if still > 0 {
-			return 0, nil
+		if still == 0 {
+			z.ready, z.mark = max(z.ready, z.mark.maxSeq), nil
 		}
-		upTo, z.mark = z.mark.maxSeq, nil
 	}
-	if err := db.Table("events").Select("COALESCE(MAX(seq), 0)").Scan(&last).Error; err != nil {
-		return 0, fmt.Errorf("read the audit watermark: %w", err)
-	}
-	if last > upTo {
-		mark := &pgMark{maxSeq: last}
-		if err := db.Raw(`SELECT backend_xid::text FROM pg_stat_activity
-			WHERE datname = current_database() AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()`).Scan(&mark.running).Error; err != nil {
+	if z.mark == nil {
+		if err := db.Table("events").Select("COALESCE(MAX(seq), 0)").Scan(&last).Error; err != nil {
 			return 0, fmt.Errorf("read the audit watermark: %w", err)
 		}
-		z.mark = mark
+		if last > z.ready {
+			mark := &pgMark{maxSeq: last}
+			if err := db.Raw(`SELECT backend_xid::text FROM pg_stat_activity
+				WHERE datname = current_database() AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()`).Scan(&mark.running).Error; err != nil {
+				return 0, fmt.Errorf("read the audit watermark: %w", err)
+			}
+			z.mark = mark
+		}
 	}
-	return upTo, nil
+	return z.ready, nil
 }
 
 // AuditHead is the end of an account's hash chain.

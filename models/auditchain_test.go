@@ -255,3 +255,43 @@ func TestTheAuditChainHoldsUnderConcurrentWriters(t *testing.T) {
 		}
 	})
 }
+
+// On PostgreSQL a transaction can hold a smaller seq while a larger one
+// commits. The sealer must not seal past it: once it commits, every event is
+// in the chain and the log verifies. (SQLite's writers take turns, so there
+// this cannot happen.)
+func TestTheSealerWaitsForASmallerSeqStillCommitting(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		if db != apptest.Postgres {
+			t.Skip("SQLite's writers take turns: a smaller seq cannot commit after a larger one")
+		}
+		w := newAuditWorld(t, db)
+		held := w.s.DB().Begin()
+		defer held.Rollback()
+		// It writes first, as every transaction that appends an event does, then takes the smaller seq.
+		if err := held.Exec(`UPDATE accounts SET name = name WHERE id = ?`, w.acct.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := held.Exec(`INSERT INTO events (account_id, approval_id, at, actor_kind, actor, step, note)
+			VALUES (?, 'appr_slow', ?, 'system', 'countersign', 'created', 'committed late')`, w.acct.ID, time.Now().UTC()).Error; err != nil {
+			t.Fatal(err)
+		}
+		fileAsk(t, w.s, w.agent, 1) // a larger seq, committed at once
+		sealer := w.s.NewAuditSealer()
+		for range 5 {
+			if _, err := sealer.Seal(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r := w.verify(t); r.Sealed != 0 || !r.OK() {
+			t.Fatalf("with a smaller seq still uncommitted the sealer sealed past it: %+v", r)
+		}
+		if err := held.Commit().Error; err != nil {
+			t.Fatal(err)
+		}
+		sealAll(t, sealer)
+		if r := w.verify(t); !r.OK() || r.Sealed != 2 || r.Unsealed != 0 {
+			t.Fatalf("after the commit: %+v, want both events sealed", r)
+		}
+	})
+}
