@@ -2,14 +2,12 @@ package models_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 )
@@ -27,15 +25,9 @@ type auditWorld struct {
 func newAuditWorld(t *testing.T, db apptest.Database) *auditWorld {
 	t.Helper()
 	ctx := context.Background()
-	s, err := app.OpenStore(ctx, apptest.Config(t, db, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.EnsureDefaultAccount(ctx); err != nil {
-		t.Fatal(err)
-	}
-	w := &auditWorld{s: s}
-	w.acct, _ = s.AccountByName(ctx, models.DefaultAccountName)
+	s, acct := openStore(t, db)
+	w := &auditWorld{s: s, acct: acct}
+	var err error
 	if w.otherAcc, err = s.CreateAccount(ctx, "other"); err != nil {
 		t.Fatal(err)
 	}
@@ -46,20 +38,6 @@ func newAuditWorld(t *testing.T, db apptest.Database) *auditWorld {
 		t.Fatal(err)
 	}
 	return w
-}
-
-func fileAsk(t *testing.T, s *models.Store, agent *models.Agent, n int) *models.Approval {
-	t.Helper()
-	a, err := s.CreateApproval(context.Background(), models.NewAsk{
-		Requester: agent, Kind: models.KindPullRequest, Title: fmt.Sprintf("Merge acme/web#%d", n), Summary: "Fixes the login redirect.",
-		ApproveMeans: "I merge it", DenyMeans: "It stays open",
-		Payload: json.RawMessage(fmt.Sprintf(`{"pull_request":{"repo":"acme/web","number":%d,"head":"%040x","title":"Fix"}}`, n, n)),
-		Context: json.RawMessage(`{"no_context_reason":"a test"}`),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }
 
 // sealAll seals until nothing is left; on PostgreSQL a run seals what the

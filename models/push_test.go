@@ -2,13 +2,10 @@ package models_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 )
@@ -18,14 +15,7 @@ import (
 func TestTheOutboxKnowsWhenItsNextPushIsDueAndDropsAReplacedBrowsersPushes(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, err := app.OpenStore(ctx, apptest.Config(t, db, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.EnsureDefaultAccount(ctx); err != nil {
-			t.Fatal(err)
-		}
-		acct, _ := s.AccountByName(ctx, models.DefaultAccountName)
+		s, acct := openStore(t, db)
 		ada, _ := s.AddMember(ctx, acct.ID, "ada", "Ada", models.RoleOwner)
 		bob, _ := s.AddMember(ctx, acct.ID, "bob", "Bob", models.RoleMember)
 
@@ -68,43 +58,22 @@ func TestTheOutboxKnowsWhenItsNextPushIsDueAndDropsAReplacedBrowsersPushes(t *te
 func TestAWriteWakesTheSenderWhenItQueuedPushes(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, err := app.OpenStore(ctx, apptest.Config(t, db, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, acct := openStore(t, db)
 		var wakes atomic.Int32
 		s.OnPushQueued(func() { wakes.Add(1) })
-		if err := s.EnsureDefaultAccount(ctx); err != nil {
-			t.Fatal(err)
-		}
-		acct, _ := s.AccountByName(ctx, models.DefaultAccountName)
 		ada, _ := s.AddMember(ctx, acct.ID, "ada", "Ada", models.RoleOwner)
 		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ask := func(n int) *models.Approval {
-			t.Helper()
-			a, err := s.CreateApproval(ctx, models.NewAsk{
-				Requester: agent, Kind: models.KindPullRequest, Title: "Merge acme/web", Summary: "Fixes the login redirect.",
-				ApproveMeans: "I merge it", DenyMeans: "It stays open",
-				Payload: json.RawMessage(fmt.Sprintf(`{"pull_request":{"repo":"acme/web","number":%d,"head":"0123456789abcdef0123456789abcdef01234567","title":"Fix"}}`, n)),
-				Context: json.RawMessage(`{"no_context_reason":"a test"}`),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return a
-		}
-
-		ask(1)
+		fileAsk(t, s, agent, 1)
 		if n := wakes.Load(); n != 0 {
 			t.Fatalf("an ask nobody gets a push for woke the sender %d times, want 0", n)
 		}
 		if _, err := s.SavePushSubscription(ctx, ada.ID, models.PushSubscription{Endpoint: "https://fcm.googleapis.com/fcm/send/ada", P256dh: "key", Auth: "auth"}); err != nil {
 			t.Fatal(err)
 		}
-		ask(2)
+		fileAsk(t, s, agent, 2)
 		if n := wakes.Swap(0); n != 1 {
 			t.Fatalf("an ask pushed to ada's device woke the sender %d times, want 1", n)
 		}
