@@ -48,6 +48,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	sender := push.NewSender(store, keys, push.Options{Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log})
 	store.OnPushQueued(sender.Wake)
 	endpoint := mcp.New(store, mcp.Options{AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log})
+	store.OnApprovalsChanged(endpoint.ApprovalsChanged) // SQLite; on PostgreSQL ListenApprovals hears every instance
 	return &App{
 		Config:  cfg,
 		Store:   store,
@@ -98,6 +99,7 @@ func (a *App) Background(ctx context.Context) {
 	wg.Go(func() { a.Push.Run(ctx) })
 	if a.Store.Dialect() == models.Postgres {
 		wg.Go(func() { a.Push.ListenPostgres(ctx, a.Config.DatabaseURL) })
+		wg.Go(func() { a.ListenApprovals(ctx) })
 	}
 	wg.Wait()
 }

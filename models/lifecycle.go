@@ -151,6 +151,9 @@ func (s *Store) move(tx *gorm.DB, a *Approval, ch change) error {
 	if err := s.appendEvent(tx, a, ev); err != nil {
 		return err
 	}
+	if err := s.approvalChanged(tx, a.ID); err != nil {
+		return err
+	}
 	from := a.Status
 	a.Status, a.Version, a.UpdatedAt = t.to, a.Version+1, now
 	applySet(a, ch.set)

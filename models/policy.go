@@ -241,7 +241,7 @@ func (s *Store) noteEvent(tx *gorm.DB, accountID, approvalID, actorKind, actor, 
 	if err := tx.Table("events").Create(ev).Error; err != nil {
 		return nil, fmt.Errorf("append event: %w", err)
 	}
-	return ev, nil
+	return ev, s.approvalChanged(tx, approvalID)
 }
 
 // appendEvent appends ev to a's timeline and keeps it on a (see Approval.Written).

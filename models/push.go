@@ -50,22 +50,11 @@ func (s *Store) pushWake() {
 	}
 }
 
-// pushMark rides in a write's context and records whether the write queued
-// pushes, so that write wakes the sender after the commit only then.
-type pushMark struct{ queued bool }
-
-type pushMarkKey struct{}
-
-func withPushMark(ctx context.Context) (context.Context, *pushMark) {
-	m := &pushMark{}
-	return context.WithValue(ctx, pushMarkKey{}, m), m
-}
-
 // pushesQueued is called inside a write that queued pushes: the write wakes
 // this instance's sender after it commits, and NOTIFY wakes the others'.
 func (s *Store) pushesQueued(tx *gorm.DB) error {
-	if m, ok := tx.Statement.Context.Value(pushMarkKey{}).(*pushMark); ok {
-		m.queued = true
+	if m := markOf(tx); m != nil {
+		m.pushes = true
 	}
 	if s.dialect == Postgres {
 		return tx.Exec(`SELECT pg_notify('countersign_push', '')`).Error

@@ -28,6 +28,7 @@ type Store struct {
 	pushCap    PushCap
 	pushQueued func()
 	group      *writeGroup // SQLite: writes are committed in groups, one group at a time
+	changed    func(ids []string)
 }
 
 // NewStore wraps an opened, migrated database. askTTL is an ask's life unless

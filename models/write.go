@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"gorm.io/gorm"
 )
@@ -38,12 +39,48 @@ func newWriteGroup() *writeGroup {
 // the ones before it in the group as if they had committed (a failed one was
 // undone before fn ran), and the group commits together. Calls must not nest.
 func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	ctx, pushes := withPushMark(ctx)
-	if err := s.commit(ctx, fn); err != nil {
+	mark := &writeMark{}
+	if err := s.commit(context.WithValue(ctx, writeMarkKey{}, mark), fn); err != nil {
 		return err
 	}
-	if pushes.queued {
+	if mark.pushes {
 		s.pushWake()
+	}
+	if len(mark.changed) > 0 && s.changed != nil {
+		s.changed(mark.changed)
+	}
+	return nil
+}
+
+// writeMark rides in a write's context and records what others must hear of
+// once the write commits: that it queued pushes, and which approvals it
+// changed.
+type writeMark struct {
+	pushes  bool
+	changed []string // approval ids, each once
+}
+
+type writeMarkKey struct{}
+
+// markOf is the mark of the write tx belongs to; nil outside write.
+func markOf(tx *gorm.DB) *writeMark {
+	m, _ := tx.Statement.Context.Value(writeMarkKey{}).(*writeMark)
+	return m
+}
+
+// OnApprovalsChanged sets a function told, after a write commits, which
+// approvals it changed: moved, or noted on their timeline. On PostgreSQL
+// every instance hears of them through NOTIFY countersign_approval instead
+// (this one too), so f is not called there.
+func (s *Store) OnApprovalsChanged(f func(ids []string)) { s.changed = f }
+
+// approvalChanged notes inside a write that it changed the approval id.
+func (s *Store) approvalChanged(tx *gorm.DB, id string) error {
+	if s.dialect == Postgres {
+		return tx.Exec(`SELECT pg_notify('countersign_approval', ?)`, id).Error
+	}
+	if m := markOf(tx); m != nil && !slices.Contains(m.changed, id) {
+		m.changed = append(m.changed, id)
 	}
 	return nil
 }

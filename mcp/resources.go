@@ -1,0 +1,94 @@
+package mcp
+
+import (
+	"context"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/models"
+)
+
+// Every approval is also an MCP resource. An agent that subscribes to one is
+// told the moment it changes (a decision, a question, progress, expiry)
+// instead of polling approvals_get; the notification carries only the URI,
+// and reading it needs the same scopes and account as approvals_get.
+const (
+	approvalURIPrefix   = "countersign://approvals/"
+	approvalURITemplate = approvalURIPrefix + "{approval_id}"
+)
+
+func approvalURI(id string) string { return approvalURIPrefix + id }
+
+// approvalIDOf reads the approval id of an approval's URI.
+func approvalIDOf(uri string) (string, bool) {
+	id, ok := strings.CutPrefix(uri, approvalURIPrefix)
+	return id, ok && id != "" && !strings.ContainsAny(id, "/?#")
+}
+
+func (s *Server) addResources() {
+	s.mcp.AddResourceTemplate(&sdk.ResourceTemplate{
+		Name: "approval", Title: "An approval", URITemplate: approvalURITemplate, MIMEType: "application/json",
+		Description: `One approval of your account, as approvals_get returns it. Subscribe (resources/subscribe) to hear the moment it changes, a decision above all, instead of polling; then read it again.`,
+	}, s.readApproval)
+}
+
+// findApproval resolves an approval URI for the caller: another account's
+// approval is not found, exactly like one that does not exist.
+func (s *Server) findApproval(ctx context.Context, req sdk.Request, uri string) (*models.Approval, error) {
+	agent := agentFrom(req)
+	id, ok := approvalIDOf(uri)
+	if agent == nil || !ok {
+		return nil, sdk.ResourceNotFoundError(uri)
+	}
+	a, err := s.store.GetApproval(ctx, agent.AccountID, id)
+	if models.CodeOf(err) == models.NotFound {
+		return nil, sdk.ResourceNotFoundError(uri)
+	}
+	return a, err
+}
+
+func (s *Server) readApproval(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	a, err := s.findApproval(ctx, req, req.Params.URI)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.approvalWithTimeline(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	text, err := encodeResult(out)
+	if err != nil {
+		return nil, err
+	}
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(text)}}}, nil
+}
+
+// subscribe lets a session subscribe only to an approval it may read.
+func (s *Server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
+	_, err := s.findApproval(ctx, req, req.Params.URI)
+	return err
+}
+
+func (s *Server) unsubscribe(context.Context, *sdk.UnsubscribeRequest) error { return nil }
+
+// ApprovalsChanged tells the sessions subscribed to these approvals that they
+// changed.
+func (s *Server) ApprovalsChanged(ids []string) {
+	for _, id := range ids {
+		_ = s.mcp.ResourceUpdated(context.Background(), &sdk.ResourceUpdatedNotificationParams{URI: approvalURI(id)})
+	}
+}
+
+// resourceMethods are the MCP methods on resources; they need readScopes.
+var resourceMethods = []string{"resources/list", "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe"}
+
+// resourcesDenied refuses a resource method to a token without readScopes.
+func resourcesDenied(agent *models.Agent) error {
+	if agent != nil && agent.HasScopes(readScopes...) {
+		return nil
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+		Message: "PERMISSION_DENIED: resources need the scopes " + strings.Join(readScopes, " and ") + "; this token does not hold them all"}
+}
