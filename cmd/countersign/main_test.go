@@ -471,6 +471,8 @@ type sdkSummary struct {
 	PayloadSHA256 string   `json:"payload_sha256"`
 	Listed        int      `json:"listed"`
 	FinalStatus   string   `json:"final_status"`
+	Updated       string   `json:"updated"`
+	ResourceState string   `json:"resource_status"`
 	Refusal       string   `json:"refusal"`
 }
 
@@ -529,7 +531,8 @@ func TestTheTypeScriptSDKWorksAgainstTheBinary(t *testing.T) {
 		}
 		if !strings.HasPrefix(sum.Server, "countersign ") || !strings.HasPrefix(sum.ApprovalID, "appr_") ||
 			!regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(sum.PayloadSHA256) || sum.Listed != 1 ||
-			sum.FinalStatus != "stale" || sum.Refusal != "INVALID_ARGUMENT" {
+			sum.FinalStatus != "stale" || sum.Refusal != "INVALID_ARGUMENT" ||
+			sum.Updated != "countersign://approvals/"+sum.ApprovalID || sum.ResourceState != "stale" {
 			t.Fatalf("summary = %+v", sum)
 		}
 

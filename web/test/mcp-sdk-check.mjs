@@ -1,7 +1,8 @@
 // Checks Countersign's MCP endpoint with the official TypeScript SDK, as an
 // outside agent would use it: connect over Streamable HTTP with a bearer token,
 // list the tools, file an ask, read it back, find it by its payload hash,
-// withdraw it, and be refused for a page_size over the limit.
+// subscribe to its resource, withdraw it and hear of that, and be refused for
+// a page_size over the limit.
 //
 // Usage: node web/test/mcp-sdk-check.mjs [ENDPOINT_URL] [TOKEN]
 //   or COUNTERSIGN_MCP_URL and COUNTERSIGN_MCP_TOKEN in the environment.
@@ -9,6 +10,7 @@
 import { randomBytes } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const endpoint = process.argv[2] || process.env.COUNTERSIGN_MCP_URL;
 const token = process.argv[3] || process.env.COUNTERSIGN_MCP_TOKEN;
@@ -86,12 +88,30 @@ async function main() {
     check(list.approvals.length === 1, `approvals_list by payload_sha256 found ${list.approvals.length}, want exactly 1`);
     check(list.approvals[0].approval_id === id, `approvals_list found ${list.approvals[0].approval_id}, want ${id}`);
 
+    // Subscribe to the ask's resource: withdrawing it below must be heard.
+    const uri = `countersign://approvals/${id}`;
+    const heard = new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new CheckFailed(`no notifications/resources/updated for ${uri} within 10 s of the withdrawal`)), 10_000);
+      client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+        if (n.params.uri === uri) {
+          clearTimeout(timer);
+          resolve(n.params.uri);
+        }
+      });
+    });
+    heard.catch(() => {}); // awaited below; this keeps an early rejection from going unhandled
+    await client.subscribeResource({ uri });
+
     const withdrawn = structured("approvals_add_progress", await client.callTool({
       name: "approvals_add_progress",
       arguments: { approval_id: id, step: "stale", expected_state: "pending" },
     }));
     check(withdrawn.approval_id === id, `approvals_add_progress returned ${withdrawn.approval_id}, want ${id}`);
     check(withdrawn.status === "stale", `approvals_add_progress status is ${withdrawn.status}, want stale`);
+    const updated = await heard;
+    const read = await client.readResource({ uri });
+    const resource = JSON.parse(read.contents?.[0]?.text ?? "null");
+    check(resource?.approval_id === id, `resources/read ${uri} returned ${JSON.stringify(read)}`);
 
     const refused = await client.callTool({ name: "approvals_list", arguments: { page_size: 500 } });
     const refusedText = refused.content?.[0]?.text ?? "";
@@ -106,6 +126,8 @@ async function main() {
       payload_sha256: hash,
       listed: list.approvals.length,
       final_status: withdrawn.status,
+      updated,
+      resource_status: resource.status,
       refusal: refusedText.split(":")[0],
     };
   } finally {
