@@ -33,8 +33,9 @@ func newWriteGroup() *writeGroup {
 }
 
 // write runs fn in a transaction and returns once that transaction committed,
-// or fn's error when fn failed (then none of fn's writes is kept). When fn
-// queued pushes, the sender is woken after the commit. On SQLite the
+// or fn's error when fn failed (then none of fn's writes is kept). After the
+// commit it wakes the sender when fn queued pushes, and tells of the
+// approvals fn changed (see OnApprovalsChanged). On SQLite the
 // transaction may carry other callers' writes too (see writeGroup): fn sees
 // the ones before it in the group as if they had committed (a failed one was
 // undone before fn ran), and the group commits together. Calls must not nest.
