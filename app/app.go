@@ -114,14 +114,8 @@ func (a *App) SealAudit(ctx context.Context) {
 	t := time.NewTicker(SealEvery)
 	defer t.Stop()
 	for {
-		for {
-			n, err := sealer.Seal(ctx)
-			if err != nil && ctx.Err() == nil {
-				a.log.Error("seal the audit log", "err", err)
-			}
-			if err != nil || n == 0 || ctx.Err() != nil {
-				break
-			}
+		if _, err := sealer.Seal(ctx); err != nil && ctx.Err() == nil {
+			a.log.Error("seal the audit log", "err", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -93,15 +93,28 @@ type pgMark struct {
 // instance or others: they take turns.
 func (s *Store) NewAuditSealer() *AuditSealer { return &AuditSealer{s: s} }
 
-// Seal links the events that can be sealed now, up to sealBatch of them, and
-// returns how many it linked; call it again while it returns sealBatch.
+// Seal links every event that can be sealed now, sealBatch to a write so
+// that asks go on between them, and returns how many it linked. On
+// PostgreSQL what one call marks, the next seals.
 func (z *AuditSealer) Seal(ctx context.Context) (int, error) {
 	upTo, err := z.watermark(ctx)
 	if err != nil || upTo == 0 {
 		return 0, err
 	}
+	total := 0
+	for {
+		n, err := z.sealBatch(ctx, upTo)
+		total += n
+		if err != nil || n < sealBatch {
+			return total, err
+		}
+	}
+}
+
+// sealBatch links up to sealBatch events, up to upTo, in one write.
+func (z *AuditSealer) sealBatch(ctx context.Context, upTo int64) (int, error) {
 	s, sealed := z.s, 0
-	err = s.write(ctx, func(tx *gorm.DB) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
 		sealed = 0
 		if s.dialect == Postgres {
 			// Sealers of several instances take turns.
@@ -109,9 +122,9 @@ func (z *AuditSealer) Seal(ctx context.Context) (int, error) {
 				return err
 			}
 		}
-		var last int64
-		if err := tx.Table("audit_chain").Select("COALESCE(MAX(seq), 0)").Scan(&last).Error; err != nil {
-			return fmt.Errorf("read the chain's end: %w", err)
+		last, err := chainEnd(tx)
+		if err != nil {
+			return err
 		}
 		var events []TimelineEvent
 		if err := tx.Table("events").Where("seq > ? AND seq <= ?", last, upTo).Order("seq").Limit(sealBatch).Find(&events).Error; err != nil {
@@ -207,22 +220,30 @@ func (s *Store) AuditHead(ctx context.Context, accountID string) (*AuditHead, er
 	if err := db.Table("audit_chain").Where("account_id = ?", accountID).Order("pos DESC").Limit(1).Find(&head).Error; err != nil {
 		return nil, fmt.Errorf("read the chain head: %w", err)
 	}
+	end, err := chainEnd(db)
+	if err != nil {
+		return nil, err
+	}
 	h := &AuditHead{Pos: head.Pos, Hash: head.Hash}
-	var err error
-	h.Unsealed, err = s.unsealed(ctx, accountID, head.Seq)
+	h.Unsealed, err = unsealed(db, accountID, max(head.Seq, end))
 	return h, err
 }
 
-// unsealed counts the account's events the sealer has not reached, after
-// the account's last sealed event after.
-func (s *Store) unsealed(ctx context.Context, accountID string, after int64) (int64, error) {
-	db := s.db.WithContext(ctx)
-	var sealedThrough int64 // every event up to it was sealed, in every account
-	if err := db.Table("audit_chain").Select("COALESCE(MAX(seq), 0)").Scan(&sealedThrough).Error; err != nil {
+// chainEnd is the seq of the last event sealed, in any account: every event
+// up to it was sealed.
+func chainEnd(db *gorm.DB) (int64, error) {
+	var end int64
+	if err := db.Table("audit_chain").Select("COALESCE(MAX(seq), 0)").Scan(&end).Error; err != nil {
 		return 0, fmt.Errorf("read the chain's end: %w", err)
 	}
+	return end, nil
+}
+
+// unsealed counts the account's events after seq after, which the sealer
+// has not reached.
+func unsealed(db *gorm.DB, accountID string, after int64) (int64, error) {
 	var n int64
-	if err := db.Table("events").Where("account_id = ? AND seq > ?", accountID, max(after, sealedThrough)).Count(&n).Error; err != nil {
+	if err := db.Table("events").Where("account_id = ? AND seq > ?", accountID, after).Count(&n).Error; err != nil {
 		return 0, fmt.Errorf("count unsealed events: %w", err)
 	}
 	return n, nil
@@ -248,9 +269,9 @@ const maxProblems = 100
 // was sealed with, and no event was added among the sealed ones.
 func (s *Store) VerifyAudit(ctx context.Context, accountID string) (*AuditReport, error) {
 	db := s.db.WithContext(ctx)
-	var sealedThrough int64 // every event up to it was sealed, in every account
-	if err := db.Table("audit_chain").Select("COALESCE(MAX(seq), 0)").Scan(&sealedThrough).Error; err != nil {
-		return nil, fmt.Errorf("read the chain's end: %w", err)
+	sealedThrough, err := chainEnd(db)
+	if err != nil {
+		return nil, err
 	}
 	r := &AuditReport{}
 	problem := func(format string, args ...any) {
@@ -259,6 +280,9 @@ func (s *Store) VerifyAudit(ctx context.Context, accountID string) (*AuditReport
 		} else if len(r.Problems) == maxProblems {
 			r.Problems = append(r.Problems, "… and more")
 		}
+	}
+	added := func(e TimelineEvent) {
+		problem("event %d (%s on %s) is not in the chain: it was added after the events around it were sealed", e.Seq, e.Step, e.ApprovalID)
 	}
 	// Walk the chain in pages, and beside it the events of the same seq range.
 	var (
@@ -307,21 +331,20 @@ func (s *Store) VerifyAudit(ctx context.Context, accountID string) (*AuditReport
 		}
 		for _, e := range events {
 			if _, extra := bySeq[e.Seq]; extra {
-				problem("event %d (%s on %s) is not in the chain: it was added after the events around it were sealed", e.Seq, e.Step, e.ApprovalID)
+				added(e)
 			}
 		}
 	}
 	r.HeadPos, r.HeadHash = pos, prevHash
 	// Events after this account's last link but sealed through elsewhere were
 	// added after sealing too; newer ones wait for the sealer.
-	var added []TimelineEvent
-	if err := db.Table("events").Where("account_id = ? AND seq > ? AND seq <= ?", accountID, prevSeq, sealedThrough).Order("seq").Limit(maxProblems).Find(&added).Error; err != nil {
+	var later []TimelineEvent
+	if err := db.Table("events").Where("account_id = ? AND seq > ? AND seq <= ?", accountID, prevSeq, sealedThrough).Order("seq").Limit(maxProblems).Find(&later).Error; err != nil {
 		return nil, fmt.Errorf("read events: %w", err)
 	}
-	for _, e := range added {
-		problem("event %d (%s on %s) is not in the chain: it was added after the events around it were sealed", e.Seq, e.Step, e.ApprovalID)
+	for _, e := range later {
+		added(e)
 	}
-	var err error
-	r.Unsealed, err = s.unsealed(ctx, accountID, prevSeq)
+	r.Unsealed, err = unsealed(db, accountID, max(prevSeq, sealedThrough))
 	return r, err
 }

@@ -214,34 +214,33 @@ func (s *Store) enablePolicy(tx *gorm.DB, a *Approval, m *Member, credentialID s
 	return s.noteOn(tx, a, ActorPerson, m.Subject, StepPolicyEnabled, note)
 }
 
-// note appends a timeline event that moves nothing.
+// note appends to the approval's timeline an event that moves nothing, in
+// the state the approval is in.
 func (s *Store) note(tx *gorm.DB, accountID, approvalID, actorKind, actor, step, note string) error {
-	_, err := s.noteEvent(tx, accountID, approvalID, actorKind, actor, step, note)
-	return err
-}
-
-// noteOn appends to a's timeline an event that moves nothing, and keeps it on a.
-func (s *Store) noteOn(tx *gorm.DB, a *Approval, actorKind, actor, step, note string) error {
-	ev, err := s.noteEvent(tx, a.AccountID, a.ID, actorKind, actor, step, note)
-	if err == nil {
-		a.written = append(a.written, *ev)
-	}
-	return err
-}
-
-func (s *Store) noteEvent(tx *gorm.DB, accountID, approvalID, actorKind, actor, step, note string) (*TimelineEvent, error) {
 	var status Status
 	if err := tx.Table("approvals").Select("status").Where("id = ?", approvalID).Scan(&status).Error; err != nil {
-		return nil, err
+		return err
 	}
 	ev := &TimelineEvent{
 		AccountID: accountID, ApprovalID: approvalID, At: s.now(), ActorKind: actorKind, Actor: actor,
 		Step: step, FromStatus: status, ToStatus: status, Note: note,
 	}
 	if err := tx.Table("events").Create(ev).Error; err != nil {
-		return nil, fmt.Errorf("append event: %w", err)
+		return fmt.Errorf("append event: %w", err)
 	}
-	return ev, s.approvalChanged(tx, approvalID)
+	return s.approvalChanged(tx, approvalID)
+}
+
+// noteOn is note for an approval loaded (or filed) in this transaction, whose
+// state it knows; the event is kept on a (see Approval.Written).
+func (s *Store) noteOn(tx *gorm.DB, a *Approval, actorKind, actor, step, note string) error {
+	if err := s.appendEvent(tx, a, &TimelineEvent{
+		AccountID: a.AccountID, ApprovalID: a.ID, At: s.now(), ActorKind: actorKind, Actor: actor,
+		Step: step, FromStatus: a.Status, ToStatus: a.Status, Note: note,
+	}); err != nil {
+		return err
+	}
+	return s.approvalChanged(tx, a.ID)
 }
 
 // appendEvent appends ev to a's timeline and keeps it on a (see Approval.Written).

@@ -31,16 +31,10 @@ func auditCommand(ctx context.Context, cfg app.Config, args []string, out io.Wri
 	}
 	if *seal {
 		sealer := store.NewAuditSealer()
-		// Twice over: on PostgreSQL a run seals what the run before it marked.
+		// Twice: on PostgreSQL a call seals what the call before it marked.
 		for range 2 {
-			for {
-				n, err := sealer.Seal(ctx)
-				if err != nil {
-					return err
-				}
-				if n == 0 {
-					break
-				}
+			if _, err := sealer.Seal(ctx); err != nil {
+				return err
 			}
 		}
 	}

@@ -26,7 +26,7 @@ func TestAuditVerifyFindsAnEditedEvent(t *testing.T) {
 		}
 		defer session.Close()
 		for n := range 3 {
-			if r, err := apptest.CallTool(context.Background(), session, "approvals_create", crashAsk(0, n)); err != nil || r.IsError {
+			if r, err := apptest.CallTool(context.Background(), session, "approvals_create", pullRequestAsk(0, n)); err != nil || r.IsError {
 				t.Fatalf("approvals_create: %v %s", err, r.Text)
 			}
 		}

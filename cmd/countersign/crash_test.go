@@ -40,7 +40,7 @@ func TestKillNineLosesNoAnsweredAsk(t *testing.T) {
 			}
 			wg.Go(func() {
 				for n := 0; ctx.Err() == nil; n++ {
-					r, err := apptest.CallTool(ctx, session, "approvals_create", crashAsk(c, n))
+					r, err := apptest.CallTool(ctx, session, "approvals_create", pullRequestAsk(c, n))
 					if err != nil {
 						return // the service is gone
 					}
@@ -94,7 +94,8 @@ func TestKillNineLosesNoAnsweredAsk(t *testing.T) {
 	})
 }
 
-func crashAsk(c, n int) map[string]any {
+// pullRequestAsk is a valid pull_request ask, its number and head unique for each c and n.
+func pullRequestAsk(c, n int) map[string]any {
 	return map[string]any{
 		"kind": "pull_request", "title": fmt.Sprintf("Merge acme/web#%d", n), "summary": "Fixes the login redirect.",
 		"approve_means": "I merge it; nothing rolls", "deny_means": "It stays open",
