@@ -46,9 +46,15 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	store.SetPushCap(cfg.PushCap)
 	sender := push.NewSender(store, keys, push.Options{Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log})
-	store.OnPushQueued(sender.Wake)
 	endpoint := mcp.New(store, mcp.Options{AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log})
-	store.OnApprovalsChanged(endpoint.ApprovalsChanged) // SQLite; on PostgreSQL ListenApprovals hears every instance
+	store.Changes().Subscribe(func(c models.Change) {
+		switch c.Kind {
+		case models.PushesQueued, models.ChangesMissed:
+			sender.Wake()
+		case models.ApprovalChanged:
+			endpoint.ApprovalChanged(c.ApprovalID)
+		}
+	})
 	return &App{
 		Config:  cfg,
 		Store:   store,
@@ -91,15 +97,15 @@ func OpenStore(ctx context.Context, cfg Config) (*models.Store, error) {
 }
 
 // Background runs the service's workers until ctx ends: the expiry sweeper,
-// the push sender and, on PostgreSQL, the listener that wakes it.
+// the audit sealer, the push sender and, on PostgreSQL, the listener that
+// feeds other instances' changes into the store's change feed.
 func (a *App) Background(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { a.Sweep(ctx) })
 	wg.Go(func() { a.SealAudit(ctx) })
 	wg.Go(func() { a.Push.Run(ctx) })
 	if a.Store.Dialect() == models.Postgres {
-		wg.Go(func() { a.Push.ListenPostgres(ctx, a.Config.DatabaseURL) })
-		wg.Go(func() { a.ListenApprovals(ctx) })
+		wg.Go(func() { a.Store.ListenPostgres(ctx, a.Config.DatabaseURL, a.log) })
 	}
 	wg.Wait()
 }

@@ -12,11 +12,9 @@ import (
 	"github.com/countersign/countersign/models"
 )
 
-// The live timeline: how often the store is read (a poll works across
-// instances), how often an idle stream says it is alive, and how long one
-// stream lasts before the browser reconnects with Last-Event-ID.
+// The live timeline: how often an idle stream says it is alive, and how long
+// one stream lasts before the browser reconnects with Last-Event-ID.
 const (
-	eventsPoll      = time.Second
 	eventsHeartbeat = 15 * time.Second
 	eventsLife      = 10 * time.Minute
 )
@@ -35,7 +33,9 @@ type timelineData struct {
 
 // ApprovalEvents streams, as Server-Sent Events, the timeline events of one
 // ask of the viewer's account with a seq greater than Last-Event-ID (or
-// ?after=), as they land.
+// ?after=), as they land. It reads the timeline when the store's change feed
+// says the ask changed, and only then: an idle stream costs no query. The
+// stream ends the moment the viewer's sessions in the account end.
 func (h *Handlers) ApprovalEvents(c echo.Context) error {
 	ctx := c.Request().Context()
 	v := viewerOf(c)
@@ -47,6 +47,19 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Subscribe before the first read, so that no change falls between them.
+	changed, ended := make(chan struct{}, 1), make(chan struct{}, 1)
+	cancel := h.store.Changes().Subscribe(func(ch models.Change) {
+		switch {
+		case ch.Kind == models.ApprovalChanged && ch.ApprovalID == a.ID && ch.AccountID == a.AccountID,
+			ch.Kind == models.ChangesMissed:
+			signal(changed)
+		case ch.Kind == models.SessionsEnded && ch.AccountID == v.account.ID && ch.PersonID == v.member.ID:
+			signal(ended)
+		}
+	})
+	defer cancel()
+
 	res := c.Response()
 	res.Header().Set(echo.HeaderContentType, "text/event-stream")
 	res.Header().Set("Cache-Control", "no-store")
@@ -62,8 +75,7 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 	if err := write("retry: 3000\n\n"); err != nil {
 		return nil
 	}
-	poll, beat := time.NewTicker(eventsPoll), time.NewTicker(eventsHeartbeat)
-	defer poll.Stop()
+	beat := time.NewTicker(eventsHeartbeat)
 	defer beat.Stop()
 	end := time.NewTimer(eventsLife)
 	defer end.Stop()
@@ -76,24 +88,45 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 			return nil
 		}
 		for _, e := range events {
-			data, _ := json.Marshal(timelineData{Seq: e.Seq, At: e.At.UTC(), Actor: e.Actor, By: e.ActorKind, Step: e.Step,
+			data, err := json.Marshal(timelineData{Seq: e.Seq, At: e.At.UTC(), Actor: e.Actor, By: e.ActorKind, Step: e.Step,
 				From: string(e.FromStatus), To: string(e.ToStatus), Note: e.Note})
+			if err != nil {
+				h.log.Error("live timeline", "approval", a.ID, "err", err)
+				return nil
+			}
 			if err := write(fmt.Sprintf("id: %d\nevent: timeline\ndata: %s\n\n", e.Seq, data)); err != nil {
 				return nil
 			}
 			after = e.Seq
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-end.C:
-			return nil
-		case <-beat.C:
-			if err := write(": alive\n\n"); err != nil {
-				return nil
-			}
-		case <-poll.C:
+		if len(events) == models.MaxPageSize {
+			continue // more than one page landed: read on before waiting
 		}
+	waiting:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-end.C:
+				return nil
+			case <-ended:
+				return nil
+			case <-beat.C:
+				if err := write(": alive\n\n"); err != nil {
+					return nil
+				}
+			case <-changed:
+				break waiting
+			}
+		}
+	}
+}
+
+// signal wakes whoever waits on ch, once, without blocking.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 

@@ -73,11 +73,11 @@ func (s *Server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error
 
 func (s *Server) unsubscribe(context.Context, *sdk.UnsubscribeRequest) error { return nil }
 
-// ApprovalsChanged tells the sessions subscribed to these approvals that they
+// ApprovalChanged tells the sessions subscribed to this approval that it
 // changed.
-func (s *Server) ApprovalsChanged(ids []string) {
-	for _, id := range ids {
-		_ = s.mcp.ResourceUpdated(context.Background(), &sdk.ResourceUpdatedNotificationParams{URI: approvalURI(id)})
+func (s *Server) ApprovalChanged(id string) {
+	if err := s.mcp.ResourceUpdated(context.Background(), &sdk.ResourceUpdatedNotificationParams{URI: approvalURI(id)}); err != nil {
+		s.log.Warn("tell subscribers an approval changed", "approval", id, "err", err)
 	}
 }
 

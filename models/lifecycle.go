@@ -151,7 +151,7 @@ func (s *Store) move(tx *gorm.DB, a *Approval, ch change) error {
 	if err := s.appendEvent(tx, a, ev); err != nil {
 		return err
 	}
-	if err := s.approvalChanged(tx, a.ID); err != nil {
+	if err := s.approvalChanged(tx, ev); err != nil {
 		return err
 	}
 	from := a.Status

@@ -114,7 +114,10 @@ func (s *Store) RemoveMember(ctx context.Context, accountID, personID string) er
 		if res.RowsAffected == 0 {
 			return Refuse(NotFound, "person", "not a member of this account")
 		}
-		return tx.Exec(`DELETE FROM web_sessions WHERE account_id = ? AND person_id = ?`, accountID, personID).Error
+		if err := tx.Exec(`DELETE FROM web_sessions WHERE account_id = ? AND person_id = ?`, accountID, personID).Error; err != nil {
+			return err
+		}
+		return s.sessionsEnded(tx, accountID, personID)
 	})
 }
 

@@ -228,19 +228,20 @@ func (s *Store) note(tx *gorm.DB, accountID, approvalID, actorKind, actor, step,
 	if err := tx.Table("events").Create(ev).Error; err != nil {
 		return fmt.Errorf("append event: %w", err)
 	}
-	return s.approvalChanged(tx, approvalID)
+	return s.approvalChanged(tx, ev)
 }
 
 // noteOn is note for an approval loaded (or filed) in this transaction, whose
 // state it knows; the event is kept on a (see Approval.Written).
 func (s *Store) noteOn(tx *gorm.DB, a *Approval, actorKind, actor, step, note string) error {
-	if err := s.appendEvent(tx, a, &TimelineEvent{
+	ev := &TimelineEvent{
 		AccountID: a.AccountID, ApprovalID: a.ID, At: s.now(), ActorKind: actorKind, Actor: actor,
 		Step: step, FromStatus: a.Status, ToStatus: a.Status, Note: note,
-	}); err != nil {
+	}
+	if err := s.appendEvent(tx, a, ev); err != nil {
 		return err
 	}
-	return s.approvalChanged(tx, a.ID)
+	return s.approvalChanged(tx, ev)
 }
 
 // appendEvent appends ev to a's timeline and keeps it on a (see Approval.Written).

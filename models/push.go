@@ -40,28 +40,6 @@ const CollapseDelay = 30 * time.Second
 // SetPushCap sets the push fatigue cap; N 0 lifts it.
 func (s *Store) SetPushCap(c PushCap) { s.pushCap = c }
 
-// OnPushQueued sets a function called after a transaction that queued pushes
-// commits, to wake the sender at once.
-func (s *Store) OnPushQueued(f func()) { s.pushQueued = f }
-
-func (s *Store) pushWake() {
-	if s.pushQueued != nil {
-		s.pushQueued()
-	}
-}
-
-// pushesQueued is called inside a write that queued pushes: the write wakes
-// this instance's sender after it commits, and NOTIFY wakes the others'.
-func (s *Store) pushesQueued(tx *gorm.DB) error {
-	if m := markOf(tx); m != nil {
-		m.pushes = true
-	}
-	if s.dialect == Postgres {
-		return tx.Exec(`SELECT pg_notify('countersign_push', '')`).Error
-	}
-	return nil
-}
-
 // SavePushSubscription stores a browser's subscription for the person; a
 // subscription with the same endpoint is replaced (the browser now belongs
 // to whoever subscribed last).

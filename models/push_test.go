@@ -60,7 +60,11 @@ func TestAWriteWakesTheSenderWhenItQueuedPushes(t *testing.T) {
 		ctx := context.Background()
 		s, acct := openStore(t, db)
 		var wakes atomic.Int32
-		s.OnPushQueued(func() { wakes.Add(1) })
+		s.Changes().Subscribe(func(c models.Change) {
+			if c.Kind == models.PushesQueued {
+				wakes.Add(1)
+			}
+		})
 		ada, _ := s.AddMember(ctx, acct.ID, "ada", "Ada", models.RoleOwner)
 		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
 		if err != nil {

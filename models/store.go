@@ -21,20 +21,19 @@ import (
 // Store is the one way into Countersign's data. Handlers and MCP tools call its
 // methods; none of them writes a status itself.
 type Store struct {
-	db         *gorm.DB
-	dialect    Dialect
-	askTTL     time.Duration
-	clock      atomic.Pointer[func() time.Time]
-	pushCap    PushCap
-	pushQueued func()
-	group      *writeGroup // SQLite: writes are committed in groups, one group at a time
-	changed    func(ids []string)
+	db      *gorm.DB
+	dialect Dialect
+	askTTL  time.Duration
+	clock   atomic.Pointer[func() time.Time]
+	pushCap PushCap
+	group   *writeGroup // SQLite: writes are committed in groups, one group at a time
+	changes *Changes
 }
 
 // NewStore wraps an opened, migrated database. askTTL is an ask's life unless
 // its kind sets a shorter one.
 func NewStore(db *gorm.DB, dialect Dialect, askTTL time.Duration) *Store {
-	s := &Store{db: db, dialect: dialect, askTTL: askTTL}
+	s := &Store{db: db, dialect: dialect, askTTL: askTTL, changes: newChanges()}
 	if dialect == SQLite {
 		s.group = newWriteGroup()
 	}

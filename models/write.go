@@ -3,7 +3,6 @@ package models
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"gorm.io/gorm"
 )
@@ -34,8 +33,7 @@ func newWriteGroup() *writeGroup {
 
 // write runs fn in a transaction and returns once that transaction committed,
 // or fn's error when fn failed (then none of fn's writes is kept). After the
-// commit it wakes the sender when fn queued pushes, and tells of the
-// approvals fn changed (see OnApprovalsChanged). On SQLite the
+// commit it publishes what fn changed to the change feed (see Changes). On SQLite the
 // transaction may carry other callers' writes too (see writeGroup): fn sees
 // the ones before it in the group as if they had committed (a failed one was
 // undone before fn ran), and the group commits together. Calls must not nest.
@@ -44,21 +42,14 @@ func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	if err := s.commit(context.WithValue(ctx, writeMarkKey{}, mark), fn); err != nil {
 		return err
 	}
-	if mark.pushes {
-		s.pushWake()
-	}
-	if len(mark.changed) > 0 && s.changed != nil {
-		s.changed(mark.changed)
-	}
+	s.changes.publish(mark.changes)
 	return nil
 }
 
 // writeMark rides in a write's context and records what others must hear of
-// once the write commits: that it queued pushes, and which approvals it
-// changed.
+// once the write commits.
 type writeMark struct {
-	pushes  bool
-	changed []string // approval ids, each once
+	changes []Change // each once
 }
 
 type writeMarkKey struct{}
@@ -67,23 +58,6 @@ type writeMarkKey struct{}
 func markOf(tx *gorm.DB) *writeMark {
 	m, _ := tx.Statement.Context.Value(writeMarkKey{}).(*writeMark)
 	return m
-}
-
-// OnApprovalsChanged sets a function told, after a write commits, which
-// approvals it changed: moved, or noted on their timeline. On PostgreSQL
-// every instance hears of them through NOTIFY countersign_approval instead
-// (this one too), so f is not called there.
-func (s *Store) OnApprovalsChanged(f func(ids []string)) { s.changed = f }
-
-// approvalChanged notes inside a write that it changed the approval id.
-func (s *Store) approvalChanged(tx *gorm.DB, id string) error {
-	if s.dialect == Postgres {
-		return tx.Exec(`SELECT pg_notify('countersign_approval', ?)`, id).Error
-	}
-	if m := markOf(tx); m != nil && !slices.Contains(m.changed, id) {
-		m.changed = append(m.changed, id)
-	}
-	return nil
 }
 
 func (s *Store) commit(ctx context.Context, fn func(tx *gorm.DB) error) error {

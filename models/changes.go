@@ -1,0 +1,189 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"gorm.io/gorm"
+)
+
+// ChangeKind says what a committed write changed.
+type ChangeKind string
+
+// The kinds of change.
+const (
+	// ApprovalChanged: an ask moved, or a note landed on its timeline.
+	ApprovalChanged ChangeKind = "approval"
+	// PushesQueued: pushes wait in the outbox.
+	PushesQueued ChangeKind = "pushes"
+	// SessionsEnded: a person's web sessions in an account ended (removed
+	// from it, or signed out everywhere).
+	SessionsEnded ChangeKind = "sessions"
+	// ChangesMissed: this instance may have missed changes (its PostgreSQL
+	// listener reconnected); a subscriber reads again what it shows.
+	ChangesMissed ChangeKind = "missed"
+)
+
+// Change says, after a commit, what the commit changed.
+type Change struct {
+	Kind       ChangeKind `json:"k"`
+	AccountID  string     `json:"a,omitempty"`
+	ApprovalID string     `json:"id,omitempty"`  // ApprovalChanged
+	Seq        int64      `json:"seq,omitempty"` // ApprovalChanged: the timeline event it appended; shown up to it means current
+	PersonID   string     `json:"p,omitempty"`   // SessionsEnded
+}
+
+// Changes is the one feed of committed changes. Every write publishes what it
+// changed to this instance's subscribers once it commits; on PostgreSQL it
+// also runs NOTIFY countersign_change in the same transaction, and
+// ListenPostgres publishes what other instances committed. Subscribers are
+// called on the publisher's goroutine and must not block: the live timeline
+// wakes a channel, the push sender wakes its loop, the MCP endpoint sends a
+// notification.
+type Changes struct {
+	instance string // tells this instance's notifications from the others'
+	mu       sync.RWMutex
+	next     int
+	subs     map[int]func(Change)
+}
+
+func newChanges() *Changes {
+	return &Changes{instance: newID("inst"), subs: map[int]func(Change){}}
+}
+
+// Subscribe calls f with every change from now on, until cancel is called.
+func (f *Changes) Subscribe(fn func(Change)) (cancel func()) {
+	f.mu.Lock()
+	id := f.next
+	f.next++
+	f.subs[id] = fn
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		delete(f.subs, id)
+		f.mu.Unlock()
+	}
+}
+
+func (f *Changes) publish(changes []Change) {
+	if len(changes) == 0 {
+		return
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, c := range changes {
+		for _, fn := range f.subs {
+			fn(c)
+		}
+	}
+}
+
+// Changes is the store's change feed.
+func (s *Store) Changes() *Changes { return s.changes }
+
+// changeChannel is the PostgreSQL channel every instance listens on.
+const changeChannel = "countersign_change"
+
+// notification is the payload of one NOTIFY: who sent it and the change.
+type notification struct {
+	Instance string `json:"i"`
+	Change
+}
+
+// changed records, inside a write, a change to publish once the write
+// commits; on PostgreSQL it also notifies the other instances, at commit.
+// A change already recorded in this write is recorded once.
+func (s *Store) changed(tx *gorm.DB, c Change) error {
+	m := markOf(tx)
+	if m != nil {
+		i := slices.IndexFunc(m.changes, func(o Change) bool {
+			return o.Kind == c.Kind && o.AccountID == c.AccountID && o.ApprovalID == c.ApprovalID && o.PersonID == c.PersonID
+		})
+		if i >= 0 && m.changes[i].Seq >= c.Seq {
+			return nil
+		}
+		if i >= 0 {
+			m.changes[i].Seq = c.Seq
+		} else {
+			m.changes = append(m.changes, c)
+		}
+	}
+	if s.dialect != Postgres {
+		return nil
+	}
+	payload, err := json.Marshal(notification{Instance: s.changes.instance, Change: c})
+	if err != nil {
+		return fmt.Errorf("notify change: %w", err)
+	}
+	return tx.Exec(`SELECT pg_notify(?, ?)`, changeChannel, string(payload)).Error
+}
+
+// approvalChanged records that ev, just appended to its ask's timeline,
+// changed the ask.
+func (s *Store) approvalChanged(tx *gorm.DB, ev *TimelineEvent) error {
+	return s.changed(tx, Change{Kind: ApprovalChanged, AccountID: ev.AccountID, ApprovalID: ev.ApprovalID, Seq: ev.Seq})
+}
+
+// pushesQueued records inside a write that it queued pushes: this instance's
+// sender wakes after the commit, and NOTIFY wakes the others'.
+func (s *Store) pushesQueued(tx *gorm.DB) error {
+	return s.changed(tx, Change{Kind: PushesQueued})
+}
+
+// sessionsEnded records that a person's web sessions in an account ended, so
+// that their open live views close.
+func (s *Store) sessionsEnded(tx *gorm.DB, accountID, personID string) error {
+	return s.changed(tx, Change{Kind: SessionsEnded, AccountID: accountID, PersonID: personID})
+}
+
+// ListenPostgres publishes the changes other instances commit, through one
+// LISTEN connection, until ctx ends; it reconnects with backoff and
+// publishes ChangesMissed after each reconnect, since notifications sent
+// while it was away are lost.
+func (s *Store) ListenPostgres(ctx context.Context, databaseURL string, log *slog.Logger) {
+	for wait := time.Second; ctx.Err() == nil; wait = min(wait*2, time.Minute) {
+		err := s.listenOnce(ctx, databaseURL, log, func() { wait = time.Second })
+		if err != nil && ctx.Err() == nil {
+			log.Warn("listen for changes; live views, subscriptions and other instances' pushes wait meanwhile", "err", err, "retry_in", wait)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+}
+
+// listenOnce listens until the connection fails; listening calls it once
+// LISTEN is in place.
+func (s *Store) listenOnce(ctx context.Context, databaseURL string, log *slog.Logger, listening func()) error {
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+changeChannel); err != nil {
+		return err
+	}
+	listening()
+	s.changes.publish([]Change{{Kind: ChangesMissed}})
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		var note notification
+		if err := json.Unmarshal([]byte(n.Payload), &note); err != nil {
+			log.Warn("a change notification that is not one; skipped", "payload", n.Payload, "err", err)
+			continue
+		}
+		if note.Instance != s.changes.instance {
+			s.changes.publish([]Change{note.Change})
+		}
+	}
+}
