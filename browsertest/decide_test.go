@@ -163,7 +163,8 @@ func TestAQuestionGoesToTheAgentAndTheAnswerReopensTheAsk(t *testing.T) {
 			t.Fatalf("approvals_get after answered: status %v, want pending", got["status"])
 		}
 
-		p.Reload()
+		// The open page hears the answer on its live timeline and reloads
+		// itself, buttons back.
 		p.WaitFor("the status pending", statusIs("pending"))
 		p.WaitVisible("[data-testid=approve]")
 		if tl := p.Text("[data-timeline]"); !strings.Contains(tl, answer) {

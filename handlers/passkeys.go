@@ -11,7 +11,6 @@ import (
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/passkey"
-	"github.com/countersign/countersign/proof"
 	"github.com/countersign/countersign/views"
 )
 
@@ -256,12 +255,4 @@ func deviceName(given string, c echo.Context) string {
 		}
 	}
 	return "Passkey"
-}
-
-func decodeB64(s string) ([]byte, error) {
-	var b proof.B64
-	if err := json.Unmarshal([]byte(`"`+s+`"`), &b); err != nil {
-		return nil, err
-	}
-	return b, nil
 }

@@ -11,18 +11,20 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/countersign/countersign/decision"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/passkey"
 )
 
-// Handlers carries what every handler needs; it is built once in cmd.
+// Handlers carries what every handler needs; app.Open builds it once.
 type Handlers struct {
-	store   *models.Store
-	rp      *passkey.RP
-	log     *slog.Logger
-	baseURL string
-	secure  bool // cookies carry Secure: the service is reached over https
-	push    PushConfig
+	store     *models.Store
+	rp        *passkey.RP
+	decisions *decision.Service
+	log       *slog.Logger
+	baseURL   string
+	secure    bool // cookies carry Secure: the service is reached over https
+	push      PushConfig
 }
 
 // PushConfig is what the pages need of Web Push: the VAPID public key a
@@ -36,7 +38,7 @@ type PushConfig struct {
 // New builds the handlers for the service at baseURL.
 func New(store *models.Store, rp *passkey.RP, baseURL string, push PushConfig, log *slog.Logger) *Handlers {
 	u, _ := url.Parse(baseURL)
-	return &Handlers{store: store, rp: rp, log: log, baseURL: baseURL, secure: u != nil && u.Scheme == "https", push: push}
+	return &Handlers{store: store, rp: rp, decisions: decision.New(store, rp), log: log, baseURL: baseURL, secure: u != nil && u.Scheme == "https", push: push}
 }
 
 // ContentSecurityPolicy allows only this origin's scripts, styles and

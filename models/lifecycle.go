@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-
-	"github.com/countersign/countersign/proof"
 )
 
 // Status is where an approval is in its life.
@@ -300,38 +298,6 @@ func (s *Store) AddProgress(ctx context.Context, agent *Agent, id string, p Prog
 	})
 }
 
-// Verdict is a person's answer to an ask.
-type Verdict string
-
-// The verdicts. An option is "option:<index>".
-const (
-	VerdictApprove  Verdict = "approve"
-	VerdictDeny     Verdict = "deny"
-	VerdictNotMine  Verdict = "not_mine"
-	VerdictQuestion Verdict = "question"
-)
-
-// Decision is a person's answer, with the proof that they gave it.
-type Decision struct {
-	Verdict Verdict // approve, deny, not_mine, question, or option:<index>
-	Note    string  // the question's text for question; optional otherwise
-	// The signature, already verified by the caller: the nonce it covered is
-	// spent and the passkey's counter moves in the decision's transaction.
-	Proof        []byte // the proof, kept whole (JSON)
-	Nonce        []byte
-	CredentialID string
-	SignCount    uint32
-	Credential   string // the passkey's updated credential record
-}
-
-// Signed is the decision string a signature over this decision covers.
-func (d Decision) Signed() string {
-	if d.Verdict == VerdictQuestion {
-		return proof.QuestionDecision(d.Note)
-	}
-	return string(d.Verdict)
-}
-
 // Decide records a person's answer to an ask. The caller has verified the
 // person's signature over the decision; Decide checks that the person may
 // decide this ask and that the ask is still open and alive.
@@ -349,6 +315,13 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 		if (a.Kind == KindRun || a.Kind == KindAutoApprove) && d.Nonce == nil {
 			return nil, Refuse(PermissionDenied, "proof", "a %s ask is decided only with a device-key signature", a.Kind)
 		}
+		if d.Verdict == VerdictQuestion && strings.TrimSpace(d.Note) == "" {
+			return nil, Invalid("note", "a question needs its text")
+		}
+		v, err := ParseVerdict(a, d.Verdict, d.Note)
+		if err != nil {
+			return nil, err
+		}
 		if d.Nonce != nil {
 			if err := s.spendChallenge(tx, a, m.ID, d.Signed(), d.Nonce); err != nil {
 				return nil, err
@@ -360,40 +333,27 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 		now := s.now()
 		ch := &change{actorKind: ActorPerson, actor: m.Subject, note: d.Note}
 		decided := map[string]any{"decided_by": m.Subject, "decided_at": now, "note": d.Note, "proof": nullableJSON(d.Proof)}
-		switch v := d.Verdict; {
-		case v == VerdictApprove:
-			if a.Kind == KindDecision {
-				return nil, Invalid("decision", "a decision ask is approved by picking one of its options")
-			}
-			ch.event, ch.set = EventApprove, withDecision(decided, string(v))
+		switch v.Verdict {
+		case VerdictApprove:
+			ch.event, ch.set = EventApprove, withDecision(decided, string(v.Verdict))
 			if a.Kind == KindAutoApprove {
 				ch.after = func(tx *gorm.DB, a *Approval) error { return s.enablePolicy(tx, a, m, d.CredentialID) }
 			}
-		case v == VerdictDeny:
-			ch.event, ch.set = EventDeny, withDecision(decided, string(v))
-		case v == VerdictNotMine:
-			ch.event, ch.set = EventNotMine, withDecision(decided, string(v))
+		case VerdictDeny:
+			ch.event, ch.set = EventDeny, withDecision(decided, string(v.Verdict))
+		case VerdictNotMine:
+			ch.event, ch.set = EventNotMine, withDecision(decided, string(v.Verdict))
 			ch.after = func(tx *gorm.DB, a *Approval) error {
 				return s.disableAgent(tx, a.RequesterID, "not mine: "+m.Subject, m.Subject, "requesting agent blocked by "+m.Subject+" (not mine)")
 			}
-		case v == VerdictQuestion:
-			if strings.TrimSpace(d.Note) == "" {
-				return nil, Invalid("note", "a question needs its text")
-			}
+		case VerdictQuestion:
 			ch.event, ch.set = EventQuestion, map[string]any{"note": d.Note}
 			if d.Proof != nil {
 				ch.data = json.RawMessage(d.Proof)
 			}
-		case strings.HasPrefix(string(v), "option:"):
-			opts := a.DecisionOptions()
-			idx, ok := parseIndex(strings.TrimPrefix(string(v), "option:"))
-			if a.Kind != KindDecision || !ok || idx >= len(opts) {
-				return nil, Invalid("decision", "%q is not an option of approval %s", v, a.ID)
-			}
-			decided["note"] = opts[idx]
-			ch.event, ch.set, ch.note = EventApprove, withDecision(decided, string(v)), opts[idx]
-		default:
-			return nil, Invalid("decision", "must be approve, deny, not_mine, question or option:<index>, not %q", v)
+		default: // an option, checked against the ask's
+			decided["note"] = v.Note
+			ch.event, ch.set, ch.note = EventApprove, withDecision(decided, string(v.Verdict)), v.Note
 		}
 		return ch, nil
 	})
@@ -403,20 +363,6 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 func withDecision(m map[string]any, decision string) map[string]any {
 	m["decision"] = decision
 	return m
-}
-
-func parseIndex(s string) (int, bool) {
-	if s == "" || len(s) > 2 {
-		return 0, false
-	}
-	n := 0
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return 0, false
-		}
-		n = n*10 + int(r-'0')
-	}
-	return n, true
 }
 
 // Cancel closes an open ask on an admin's word.

@@ -1,0 +1,150 @@
+// Package decision signs a person's answer to an ask, end to end: the
+// challenge for one answer by one person on one ask, the check of their
+// passkey's signature over it, the proof built from that signature, and the
+// state machine's transition that records it, in that order. Pages call
+// Begin and Complete; nothing else assembles a decision.
+package decision
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/passkey"
+	"github.com/countersign/countersign/proof"
+)
+
+// Service runs decision ceremonies against the store with the relying party.
+type Service struct {
+	store *models.Store
+	rp    *passkey.RP
+}
+
+// New makes the decision service.
+func New(store *models.Store, rp *passkey.RP) *Service {
+	return &Service{store: store, rp: rp}
+}
+
+// Choice is what a person picked on an ask: a verdict (approve, deny,
+// not_mine, question or option:<index>) and, for a question, its text.
+type Choice struct {
+	Verdict  models.Verdict
+	Question string
+}
+
+// ceremonyKind names a decision's ceremonies in the store.
+const ceremonyKind = "decision"
+
+// ceremony is kept server-side between the challenge and the signature.
+type ceremony struct {
+	ApprovalID string          `json:"approval_id"`
+	Decision   string          `json:"decision"` // as signed: question:<sha256> for a question
+	Question   string          `json:"question,omitempty"`
+	Nonce      proof.B64       `json:"nonce"`
+	Session    json.RawMessage `json:"session"`
+}
+
+// Begin checks the choice, issues the single-use nonce of this decision by m
+// on the ask, and returns the ceremony id the browser holds and the WebAuthn
+// options whose challenge covers the ask, its payload hash, the decision and
+// the nonce.
+func (s *Service) Begin(ctx context.Context, m *models.Member, approvalID string, c Choice) (string, passkey.Options, error) {
+	a, err := s.store.GetApproval(ctx, m.AccountID, approvalID)
+	if err != nil {
+		return "", nil, err
+	}
+	d, err := models.ParseVerdict(a, c.Verdict, c.Question)
+	if err != nil {
+		return "", nil, err
+	}
+	nonce := make([]byte, proof.NonceSize)
+	if _, err := rand.Read(nonce); err != nil {
+		return "", nil, fmt.Errorf("decision nonce: %w", err)
+	}
+	if err := s.store.IssueChallenge(ctx, m, a, d.Signed(), nonce); err != nil {
+		return "", nil, err
+	}
+	u, err := s.user(ctx, m)
+	if err != nil {
+		return "", nil, err
+	}
+	options, session, err := s.rp.BeginDecision(u, proof.Challenge(proof.Domain, a.ID, a.PayloadSHA256, d.Signed(), nonce))
+	if err != nil {
+		return "", nil, err
+	}
+	question := ""
+	if d.Verdict == models.VerdictQuestion {
+		question = d.Note
+	}
+	state, err := json.Marshal(ceremony{ApprovalID: a.ID, Decision: d.Signed(), Question: question, Nonce: nonce, Session: session})
+	if err != nil {
+		return "", nil, fmt.Errorf("decision ceremony: %w", err)
+	}
+	id, err := s.store.SaveCeremony(ctx, ceremonyKind, m.ID, state)
+	if err != nil {
+		return "", nil, err
+	}
+	return id, options, nil
+}
+
+// Complete takes the ceremony begun for m on the ask, verifies the
+// assertion over its challenge, builds the proof and records the decision
+// through the state machine, which spends the nonce, moves the passkey's
+// counter and appends the timeline event in one transaction.
+func (s *Service) Complete(ctx context.Context, m *models.Member, approvalID, ceremonyID string, credential []byte) (*models.Approval, error) {
+	raw, personID, err := s.store.TakeCeremony(ctx, ceremonyID, ceremonyKind)
+	if err != nil {
+		return nil, err
+	}
+	var st ceremony
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, fmt.Errorf("decision ceremony: %w", err)
+	}
+	if personID != m.ID || st.ApprovalID != approvalID {
+		return nil, models.Refuse(models.PermissionDenied, "ceremony", "this signature prompt was made for another person or ask; nothing was recorded")
+	}
+	a, err := s.store.GetApproval(ctx, m.AccountID, st.ApprovalID)
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.user(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	assertion, err := s.rp.FinishDecision(u, st.Session, credential, proof.Challenge(proof.Domain, a.ID, a.PayloadSHA256, st.Decision, st.Nonce))
+	if err != nil {
+		return nil, err
+	}
+	key, err := s.store.DeviceKeyByID(ctx, assertion.CredentialID)
+	if err != nil {
+		return nil, err
+	}
+	publicKey, err := base64.RawURLEncoding.DecodeString(key.PublicKey)
+	if err != nil {
+		return nil, fmt.Errorf("passkey %s public key: %w", key.ID, err)
+	}
+	d := models.Decision{Verdict: models.Verdict(st.Decision), Nonce: st.Nonce, CredentialID: assertion.CredentialID,
+		SignCount: assertion.SignCount, Credential: assertion.Credential}
+	if st.Question != "" {
+		d.Verdict, d.Note = models.VerdictQuestion, st.Question
+	}
+	p := s.rp.Proof(assertion, publicKey, a.ID, a.PayloadSHA256, st.Decision, st.Nonce, proof.Unsigned{
+		Person: m.Subject, AccountID: m.AccountID, DecidedAt: s.store.Now(), Question: st.Question,
+	})
+	if d.Proof, err = json.Marshal(p); err != nil {
+		return nil, fmt.Errorf("decision proof: %w", err)
+	}
+	return s.store.Decide(ctx, m.AccountID, a.ID, m, d)
+}
+
+// user is m as WebAuthn sees them, with their live passkeys.
+func (s *Service) user(ctx context.Context, m *models.Member) (*passkey.User, error) {
+	keys, err := s.store.DeviceKeys(ctx, m.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &passkey.User{ID: m.ID, Subject: m.Subject, DisplayName: m.DisplayName, Keys: keys}, nil
+}

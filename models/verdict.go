@@ -1,0 +1,97 @@
+package models
+
+import (
+	"strings"
+
+	"github.com/countersign/countersign/proof"
+)
+
+// Verdict is a person's answer to an ask: the word the state machine records.
+type Verdict string
+
+// The verdict vocabulary, declared here once. An option is
+// "option:<index>"; a question's signed form is "question:<sha256 of its
+// text>" (see Decision.Signed). A new way to answer is added here, and only
+// here: ParseVerdict reads it, Decide records it.
+const (
+	VerdictApprove  Verdict = "approve"
+	VerdictDeny     Verdict = "deny"
+	VerdictNotMine  Verdict = "not_mine"
+	VerdictQuestion Verdict = "question"
+	optionPrefix            = "option:"
+)
+
+// Decision is a person's answer, with the proof that they gave it.
+type Decision struct {
+	Verdict Verdict // approve, deny, not_mine, question, or option:<index>
+	Note    string  // the question's text for question; the chosen option's text; optional otherwise
+	// The signature, already verified by the caller: the nonce it covered is
+	// spent and the passkey's counter moves in the decision's transaction.
+	Proof        []byte // the proof, kept whole (JSON)
+	Nonce        []byte
+	CredentialID string
+	SignCount    uint32
+	Credential   string // the passkey's updated credential record
+}
+
+// Signed is the decision string a signature over this decision covers.
+func (d Decision) Signed() string {
+	if d.Verdict == VerdictQuestion {
+		return proof.QuestionDecision(d.Note)
+	}
+	return string(d.Verdict)
+}
+
+// ParseVerdict reads what a person chose on ask a into the Decision it
+// records: approve (not on a decision ask, which is approved by picking an
+// option), deny, not_mine, question with its text, or option:<index> of a
+// decision ask, whose Note becomes the option's text. text is the question,
+// or an optional note for the others. Both the decision service and Decide
+// check a choice here, so that the two never disagree.
+func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
+	d := Decision{Verdict: choice, Note: text}
+	switch {
+	case choice == VerdictApprove:
+		if a.Kind == KindDecision {
+			return d, Invalid("decision", "a decision ask is approved by picking one of its options")
+		}
+	case choice == VerdictDeny, choice == VerdictNotMine:
+	case choice == VerdictQuestion:
+		d.Note = strings.TrimSpace(text)
+		if d.Note == "" {
+			return d, Invalid("question", "write the question you want the agent to answer")
+		}
+	case strings.HasPrefix(string(choice), optionPrefix):
+		opts := a.DecisionOptions()
+		idx, ok := parseIndex(strings.TrimPrefix(string(choice), optionPrefix))
+		if a.Kind != KindDecision || !ok || idx >= len(opts) || !proof.ValidDecision(string(choice)) {
+			return d, Invalid("decision", "%q is not an option of approval %s", choice, a.ID)
+		}
+		d.Note = opts[idx]
+	default:
+		return d, Invalid("decision", "must be approve, deny, not_mine, question or option:<index>, not %q", choice)
+	}
+	if n := runeCount(d.Note); n > NoteLimit {
+		field := "note"
+		if choice == VerdictQuestion {
+			field = "question"
+		}
+		return d, Invalid(field, "at most %d characters (got %d)", NoteLimit, n)
+	}
+	return d, nil
+}
+
+// parseIndex reads an option index: one or two decimal digits.
+func parseIndex(s string) (int, bool) {
+	if s == "" || len(s) > 2 {
+		return 0, false
+	}
+	n := 0
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return 0, false
+		}
+		n = n*10 + int(r-'0')
+	}
+	return n, true
+}
