@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/countersign/countersign/models"
 )
 
@@ -41,12 +43,7 @@ type askLimiter struct {
 	rate  AskRate
 	burst int
 	mu    sync.Mutex
-	by    map[string]*bucket
-}
-
-type bucket struct {
-	tokens float64
-	at     time.Time
+	by    map[string]*rate.Limiter
 }
 
 func newAskLimiter(r AskRate, burst int) *askLimiter {
@@ -56,32 +53,28 @@ func newAskLimiter(r AskRate, burst int) *askLimiter {
 	if burst < 1 {
 		burst = 20
 	}
-	return &askLimiter{rate: r, burst: burst, by: map[string]*bucket{}}
+	return &askLimiter{rate: r, burst: burst, by: map[string]*rate.Limiter{}}
 }
 
 // allow takes one ask from the requester's bucket, or says when to retry.
 // The returned undo gives the ask back, for a call that filed nothing.
 func (l *askLimiter) allow(agentID string) (undo func(), err error) {
-	perSecond := float64(l.rate.N) / l.rate.Period.Seconds()
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	b, ok := l.by[agentID]
+	lim, ok := l.by[agentID]
 	if !ok {
-		b = &bucket{tokens: float64(l.burst), at: now}
-		l.by[agentID] = b
+		lim = rate.NewLimiter(rate.Limit(float64(l.rate.N)/l.rate.Period.Seconds()), l.burst)
+		l.by[agentID] = lim
 	}
-	b.tokens = math.Min(float64(l.burst), b.tokens+now.Sub(b.at).Seconds()*perSecond)
-	b.at = now
-	if b.tokens < 1 {
-		wait := (1 - b.tokens) / perSecond
+	l.mu.Unlock()
+	now := time.Now()
+	r := lim.ReserveN(now, 1)
+	if wait := r.DelayFrom(now); wait > 0 {
+		r.CancelAt(now)
 		return nil, models.Refuse(models.ResourceExhausted, "", "asks are limited to %s per requester (burst %d); retry in %d s",
-			l.rate, l.burst, int(math.Ceil(wait)))
+			l.rate, l.burst, int(math.Ceil(wait.Seconds())))
 	}
-	b.tokens--
-	return func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		b.tokens = math.Min(float64(l.burst), b.tokens+1)
-	}, nil
+	// Cancelling as of the moment of the reservation gives its token back
+	// whole; a cancel as of later would give nothing back for a token that
+	// was available at once.
+	return func() { r.CancelAt(now) }, nil
 }
