@@ -1,6 +1,6 @@
 (() => {
   // web/sw.js
-  var CACHE = `countersign-${"1670af247e58803f"}`;
+  var CACHE = `countersign-${"403be34c3f860bfa"}`;
   var SHELL = ["/offline.html", "/static/app.css", "/static/app.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
   self.addEventListener("install", (event) => {
     event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));
@@ -69,7 +69,6 @@
       case "passkey_added":
         return [title || "A new passkey was added to your account", {
           body: "Not you? Open Devices and remove it.",
-          tag: "countersign-passkeys",
           data: { url: "/devices" },
           renotify: true,
           requireInteraction: true,
@@ -79,7 +78,6 @@
       case "passkey_removed":
         return [title || "A passkey was removed from your account", {
           body: "Open Devices to see your passkeys.",
-          tag: "countersign-passkeys",
           data: { url: "/devices" },
           renotify: true,
           icon: ICON,
