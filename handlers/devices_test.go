@@ -77,4 +77,3 @@ func TestDevicesRenameAndRemoveButNeverTheLast(t *testing.T) {
 		}
 	})
 }
-
