@@ -3,13 +3,10 @@ package handlers
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
-	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/views"
 )
 
@@ -25,13 +22,25 @@ func (h *Handlers) devicesPage(c echo.Context, status int, refusal string) error
 	if err != nil {
 		return err
 	}
+	ever, err := h.store.DeviceKeysEver(c.Request().Context(), v.member.ID)
+	if err != nil {
+		return err
+	}
+	names := map[string]string{}
+	for _, k := range ever {
+		names[k.ID] = k.Name
+		if k.RemovedAt != nil {
+			names[k.ID] += " (removed since)"
+		}
+	}
 	subs, err := h.store.PushSubscriptions(c.Request().Context(), v.member.ID)
 	if err != nil {
 		return err
 	}
 	view := views.DevicesView{Error: refusal, Push: views.PushView{PublicKey: h.push.PublicKey}}
 	for _, k := range keys {
-		view.Keys = append(view.Keys, views.DeviceRow{ID: k.ID, Name: k.Name, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, BackedUp: k.BackedUp})
+		view.Keys = append(view.Keys, views.DeviceRow{ID: k.ID, Name: k.Name, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, BackedUp: k.BackedUp,
+			AddedBy: k.AddedBy, AddedByName: names[k.AddedBy]})
 	}
 	for _, s := range subs {
 		sum := sha256.Sum256([]byte(s.Endpoint))
@@ -39,80 +48,6 @@ func (h *Handlers) devicesPage(c echo.Context, status int, refusal string) error
 			UserAgent: s.UserAgent, CreatedAt: s.CreatedAt, LastSuccessAt: s.LastSuccessAt, Failures: s.Failures})
 	}
 	return h.render(c, status, views.Devices(h.page(c, "Devices", "devices"), view))
-}
-
-type deviceBegin struct {
-	DeviceName string `json:"device_name"`
-}
-
-// deviceCeremony is kept server-side between the two halves of adding a passkey.
-type deviceCeremony struct {
-	DeviceName string          `json:"device_name"`
-	Session    json.RawMessage `json:"session"`
-}
-
-// DeviceAddBegin answers the options of another passkey for the signed-in
-// person; the passkeys they have are excluded.
-func (h *Handlers) DeviceAddBegin(c echo.Context) error {
-	ctx := c.Request().Context()
-	v := viewerOf(c)
-	var in deviceBegin
-	if err := readJSON(c, &in); err != nil {
-		return err
-	}
-	if err := checkName("device_name", in.DeviceName); err != nil {
-		return err
-	}
-	u, err := h.user(ctx, v.member.ID)
-	if err != nil {
-		return err
-	}
-	options, session, err := h.rp.BeginRegistration(u)
-	if err != nil {
-		return err
-	}
-	state, _ := json.Marshal(deviceCeremony{DeviceName: in.DeviceName, Session: session})
-	id, err := h.store.SaveCeremony(ctx, "device", v.member.ID, state)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{"ceremony": id, "options": options})
-}
-
-// DeviceAddFinish checks the new passkey and stores it for the person who
-// began the ceremony.
-func (h *Handlers) DeviceAddFinish(c echo.Context) error {
-	ctx := c.Request().Context()
-	v := viewerOf(c)
-	var reply ceremonyReply
-	if err := readJSON(c, &reply); err != nil {
-		return err
-	}
-	raw, personID, err := h.store.TakeCeremony(ctx, reply.Ceremony, "device")
-	if err != nil {
-		return err
-	}
-	if personID != v.member.ID {
-		return models.Refuse(models.PermissionDenied, "ceremony", "this passkey prompt was made for another person; start again")
-	}
-	var st deviceCeremony
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return err
-	}
-	p, err := h.store.PersonByID(ctx, v.member.ID)
-	if err != nil {
-		return err
-	}
-	u := &passkey.User{ID: p.ID, Subject: p.Subject, DisplayName: p.DisplayName}
-	key, err := h.rp.FinishRegistration(u, st.Session, reply.Credential, deviceName(st.DeviceName, c))
-	if err != nil {
-		return err
-	}
-	if err := h.store.AddDeviceKey(ctx, v.member.ID, *key); err != nil {
-		return err
-	}
-	h.setFlash(c, "passkey-added")
-	return c.JSON(http.StatusOK, map[string]string{"redirect": "/devices"})
 }
 
 // DeviceRename names one of the person's passkeys.
@@ -128,6 +63,7 @@ func (h *Handlers) DeviceRename(c echo.Context) error {
 }
 
 // DeviceRemove retires one of the person's passkeys; the last one stays.
+// The person's accounts log it and their devices are told.
 func (h *Handlers) DeviceRemove(c echo.Context) error {
 	err := h.store.RemoveDeviceKey(c.Request().Context(), viewerOf(c).member.ID, c.Param("id"))
 	if msg, status, ok := refusalOf(err); ok {

@@ -238,4 +238,18 @@ CREATE TABLE audit_chain (
 );
 CREATE UNIQUE INDEX audit_chain_position ON audit_chain (account_id, pos)
 `},
+	{10, "who added each passkey; grants to add one: a fresh assertion, or a one-time device link", `
+ALTER TABLE device_keys ADD COLUMN added_by TEXT NOT NULL DEFAULT '';
+CREATE TABLE device_grants (
+	token_hash TEXT PRIMARY KEY,
+	kind TEXT NOT NULL,
+	person_id TEXT NOT NULL REFERENCES persons(id),
+	session_hash TEXT NOT NULL DEFAULT '',
+	authorised_by TEXT NOT NULL,
+	created_at {{time}} NOT NULL,
+	expires_at {{time}} NOT NULL,
+	used_at {{time}}
+);
+CREATE INDEX device_grants_expiry ON device_grants (expires_at)
+`},
 }

@@ -209,6 +209,7 @@ type DeviceKey struct {
 	SignCount      int64
 	BackupEligible bool
 	BackedUp       bool
+	AddedBy        string // the credential id of the passkey that authorised this one; "" for a first passkey
 	CreatedAt      time.Time
 	LastUsedAt     *time.Time
 	RemovedAt      *time.Time
@@ -351,24 +352,31 @@ func (s *Store) RenameDeviceKey(ctx context.Context, personID, id, name string) 
 	return nil
 }
 
-// RemoveDeviceKey retires a passkey; a person keeps at least one.
+// RemoveDeviceKey retires a passkey; a person keeps at least one. The
+// removal goes on the audit log of every account of the person, and every
+// device of theirs with notifications on is told.
 func (s *Store) RemoveDeviceKey(ctx context.Context, personID, id string) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
-		var ids []string
-		if err := s.lock(tx.Table("device_keys")).Where("person_id = ? AND removed_at IS NULL", personID).Pluck("id", &ids).Error; err != nil {
+		var keys []DeviceKey
+		if err := s.lock(tx.Table("device_keys")).Where("person_id = ? AND removed_at IS NULL", personID).Find(&keys).Error; err != nil {
 			return err
 		}
-		found := false
-		for _, k := range ids {
-			found = found || k == id
+		var gone *DeviceKey
+		for i := range keys {
+			if keys[i].ID == id {
+				gone = &keys[i]
+			}
 		}
-		if !found {
+		if gone == nil {
 			return Refuse(NotFound, "credential", "no such passkey")
 		}
-		if len(ids) == 1 {
+		if len(keys) == 1 {
 			return Refuse(FailedPrecondition, "credential", "this is your last passkey; add another before you remove it")
 		}
-		return tx.Table("device_keys").Where("id = ?", id).Update("removed_at", s.now()).Error
+		if err := tx.Table("device_keys").Where("id = ?", id).Update("removed_at", s.now()).Error; err != nil {
+			return fmt.Errorf("remove passkey: %w", err)
+		}
+		return s.passkeyChanged(tx, personID, StepPasskeyRemoved, gone, nil, "")
 	})
 }
 

@@ -100,17 +100,80 @@ function initSignIn() {
     });
   }
 }
+async function pushEndpoint() {
+  try {
+    if (!("serviceWorker" in navigator)) return "";
+    const reg = await navigator.serviceWorker.getRegistration("/");
+    const sub = await reg?.pushManager?.getSubscription();
+    return sub?.endpoint ?? "";
+  } catch {
+    return "";
+  }
+}
 function initDevices() {
-  const button = document.querySelector("[data-action=add-passkey]");
-  if (!button) return;
-  button.addEventListener("click", async () => {
+  const card = document.getElementById("add-passkey");
+  if (!card) return;
+  const authorise = card.querySelector("[data-action=authorise-device]");
+  const here = card.querySelector("[data-action=add-passkey]");
+  const makeLink = card.querySelector("[data-action=make-device-link]");
+  const granted = card.querySelector("[data-device-grant]");
+  const errorBox = card.querySelector("[data-error]");
+  let grant = "";
+  const run = (button, work) => button.addEventListener("click", async () => {
+    busy(button, true);
+    if (errorBox) errorBox.hidden = true;
+    try {
+      await work();
+    } catch (err) {
+      showError(card, err);
+    } finally {
+      busy(button, false);
+    }
+  });
+  run(authorise, async () => {
+    const begin = await postJSON("/devices/authorise/begin");
+    const credential = await getAssertion(begin);
+    const done = await postJSON("/devices/authorise/finish", { ceremony: begin.ceremony, credential: credential.toJSON() });
+    grant = done.grant;
+    card.querySelector("[data-grant-by]").textContent = done.by || "your passkey";
+    card.querySelector("[data-grant-until]").textContent = new Date(done.expires_at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    granted.hidden = false;
+    authorise.hidden = true;
+  });
+  run(here, async () => {
+    const name = document.getElementById("new_device_name")?.value ?? "";
+    const begin = await postJSON("/devices/begin", { grant, device_name: name });
+    const publicKey = PublicKeyCredential.parseCreationOptionsFromJSON(begin.options);
+    const credential = await navigator.credentials.create({ publicKey });
+    const done = await postJSON("/devices/finish", { ceremony: begin.ceremony, grant, credential: credential.toJSON(), push_endpoint: await pushEndpoint() });
+    location.assign(done.redirect || "/devices");
+  });
+  run(makeLink, async () => {
+    const done = await postJSON("/devices/link", { grant });
+    const field = card.querySelector("#device_link");
+    field.value = done.link;
+    card.querySelector("[data-device-link]").hidden = false;
+    here.hidden = makeLink.hidden = true;
+    field.focus();
+    field.select();
+  });
+}
+function initDeviceLink() {
+  const form = document.getElementById("device-link");
+  if (!form) return;
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const button = form.querySelector("[data-testid=register-device]");
     busy(button, true);
     try {
-      const name = document.getElementById("new_device_name")?.value ?? "";
-      await createPasskey("/devices/begin", "/devices/finish", { device_name: name });
-      location.reload();
+      const base = `/add-device/${encodeURIComponent(form.dataset.deviceLink)}`;
+      const begin = await postJSON(`${base}/begin`, { device_name: form.querySelector("#device_name").value });
+      const publicKey = PublicKeyCredential.parseCreationOptionsFromJSON(begin.options);
+      const credential = await navigator.credentials.create({ publicKey });
+      const done = await postJSON(`${base}/finish`, { ceremony: begin.ceremony, credential: credential.toJSON(), push_endpoint: await pushEndpoint() });
+      location.assign(done.redirect || "/");
     } catch (err) {
-      showError(document, err);
+      showError(form, err);
     } finally {
       busy(button, false);
     }
@@ -350,6 +413,7 @@ function initServiceWorker() {
 initRegister();
 initSignIn();
 initDevices();
+initDeviceLink();
 initPush();
 initDecisions();
 initLive();

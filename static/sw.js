@@ -1,6 +1,6 @@
 (() => {
   // web/sw.js
-  var CACHE = `countersign-${"2b4c84050be50048"}`;
+  var CACHE = `countersign-${"403be34c3f860bfa"}`;
   var SHELL = ["/offline.html", "/static/app.css", "/static/app.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
   self.addEventListener("install", (event) => {
     event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));
@@ -66,6 +66,23 @@
         }];
       case "collapsed":
         return [title || "Asks wait for you", { body: "Open Countersign to answer them", tag: "countersign-waiting", data: { url: "/" }, renotify: true, icon: ICON, badge: ICON }];
+      case "passkey_added":
+        return [title || "A new passkey was added to your account", {
+          body: "Not you? Open Devices and remove it.",
+          data: { url: "/devices" },
+          renotify: true,
+          requireInteraction: true,
+          icon: ICON,
+          badge: ICON
+        }];
+      case "passkey_removed":
+        return [title || "A passkey was removed from your account", {
+          body: "Open Devices to see your passkeys.",
+          data: { url: "/devices" },
+          renotify: true,
+          icon: ICON,
+          badge: ICON
+        }];
       case "test":
         return [title || "Countersign test", { body: "Notifications work on this device.", tag: "countersign-test", data: { url }, icon: ICON, badge: ICON }];
     }

@@ -17,11 +17,19 @@ type DevicesView struct {
 
 // DeviceRow is one passkey.
 type DeviceRow struct {
-	ID         string // the credential id, base64url
-	Name       string
-	CreatedAt  time.Time
-	LastUsedAt *time.Time
-	BackedUp   bool // synced by the platform (iCloud Keychain, Google Password Manager…)
+	ID          string // the credential id, base64url
+	Name        string
+	CreatedAt   time.Time
+	LastUsedAt  *time.Time
+	BackedUp    bool   // synced by the platform (iCloud Keychain, Google Password Manager…)
+	AddedBy     string // the credential id of the passkey that authorised this one; "" for a first passkey
+	AddedByName string // its name
+}
+
+// DeviceLinkView is a one-time device link opened on a new device.
+type DeviceLinkView struct {
+	Token   string
+	Subject string
 }
 
 // PushView is the Notifications card: the key a browser subscribes with and

@@ -80,6 +80,17 @@ function notificationFor(text) {
       }];
     case "collapsed":
       return [title || "Asks wait for you", { body: "Open Countersign to answer them", tag: "countersign-waiting", data: { url: "/" }, renotify: true, icon: ICON, badge: ICON }];
+    case "passkey_added":
+      // A security notice: it stays until seen, and always opens the
+      // Devices page, where an unknown passkey can be removed.
+      return [title || "A new passkey was added to your account", {
+        body: "Not you? Open Devices and remove it.", data: { url: "/devices" },
+        renotify: true, requireInteraction: true, icon: ICON, badge: ICON,
+      }];
+    case "passkey_removed":
+      return [title || "A passkey was removed from your account", {
+        body: "Open Devices to see your passkeys.", data: { url: "/devices" }, renotify: true, icon: ICON, badge: ICON,
+      }];
     case "test":
       return [title || "Countersign test", { body: "Notifications work on this device.", tag: "countersign-test", data: { url }, icon: ICON, badge: ICON }];
   }

@@ -170,6 +170,28 @@ test("a test push shows its title under the test tag", async () => {
   assert.deepEqual(options.data, { url: "/devices" });
 });
 
+for (const [event, sent, fallback, stays] of [
+  ["passkey_added", "A new passkey was added to your account: Work Mac", "A new passkey was added to your account", true],
+  ["passkey_removed", "A passkey was removed from your account: iPhone", "A passkey was removed from your account", false],
+]) {
+  test(`a ${event} push shows its title, stacks, and a click on it opens the devices page`, async () => {
+    const w = loadWorker();
+    // Whatever url it carries, it links to /devices, where a passkey is seen and removed.
+    const { title, options } = await w.push(JSON.stringify({ event, title: sent, url: "https://evil.example/devices" }));
+    assert.equal(title, sent);
+    assert.equal(options.tag, undefined, "no tag: a later change never replaces an unread notice");
+    assert.deepEqual(options.data, { url: "/devices" });
+    assert.equal(options.requireInteraction === true, stays);
+    assert.match(options.body, /Devices/);
+    const empty = loadWorker();
+    const { title: untitled } = await empty.push(JSON.stringify({ event }));
+    assert.equal(untitled, fallback);
+    const clicked = loadWorker();
+    await clicked.click(options.data.url);
+    assert.deepEqual(clicked.opened, ["/devices"]);
+  });
+}
+
 for (const [name, body] of [
   ["an unparsable push", "{not json"],
   ["a push without a body", null],

@@ -1,0 +1,126 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/passkey"
+	"github.com/countersign/countersign/views"
+)
+
+// A device link adds a passkey from a new device that has no session (a
+// Mac adding a phone): a signed-in device makes it right after an add-device
+// assertion; it works once, for ten minutes, and signs the new device in.
+
+// deviceLinkPath is where a device link opens.
+func deviceLinkPath(token string) string { return "/add-device/" + url.PathEscape(token) }
+
+// DeviceLinkPage offers to make a passkey on this device for the person a
+// live device link names.
+func (h *Handlers) DeviceLinkPage(c echo.Context) error {
+	token := c.Param("token")
+	_, p, err := h.store.DeviceLink(c.Request().Context(), token)
+	if err != nil {
+		return err
+	}
+	return h.render(c, http.StatusOK, views.DeviceLink(h.page(c, "Add this device", ""), views.DeviceLinkView{
+		Token: token, Subject: p.Subject}))
+}
+
+type deviceLinkBegin struct {
+	DeviceName string `json:"device_name"`
+}
+
+// deviceLinkCeremony is kept server-side between the two halves of making a
+// passkey through a device link.
+type deviceLinkCeremony struct {
+	PersonID   string          `json:"person_id"`
+	DeviceName string          `json:"device_name"`
+	Session    json.RawMessage `json:"session"`
+}
+
+// DeviceLinkBegin answers the options of a new passkey for the link's person;
+// the passkeys they have are excluded.
+func (h *Handlers) DeviceLinkBegin(c echo.Context) error {
+	ctx := c.Request().Context()
+	token := c.Param("token")
+	var in deviceLinkBegin
+	if err := readJSON(c, &in); err != nil {
+		return err
+	}
+	if err := checkName("device_name", in.DeviceName); err != nil {
+		return err
+	}
+	_, p, err := h.store.DeviceLink(ctx, token)
+	if err != nil {
+		return err
+	}
+	u, err := h.user(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	options, session, err := h.rp.BeginRegistration(u)
+	if err != nil {
+		return err
+	}
+	state, err := json.Marshal(deviceLinkCeremony{PersonID: p.ID, DeviceName: in.DeviceName, Session: session})
+	if err != nil {
+		return err
+	}
+	id, err := h.store.SaveCeremony(ctx, "device-link", models.HashToken(token), state)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"ceremony": id, "options": options})
+}
+
+// DeviceLinkFinish checks the new passkey, stores it for the link's person,
+// spending the link, and signs this device in.
+func (h *Handlers) DeviceLinkFinish(c echo.Context) error {
+	ctx := c.Request().Context()
+	token := c.Param("token")
+	var reply deviceFinish
+	if err := readJSON(c, &reply); err != nil {
+		return err
+	}
+	raw, forLink, err := h.store.TakeCeremony(ctx, reply.Ceremony, "device-link")
+	if err != nil {
+		return err
+	}
+	if forLink != models.HashToken(token) {
+		return models.Refuse(models.FailedPrecondition, "ceremony", "this passkey prompt was made for another link; start again")
+	}
+	var st deviceLinkCeremony
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return err
+	}
+	p, err := h.store.PersonByID(ctx, st.PersonID)
+	if err != nil {
+		return err
+	}
+	u := &passkey.User{ID: p.ID, Subject: p.Subject, DisplayName: p.DisplayName}
+	key, err := h.rp.FinishRegistration(u, st.Session, reply.Credential, deviceName(st.DeviceName, c))
+	if err != nil {
+		return err
+	}
+	added, err := h.store.AddAuthorisedDeviceKey(ctx, models.DeviceGrantUse{Token: token, Kind: models.GrantLink}, *key, reply.PushEndpoint)
+	if err != nil {
+		return err
+	}
+	accounts, err := h.store.Memberships(ctx, added.PersonID)
+	if err != nil {
+		return err
+	}
+	if len(accounts) == 0 {
+		return models.Refuse(models.PermissionDenied, "", "this passkey's person is no longer a member of any account")
+	}
+	if err := h.startSession(c, added.PersonID, accounts[0].AccountID); err != nil {
+		return err
+	}
+	h.setFlash(c, "passkey-added")
+	return c.JSON(http.StatusOK, map[string]string{"redirect": "/"})
+}

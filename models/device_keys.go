@@ -1,0 +1,284 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Adding a passkey to a person is a signed act: a session cookie alone never
+// adds one. One of the person's passkeys first signs an add-device challenge
+// (see passkey.DeviceAddChallenge); that assertion makes a device grant,
+// which lets the session that made it add exactly one passkey within
+// DeviceGrantTTL, or turn it into a one-time device link that a new device
+// opens without a session, within DeviceLinkTTL. Grants are stored by the
+// hash of their token and spent in the transaction that stores the key.
+
+// Audit steps of a person's passkeys. They are account-level events (their
+// approval_id is ""), written in every account the person is a member of.
+const (
+	StepPasskeyAdded   = "passkey_added"
+	StepPasskeyRemoved = "passkey_removed"
+)
+
+// Push events of a person's passkeys: their other devices hear of a change.
+// They carry no Topic, so that a later change does not replace an earlier
+// one at the push service.
+const (
+	PushPasskeyAdded   = "passkey_added"
+	PushPasskeyRemoved = "passkey_removed"
+)
+
+// How long a grant to add a passkey lasts.
+const (
+	DeviceGrantTTL = 5 * time.Minute  // after the assertion that made it
+	DeviceLinkTTL  = 10 * time.Minute // after the link was made
+)
+
+// Kinds of device grant.
+const (
+	GrantAssertion = "assertion" // made by a fresh assertion, for the session that made it
+	GrantLink      = "link"      // a one-time device link, for whoever opens it
+)
+
+// DeviceGrant lets one passkey be added to a person, once, before it expires.
+type DeviceGrant struct {
+	TokenHash    string
+	Kind         string
+	PersonID     string
+	SessionHash  string // a GrantAssertion works only in this session
+	AuthorisedBy string // the credential id of the passkey whose assertion made it
+	CreatedAt    time.Time
+	ExpiresAt    time.Time
+	UsedAt       *time.Time
+}
+
+// DeviceAssertion is an add-device assertion the relying party verified: by
+// which passkey of which person, and its new counter and credential record.
+type DeviceAssertion struct {
+	PersonID     string
+	CredentialID string
+	SignCount    uint32
+	Credential   string
+}
+
+// AuthoriseDeviceAdd records a verified add-device assertion (the passkey must
+// be the person's and live, and its counter must grow) and returns the token
+// of a grant that lets the session sessionToken add one passkey for the
+// person within DeviceGrantTTL.
+func (s *Store) AuthoriseDeviceAdd(ctx context.Context, sessionToken string, a DeviceAssertion) (string, *DeviceGrant, error) {
+	token := randomToken("dga_")
+	now := s.now()
+	g := &DeviceGrant{TokenHash: HashToken(token), Kind: GrantAssertion, PersonID: a.PersonID, SessionHash: HashToken(sessionToken),
+		AuthorisedBy: a.CredentialID, CreatedAt: now, ExpiresAt: now.Add(DeviceGrantTTL)}
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		if err := s.useDeviceKey(tx, a.PersonID, a.CredentialID, a.SignCount, a.Credential); err != nil {
+			return err
+		}
+		if err := tx.Exec(`DELETE FROM device_grants WHERE expires_at < ?`, now.Add(-time.Hour)).Error; err != nil {
+			return fmt.Errorf("sweep device grants: %w", err)
+		}
+		return tx.Table("device_grants").Create(g).Error
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("authorise a new passkey: %w", err)
+	}
+	return token, g, nil
+}
+
+// DeviceGrantUse names a grant and who presents it.
+type DeviceGrantUse struct {
+	Token        string
+	Kind         string // GrantAssertion or GrantLink
+	PersonID     string // GrantAssertion: the signed-in person
+	SessionToken string // GrantAssertion: the session presenting it
+}
+
+// CheckDeviceGrant says whether the grant is live for whoever presents it,
+// without spending it: a registration starts only on a live grant.
+func (s *Store) CheckDeviceGrant(ctx context.Context, use DeviceGrantUse) (*DeviceGrant, error) {
+	return s.liveGrant(s.db.WithContext(ctx), use)
+}
+
+// liveGrant reads the grant use names and refuses it unless it is of the
+// kind, person and session presented, unused, unexpired, and the passkey
+// that authorised it is still live.
+func (s *Store) liveGrant(tx *gorm.DB, use DeviceGrantUse) (*DeviceGrant, error) {
+	field, again := "grant", "confirm with a passkey you have again"
+	if use.Kind == GrantLink {
+		field, again = "link", "make a new link from a device you are signed in on"
+	}
+	var g DeviceGrant
+	err := s.lock(tx.Table("device_grants")).Where("token_hash = ?", HashToken(use.Token)).Take(&g).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) || err == nil && g.Kind != use.Kind {
+		return nil, Refuse(NotFound, field, "no such permission to add a passkey; %s", again)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find device grant: %w", err)
+	}
+	if use.Kind == GrantAssertion && (g.PersonID != use.PersonID || g.SessionHash != HashToken(use.SessionToken)) {
+		return nil, Refuse(PermissionDenied, field, "this permission to add a passkey was made for another person or session; %s", again)
+	}
+	if g.UsedAt != nil {
+		return nil, Refuse(FailedPrecondition, field, "this permission to add a passkey was used already; %s", again)
+	}
+	if !s.now().Before(g.ExpiresAt) {
+		return nil, Refuse(FailedPrecondition, field, "this permission to add a passkey expired; %s", again)
+	}
+	var live int64
+	if err := tx.Table("device_keys").Where("id = ? AND person_id = ? AND removed_at IS NULL", g.AuthorisedBy, g.PersonID).Count(&live).Error; err != nil {
+		return nil, fmt.Errorf("find the authorising passkey: %w", err)
+	}
+	if live == 0 {
+		return nil, Refuse(FailedPrecondition, field, "the passkey that gave this permission was removed; %s", again)
+	}
+	return &g, nil
+}
+
+// spendGrant uses up, inside tx, the grant use names.
+func (s *Store) spendGrant(tx *gorm.DB, use DeviceGrantUse) (*DeviceGrant, error) {
+	g, err := s.liveGrant(tx, use)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	// Conditional, so that of two spends racing on SQLite only one counts.
+	res := tx.Exec(`UPDATE device_grants SET used_at = ? WHERE token_hash = ? AND used_at IS NULL`, now, g.TokenHash)
+	if res.Error != nil {
+		return nil, fmt.Errorf("spend device grant: %w", res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return nil, Refuse(FailedPrecondition, "grant", "this permission to add a passkey was used already")
+	}
+	g.UsedAt = &now
+	return g, nil
+}
+
+// MakeDeviceLink spends an assertion grant and makes in its place a one-time
+// device link for the same person, which works for DeviceLinkTTL. It
+// returns the link's token: only its hash is kept, so it can be shown once.
+func (s *Store) MakeDeviceLink(ctx context.Context, use DeviceGrantUse) (string, *DeviceGrant, error) {
+	use.Kind = GrantAssertion
+	token := randomToken("dln_")
+	var link *DeviceGrant
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		g, err := s.spendGrant(tx, use)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		link = &DeviceGrant{TokenHash: HashToken(token), Kind: GrantLink, PersonID: g.PersonID, AuthorisedBy: g.AuthorisedBy,
+			CreatedAt: now, ExpiresAt: now.Add(DeviceLinkTTL)}
+		return tx.Table("device_grants").Create(link).Error
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("make device link: %w", err)
+	}
+	return token, link, nil
+}
+
+// DeviceLink finds a device link that can still be used, and its person.
+func (s *Store) DeviceLink(ctx context.Context, token string) (*DeviceGrant, *Person, error) {
+	g, err := s.CheckDeviceGrant(ctx, DeviceGrantUse{Token: token, Kind: GrantLink})
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := s.PersonByID(ctx, g.PersonID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, p, nil
+}
+
+// AddAuthorisedDeviceKey spends the grant and stores key for its person, in
+// one transaction with a passkey_added event in each of the person's
+// accounts and a push to each of their devices with notifications on, but
+// the browser whose push endpoint is here (where the key was added).
+func (s *Store) AddAuthorisedDeviceKey(ctx context.Context, use DeviceGrantUse, key DeviceKey, here string) (*DeviceKey, error) {
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		g, err := s.spendGrant(tx, use)
+		if err != nil {
+			return err
+		}
+		key.PersonID, key.AddedBy, key.CreatedAt = g.PersonID, g.AuthorisedBy, s.now()
+		if err := tx.Table("device_keys").Create(&key).Error; err != nil {
+			return fmt.Errorf("store passkey: %w", err)
+		}
+		var by DeviceKey
+		if err := tx.Table("device_keys").Where("id = ?", g.AuthorisedBy).Take(&by).Error; err != nil {
+			return fmt.Errorf("find the authorising passkey: %w", err)
+		}
+		return s.passkeyChanged(tx, g.PersonID, StepPasskeyAdded, &key, &by, here)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add passkey: %w", err)
+	}
+	return &key, nil
+}
+
+// passkeyChanged records, inside the transaction that added or removed key,
+// an account-level event in every account of the person and a push to
+// their devices but the one whose endpoint is here. by is the passkey that
+// authorised an addition.
+func (s *Store) passkeyChanged(tx *gorm.DB, personID, step string, key, by *DeviceKey, here string) error {
+	var p Person
+	if err := tx.Table("persons").Where("id = ?", personID).Take(&p).Error; err != nil {
+		return fmt.Errorf("find person: %w", err)
+	}
+	var accounts []string
+	if err := tx.Table("memberships").Where("person_id = ?", personID).Order("account_id").Pluck("account_id", &accounts).Error; err != nil {
+		return fmt.Errorf("find the person's accounts: %w", err)
+	}
+	data := map[string]string{"credential_id": key.ID, "name": key.Name}
+	note, event, title := fmt.Sprintf("passkey %q removed", key.Name), PushPasskeyRemoved, "A passkey was removed from your account: "+key.Name
+	if step == StepPasskeyAdded {
+		data["added_by"], data["added_by_name"] = by.ID, by.Name
+		note = fmt.Sprintf("passkey %q added, authorised by passkey %q", key.Name, by.Name)
+		event, title = PushPasskeyAdded, "A new passkey was added to your account: "+key.Name
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	body := string(raw)
+	now := s.now()
+	for _, acct := range accounts {
+		ev := &TimelineEvent{AccountID: acct, At: now, ActorKind: ActorPerson, Actor: p.Subject, Step: step, Note: note, Data: &body}
+		if err := tx.Table("events").Create(ev).Error; err != nil {
+			return fmt.Errorf("append event: %w", err)
+		}
+	}
+	var subs []PushSubscription
+	if err := tx.Table("push_subscriptions").Where("person_id = ? AND endpoint <> ?", personID, here).Find(&subs).Error; err != nil {
+		return fmt.Errorf("find push subscriptions: %w", err)
+	}
+	if len(subs) == 0 {
+		return nil
+	}
+	msg, err := json.Marshal(PushMessage{Event: event, Title: title, URL: "/devices"})
+	if err != nil {
+		return err
+	}
+	for _, sub := range subs {
+		job := PushJob{SubscriptionID: sub.ID, PersonID: personID, Event: event, Body: string(msg), Urgency: "high",
+			CreatedAt: now, NotBefore: now, ExpiresAt: now.Add(24 * time.Hour)}
+		if err := tx.Table("push_jobs").Create(&job).Error; err != nil {
+			return fmt.Errorf("queue push: %w", err)
+		}
+	}
+	return s.pushesQueued(tx)
+}
+
+// DeviceKeysEver lists every passkey the person ever had, removed ones too,
+// oldest first: the devices page names the passkey that added each.
+func (s *Store) DeviceKeysEver(ctx context.Context, personID string) ([]DeviceKey, error) {
+	var out []DeviceKey
+	if err := s.db.WithContext(ctx).Table("device_keys").Where("person_id = ?", personID).Order("created_at").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list passkeys: %w", err)
+	}
+	return out, nil
+}
