@@ -42,16 +42,16 @@ func jsonList(n int, f func(i int) string) string {
 var testNow = time.Unix(1_800_000_000, 0).UTC()
 
 const (
-	sha40  = "0123456789abcdef0123456789abcdef01234567"
-	sha64  = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-	prMembers = `"repo":"acme/api","number":900,"head":"` + sha40 + `","title":"Add retries"`
+	sha40       = "0123456789abcdef0123456789abcdef01234567"
+	sha64       = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	prMembers   = `"repo":"acme/api","number":900,"head":"` + sha40 + `","title":"Add retries"`
 	rollMembers = `"deployments":["api"],"main_commit":"1234567","running_commit":"abcdef0"`
 )
 
-func pullRequestJSON(members string) string   { return `{"pull_request":{` + members + `}}` }
-func rollJSON(members string) string { return `{"roll":{` + members + `}}` }
-func documentJSON(members string) string  { return `{"document":{` + members + `}}` }
-func decisionJSON(options string) string  { return `{"decision":{"options":` + options + `}}` }
+func pullRequestJSON(members string) string { return `{"pull_request":{` + members + `}}` }
+func rollJSON(members string) string        { return `{"roll":{` + members + `}}` }
+func documentJSON(members string) string    { return `{"document":{` + members + `}}` }
+func decisionJSON(options string) string    { return `{"decision":{"options":` + options + `}}` }
 
 // runJSON renders a run payload: a whole pin (read_only, expiring 30 minutes
 // after testNow) with the members of override replaced or added, and
