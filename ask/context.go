@@ -45,7 +45,6 @@ package ask
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -167,7 +166,7 @@ const maxEach = 20
 // payload); allowPrivateEvidence answers with the account's
 // allow_private_evidence setting, and is asked only when the context carries
 // code, diff or log evidence. raw may be empty or null when no context was sent; Canonical is then
-// nil. Every refusal is an *Refusal naming the dotted path of the member at
+// nil. Every refusal is a *Refusal naming the dotted path of the member at
 // fault, under "context".
 func ParseContext(kind string, raw json.RawMessage, payloadNamesDocument bool, allowPrivateEvidence func() (bool, error)) (*CheckedContext, error) {
 	payloadNamesDocument = payloadNamesDocument || kind == KindDocument
@@ -176,17 +175,9 @@ func ParseContext(kind string, raw json.RawMessage, payloadNamesDocument bool, a
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return out, requireContext(kind, out, "")
 	}
-	canonical, _, err := CanonicalHash(raw)
+	canonical, _, tree, err := readSent("context", raw)
 	if err != nil {
-		var e *Refusal
-		if errors.As(err, &e) {
-			return nil, Invalid("context", "%s", e.Msg)
-		}
-		return nil, Invalid("context", "%v", err)
-	}
-	tree, err := decodeTree(raw)
-	if err != nil {
-		return nil, Invalid("context", "not valid JSON: %v", err)
+		return nil, err
 	}
 	var c Context
 	if err := decodeTyped(raw, tree, "context", &c); err != nil {

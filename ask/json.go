@@ -42,6 +42,25 @@ func CanonicalHash(raw json.RawMessage) (canonical []byte, sha256hex string, err
 	return canonical, hex.EncodeToString(sum[:]), nil
 }
 
+// readSent reads raw, the value sent as field ("payload" or "context"): its
+// canonical bytes and their hash, then its generic tree. Every refusal names
+// field.
+func readSent(field string, raw json.RawMessage) (canonical []byte, sum string, tree any, err error) {
+	canonical, sum, err = CanonicalHash(raw)
+	if err != nil {
+		var e *Refusal
+		if errors.As(err, &e) {
+			return nil, "", nil, Invalid(field, "%s", e.Msg)
+		}
+		return nil, "", nil, Invalid(field, "%v", err)
+	}
+	tree, err = decodeTree(raw)
+	if err != nil {
+		return nil, "", nil, Invalid(field, "not valid JSON: %v", err)
+	}
+	return canonical, sum, tree, nil
+}
+
 // decodeTree decodes one JSON value with numbers kept as json.Number and
 // refuses trailing data.
 func decodeTree(raw []byte) (any, error) {

@@ -71,7 +71,6 @@ package ask
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -181,7 +180,7 @@ type RunPayload struct {
 
 // ParsePayload validates the payload of an ask of the given kind, filed with
 // approvals_create, at time now, and returns it frozen: its canonical bytes,
-// their hash and the bindings the list filters use. Every refusal is an
+// their hash and the bindings the list filters use. Every refusal is a
 // *Refusal naming the dotted path of the member at fault.
 func ParsePayload(kind string, raw json.RawMessage, now time.Time) (*Payload, error) {
 	switch {
@@ -196,17 +195,9 @@ func ParsePayload(kind string, raw json.RawMessage, now time.Time) (*Payload, er
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return nil, Invalid("payload", `required: an object with exactly one member, named after the kind: {"%s": {…}}`, kind)
 	}
-	canonical, sum, err := CanonicalHash(raw)
+	canonical, sum, tree, err := readSent("payload", raw)
 	if err != nil {
-		var e *Refusal
-		if errors.As(err, &e) {
-			return nil, Invalid("payload", "%s", e.Msg)
-		}
-		return nil, Invalid("payload", "%v", err)
-	}
-	tree, err := decodeTree(raw)
-	if err != nil {
-		return nil, Invalid("payload", "not valid JSON: %v", err)
+		return nil, err
 	}
 	top, ok := tree.(map[string]any)
 	if !ok {
