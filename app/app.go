@@ -29,7 +29,7 @@ type App struct {
 // Open connects to the database, migrates it, makes the default account on
 // first start and builds the HTTP handler.
 func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
-	store, err := OpenStore(ctx, cfg)
+	store, err := OpenStore(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -87,9 +87,10 @@ func (a *App) SetupURL(ctx context.Context) (string, error) {
 // InviteURL is the page where an invite is accepted.
 func InviteURL(baseURL, token string) string { return baseURL + "/invite/" + token }
 
-// OpenStore opens the configured database, for the service and the CLI.
-func OpenStore(ctx context.Context, cfg Config) (*models.Store, error) {
-	db, dialect, err := models.Open(ctx, cfg.DatabaseURL, cfg.Data)
+// OpenStore opens the configured database, for the service and the CLI; log
+// hears of the migrations it applies.
+func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (*models.Store, error) {
+	db, dialect, err := models.Open(ctx, cfg.DatabaseURL, cfg.Data, log)
 	if err != nil {
 		return nil, err
 	}

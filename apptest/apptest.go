@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -141,16 +140,21 @@ func StartWith(t testing.TB, cfg app.Config) *Env {
 	return env
 }
 
+// Logger is the logger a service under test writes to: nothing, or its
+// warnings and errors on stderr under go test -v, so test output stays quiet.
+func Logger() *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
 // serve opens the app with cfg, starts srv with it and the app's background
 // workers (expiry sweeper, push sender), and stops all of them when the test ends.
 func serve(t testing.TB, cfg app.Config, srv *httptest.Server) *Env {
 	t.Helper()
 	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
-	a, err := app.Open(ctx, cfg, log)
+	a, err := app.Open(ctx, cfg, Logger())
 	if err != nil {
 		srv.Listener.Close()
 		t.Fatalf("open app: %v", err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
+	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/proof"
 )
@@ -240,7 +241,7 @@ func TestAnAutoApprovePolicyFromRequestToRevoke(t *testing.T) {
 		if !reflect.DeepEqual(req["payload"], wantPayload) {
 			t.Errorf("payload = %v, want %v", req["payload"], wantPayload)
 		}
-		if _, sum, err := models.CanonicalHash(mustMarshal(t, req["payload"])); err != nil || sum != req["payload_sha256"] {
+		if _, sum, err := ask.CanonicalHash(mustMarshal(t, req["payload"])); err != nil || sum != req["payload_sha256"] {
 			t.Errorf("payload_sha256 = %v, want the hash of the canonical payload %s (%v)", req["payload_sha256"], sum, err)
 		}
 		if got := timeOf(t, req, "expires_at"); !got.Equal(mustTime(t, end)) {

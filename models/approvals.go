@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"gorm.io/gorm"
+
+	"github.com/countersign/countersign/ask"
 )
 
 // Approval is an ask: what a requester wants a go on, frozen, and what became of it.
@@ -126,10 +128,10 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*Approval, error
 		}
 		return nil, Invalid("kind", "must be one of %s, not %q", strings.Join(AskKinds, ", "), in.Kind)
 	}
-	if err := ValidateAskText(in.Title, in.Summary, in.ApproveMeans, in.DenyMeans, in.AgentLabel); err != nil {
+	if err := ask.ValidateAskText(in.Title, in.Summary, in.ApproveMeans, in.DenyMeans, in.AgentLabel); err != nil {
 		return nil, err
 	}
-	if err := ValidateLinks(in.Links); err != nil {
+	if err := ask.ValidateLinks(in.Links); err != nil {
 		return nil, err
 	}
 	payload, err := ParsePayload(in.Kind, in.Payload, now)
@@ -144,7 +146,7 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*Approval, error
 		}
 		return account.AllowPrivateEvidence, nil
 	})
-	actx, err := ParseContext(in.Kind, in.Context, in.Kind == KindDocument, allowPrivateEvidence)
+	actx, err := ask.ParseContext(in.Kind, in.Context, in.Kind == KindDocument, allowPrivateEvidence)
 	if err != nil {
 		return nil, err
 	}

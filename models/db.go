@@ -28,9 +28,11 @@ const (
 
 // Open connects to the database named by databaseURL, or, when it is empty, to
 // the SQLite file countersign.db in dataDir (made if missing), and applies the
-// migrations that have not run yet.
-func Open(ctx context.Context, databaseURL, dataDir string) (*gorm.DB, Dialect, error) {
+// migrations that have not run yet, telling log of each.
+func Open(ctx context.Context, databaseURL, dataDir string, log *slog.Logger) (*gorm.DB, Dialect, error) {
 	cfg := &gorm.Config{
+		// gorm logs nothing: every query error is returned to its caller, which
+		// wraps it and has it logged once, where it becomes a 500.
 		Logger:                 logger.Discard,
 		SkipDefaultTransaction: true,
 		NowFunc:                func() time.Time { return time.Now().UTC() },
@@ -71,7 +73,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*gorm.DB, Dialect, 
 	if err := sqlDB.PingContext(ctx); err != nil {
 		return nil, "", fmt.Errorf("reach %s database: %w", dialect, err)
 	}
-	if err := Migrate(ctx, db, dialect); err != nil {
+	if err := Migrate(ctx, db, dialect, log); err != nil {
 		return nil, "", err
 	}
 	return db, dialect, nil
@@ -108,8 +110,8 @@ var dialectWords = map[Dialect]*strings.Replacer{
 }
 
 // Migrate applies, in order and each in its own transaction, the migrations
-// the database has not recorded yet.
-func Migrate(ctx context.Context, db *gorm.DB, dialect Dialect) error {
+// the database has not recorded yet, and tells log of each one it applies.
+func Migrate(ctx context.Context, db *gorm.DB, dialect Dialect, log *slog.Logger) error {
 	db = db.WithContext(ctx)
 	if err := db.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ` + dialectWords[dialect].Replace("{{time}}") + ` NOT NULL)`).Error; err != nil {
 		return fmt.Errorf("migrate: make schema_migrations: %w", err)
@@ -134,7 +136,7 @@ func Migrate(ctx context.Context, db *gorm.DB, dialect Dialect) error {
 					return fmt.Errorf("%w\n%s", err, stmt)
 				}
 			}
-			slog.Info("migrated", "version", m.version, "name", m.name)
+			log.Info("migrated", "version", m.version, "name", m.name)
 			return tx.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`, m.version, m.name, time.Now().UTC()).Error
 		})
 		if err != nil {

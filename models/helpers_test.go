@@ -16,7 +16,7 @@ import (
 func openStore(t *testing.T, db apptest.Database) (*models.Store, *models.Account) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := app.OpenStore(ctx, apptest.Config(t, db, nil))
+	s, err := app.OpenStore(ctx, apptest.Config(t, db, nil), apptest.Logger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/a-h/templ"
 
+	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/models"
 )
 
@@ -73,14 +75,11 @@ func (a Ask) LastSeq() int64 {
 	return a.Timeline[len(a.Timeline)-1].Seq
 }
 
+// Open says whether the ask still waits for a person or its agent.
+func (a Ask) Open() bool { return models.Status(a.Status).Open() }
+
 // Closed says whether nothing more happens to the ask.
-func (a Ask) Closed() bool {
-	switch a.Status {
-	case "denied", "done", "failed", "stale", "cancelled", "expired":
-		return true
-	}
-	return false
-}
+func (a Ask) Closed() bool { return slices.Contains(models.ClosedStatuses, models.Status(a.Status)) }
 
 // Options are the answers of a decision ask, in order.
 func (a Ask) Options() []string {
@@ -123,17 +122,24 @@ type Payload struct {
 	Canonical   string // the canonical JSON, shown as text only when no view fits
 }
 
-// The payload shapes are the validator's own (models), so the page shows
-// exactly the members an ask can be filed with.
+// The payload and context shapes are the validator's own (package ask), so
+// the page shows exactly the members an ask can be filed with.
 type (
-	PullRequest = models.PullRequestPayload
-	Roll        = models.RollPayload
-	RollPR      = models.RollPR
-	RollCommit  = models.RollCommit
-	Review      = models.ReviewPayload
-	Document    = models.DocumentPayload
-	Decision    = models.DecisionPayload
-	Run         = models.RunPayload
+	PullRequest     = ask.PullRequestPayload
+	Roll            = ask.RollPayload
+	RollPR          = ask.RollPR
+	RollCommit      = ask.RollCommit
+	Review          = ask.ReviewPayload
+	Document        = ask.DocumentPayload
+	Decision        = ask.DecisionPayload
+	Run             = ask.RunPayload
+	Context         = ask.Context
+	ContextDocument = ask.ContextDocument
+	ContextCommit   = ask.ContextCommit
+	Explanation     = ask.Explanation
+	Effect          = ask.Effect
+	Risk            = ask.Risk
+	Evidence        = ask.Evidence
 )
 
 // versionText says which version of a document is meant.
@@ -239,25 +245,25 @@ func DecodePayload(kind, canonical string) (Payload, error) {
 	}
 	var target any
 	switch kind {
-	case "pull_request":
+	case ask.KindPullRequest:
 		p.PullRequest = &PullRequest{}
 		target = p.PullRequest
-	case "roll":
+	case ask.KindRoll:
 		p.Roll = &Roll{}
 		target = p.Roll
-	case "review":
+	case ask.KindReview:
 		p.Review = &Review{}
 		target = p.Review
-	case "document":
+	case ask.KindDocument:
 		p.Document = &Document{}
 		target = p.Document
-	case "decision":
+	case ask.KindDecision:
 		p.Decision = &Decision{}
 		target = p.Decision
-	case "run":
+	case ask.KindRun:
 		p.Run = &Run{}
 		target = p.Run
-	case "auto_approve":
+	case ask.KindAutoApprove:
 		p.AutoApprove = &AutoApprove{}
 		target = p.AutoApprove
 	default:
@@ -273,97 +279,12 @@ func DecodePayload(kind, canonical string) (Payload, error) {
 	return p, nil
 }
 
-// Context is what an ask is about, recorded and shown as given, with the
-// requester's explanation.
-type Context struct {
-	PlanID          string            `json:"plan_id"`
-	PlanItem        string            `json:"plan_item"`
-	JobID           string            `json:"job_id"`
-	Documents       []ContextDocument `json:"documents"`
-	DiagramIDs      []string          `json:"diagram_ids"`
-	CanvasID        string            `json:"canvas_id"`
-	SceneDocumentID string            `json:"scene_document_id"`
-	Commits         []ContextCommit   `json:"commits"`
-	NoContextReason string            `json:"no_context_reason"`
-	Explanation     *Explanation      `json:"explanation"`
-}
-
-// HasIDs says whether the context names anything to show in its own section.
-func (c Context) HasIDs() bool {
-	return c.PlanID != "" || c.PlanItem != "" || c.JobID != "" || len(c.Documents) > 0 || len(c.DiagramIDs) > 0 ||
-		c.CanvasID != "" || c.SceneDocumentID != "" || len(c.Commits) > 0 || c.NoContextReason != ""
-}
-
-// ContextDocument names a document by id, or by kind and number.
-type ContextDocument struct {
-	DocumentID string      `json:"document_id"`
-	Kind       string      `json:"kind"`
-	Number     json.Number `json:"number"`
-	SpaceID    string      `json:"space_id"`
-}
-
-// Name is how the document is shown.
-func (d ContextDocument) Name() string {
-	name := d.DocumentID
-	if name == "" {
-		name = d.Kind + " " + d.Number.String()
-	}
-	if d.SpaceID != "" {
-		name += " in space " + d.SpaceID
-	}
-	return name
-}
-
-// ContextCommit is a commit the ask is about.
-type ContextCommit struct {
-	Repo    string `json:"repo"`
-	SHA     string `json:"sha"`
-	Subject string `json:"subject"`
-}
-
-// Explanation is the ask in the requester's plain words: unsigned, shown
-// under the signed payload.
-type Explanation struct {
-	What     string     `json:"what"`
-	Why      string     `json:"why"`
-	Approve  string     `json:"approve"`
-	Deny     string     `json:"deny"`
-	Effect   *Effect    `json:"effect"`
-	Risk     *Risk      `json:"risk"`
-	Evidence []Evidence `json:"evidence"`
-}
-
-// Effect is what approving changes.
-type Effect struct {
-	Kind    string   `json:"kind"`
-	Ships   string   `json:"ships"`
-	Summary string   `json:"summary"`
-	Touches []string `json:"touches"`
-}
-
-// Risk is the requester's view of what could go wrong.
-type Risk struct {
-	Level string `json:"level"`
-	Text  string `json:"text"`
-}
-
-// Class is the CSS class of the risk level; none for a level it does not know.
-func (r *Risk) Class() string {
-	switch r.Level {
-	case "low", "medium", "high":
+// riskClass is the CSS class of a risk level; none for a level it does not know.
+func riskClass(r *Risk) string {
+	if slices.Contains(ask.RiskLevels, r.Level) {
 		return "risk-" + r.Level
 	}
 	return ""
-}
-
-// Evidence is one item that backs the explanation: code, a diff, a log or a link.
-type Evidence struct {
-	Kind     string `json:"kind"`
-	Title    string `json:"title"`
-	Language string `json:"language"`
-	Path     string `json:"path"`
-	Text     string `json:"text"`
-	URL      string `json:"url"`
 }
 
 // DecodeContext reads an ask's canonical context; "" is an empty one.
@@ -438,16 +359,16 @@ func liveURL(a Ask) string {
 
 // WhyNoButtons says why the page offers no answer buttons.
 func (a Ask) WhyNoButtons() string {
-	switch {
-	case a.Status == "pending" && !a.Now.Before(a.ExpiresAt):
+	switch s := models.Status(a.Status); {
+	case s == models.StatusPending && !a.Now.Before(a.ExpiresAt):
 		return "This ask expired: it can no longer be answered."
-	case a.Status == "pending" && a.AskedOf != "":
+	case s == models.StatusPending && a.AskedOf != "":
 		return "This ask is for " + a.AskedOf + "; only they can answer it."
-	case a.Status == "pending":
+	case s == models.StatusPending:
 		return "This ask is for the owners and admins of the account; they answer it."
-	case a.Status == "question":
+	case s == models.StatusQuestion:
 		return "Waiting for the agent to answer the question."
-	case a.Status == "approved" || a.Status == "in_progress":
+	case slices.Contains(models.ActiveStatuses, s):
 		return "Approved: the agent reports its progress on the timeline."
 	}
 	return "This ask is " + words(a.Status) + ": nothing more can be answered."

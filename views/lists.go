@@ -3,6 +3,8 @@ package views
 import (
 	"net/url"
 	"time"
+
+	"github.com/countersign/countersign/models"
 )
 
 // AskRow is one ask in the inbox or the history.
@@ -19,7 +21,7 @@ type AskRow struct {
 }
 
 // Open says whether the ask still waits for an answer.
-func (r AskRow) Open() bool { return r.Status == "pending" || r.Status == "question" }
+func (r AskRow) Open() bool { return models.Status(r.Status).Open() }
 
 // InboxView is the list of open asks waiting for the viewer.
 type InboxView struct {

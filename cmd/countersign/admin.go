@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -14,9 +15,10 @@ import (
 )
 
 // openAccount opens the configured database (making the default account on
-// a fresh one) and finds the account the command names.
+// a fresh one) and finds the account the command names. The commands log
+// through slog.Default, the CLI's logger that main sets.
 func openAccount(ctx context.Context, cfg app.Config, name string) (*models.Store, *models.Account, error) {
-	store, err := app.OpenStore(ctx, cfg)
+	store, err := app.OpenStore(ctx, cfg, slog.Default())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -34,7 +36,7 @@ func accountCommand(ctx context.Context, cfg app.Config, args []string, out io.W
 	if len(args) == 0 {
 		return usageError{"account needs create, set or list"}
 	}
-	store, err := app.OpenStore(ctx, cfg)
+	store, err := app.OpenStore(ctx, cfg, slog.Default())
 	if err != nil {
 		return err
 	}

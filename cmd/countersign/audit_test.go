@@ -47,7 +47,7 @@ func TestAuditVerifyFindsAnEditedEvent(t *testing.T) {
 			t.Fatalf("audit verify:\n%s", out)
 		}
 
-		store, err := app.OpenStore(context.Background(), mustConfig(t, s.env))
+		store, err := app.OpenStore(context.Background(), mustConfig(t, s.env), apptest.Logger())
 		if err != nil {
 			t.Fatal(err)
 		}

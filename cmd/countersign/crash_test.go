@@ -70,7 +70,7 @@ func TestKillNineLosesNoAnsweredAsk(t *testing.T) {
 			t.Fatalf("%d asks were refused, the first: %s", len(refused), refused[0])
 		}
 
-		store, err := app.OpenStore(context.Background(), mustConfig(t, s.env))
+		store, err := app.OpenStore(context.Background(), mustConfig(t, s.env), apptest.Logger())
 		if err != nil {
 			t.Fatalf("open the store after the kill: %v", err)
 		}

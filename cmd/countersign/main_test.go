@@ -166,7 +166,7 @@ type agentRow struct {
 // readAgent reads the agent named name from the SQLite file in data.
 func readAgent(t *testing.T, data, name string) agentRow {
 	t.Helper()
-	db, _, err := models.Open(context.Background(), "", data)
+	db, _, err := models.Open(context.Background(), "", data, apptest.Logger())
 	if err != nil {
 		t.Fatalf("open the database: %v", err)
 	}
@@ -537,7 +537,7 @@ func TestTheTypeScriptSDKWorksAgainstTheBinary(t *testing.T) {
 		}
 
 		// The service's own record agrees with what the SDK saw.
-		store, err := app.OpenStore(context.Background(), mustConfig(t, s.env))
+		store, err := app.OpenStore(context.Background(), mustConfig(t, s.env), apptest.Logger())
 		if err != nil {
 			t.Fatalf("open the store: %v", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/push"
@@ -12,7 +13,7 @@ import (
 // vapidCommand prints the service's VAPID public key, making the key pair
 // first if the service has never started.
 func vapidCommand(ctx context.Context, cfg app.Config, out io.Writer) error {
-	store, err := app.OpenStore(ctx, cfg)
+	store, err := app.OpenStore(ctx, cfg, slog.Default())
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/app"
+	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/push"
 )
 
@@ -20,7 +21,7 @@ func TestVapidPrintsTheStoredPublicKey(t *testing.T) {
 	if again := strings.TrimSpace(mustCLI(t, env, "vapid").stdout); again != first {
 		t.Errorf("a second run printed %q, want the same key %q", again, first)
 	}
-	store, err := app.OpenStore(context.Background(), mustConfig(t, env))
+	store, err := app.OpenStore(context.Background(), mustConfig(t, env), apptest.Logger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package models
+package ask
 
 import (
 	"fmt"
@@ -50,14 +50,14 @@ func TestValidateAskText(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			err := ValidateAskText(c.in.title, c.in.summary, c.in.approve, c.in.deny, c.in.agent)
-			askvWant(t, err, c.code, c.field)
+			wantRefusal(t, err, c.code, c.field)
 		})
 	}
 }
 
 func TestValidateAskTextMeansMessage(t *testing.T) {
 	err := ValidateAskText("t", "", "", "x", "")
-	askvWant(t, err, InvalidArgument, "approve_means")
+	wantRefusal(t, err, InvalidArgument, "approve_means")
 	if !strings.Contains(err.Error(), "cannot judge") {
 		t.Fatalf("refusal should say why approve_means is needed: %v", err)
 	}
@@ -99,7 +99,7 @@ func TestValidateLinks(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			askvWant(t, ValidateLinks(c.links), c.code, c.field)
+			wantRefusal(t, ValidateLinks(c.links), c.code, c.field)
 		})
 	}
 }

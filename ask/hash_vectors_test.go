@@ -1,4 +1,4 @@
-package models
+package ask
 
 import (
 	"bytes"
@@ -17,24 +17,24 @@ import (
 // (rfc8785_sample) was compared with the RFC text by hand. Each payload is
 // stored verbatim, so its white space, key order and escapes are what
 // CanonicalHash reads.
-type askvHashVector struct {
+type hashVector struct {
 	Name      string          `json:"name"`
 	Payload   json.RawMessage `json:"payload"`
 	Canonical string          `json:"canonical"`
 	SHA256    string          `json:"sha256"`
 }
 
-func askvLoadHashVectors(t *testing.T) map[string]askvHashVector {
+func loadHashVectors(t *testing.T) map[string]hashVector {
 	t.Helper()
 	b, err := os.ReadFile("testdata/hash_vectors.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list []askvHashVector
+	var list []hashVector
 	if err := json.Unmarshal(b, &list); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]askvHashVector{}
+	out := map[string]hashVector{}
 	for _, v := range list {
 		if _, dup := out[v.Name]; dup {
 			t.Fatalf("vector %q twice", v.Name)
@@ -48,7 +48,7 @@ func askvLoadHashVectors(t *testing.T) map[string]askvHashVector {
 }
 
 func TestCanonicalHashVectors(t *testing.T) {
-	for name, v := range askvLoadHashVectors(t) {
+	for name, v := range loadHashVectors(t) {
 		t.Run(name, func(t *testing.T) {
 			canonical, sum, err := CanonicalHash(v.Payload)
 			if err != nil {
@@ -69,7 +69,7 @@ func TestCanonicalHashVectors(t *testing.T) {
 }
 
 func TestCanonicalHashEqualAndDifferent(t *testing.T) {
-	vs := askvLoadHashVectors(t)
+	vs := loadHashVectors(t)
 	same := [][2]string{
 		{"key_order", "key_order_reversed_same_hash"},
 	}

@@ -1,0 +1,22 @@
+// Package ask reads what an agent asks a person to decide: the kinds of ask,
+// the frozen payload of each kind and its canonical hash, the context it is
+// about (with the requester's explanation and evidence), and the ask's own
+// words and links. It holds no database, no HTTP, MCP or templates, so the
+// store, the MCP tools and the pages all read one set of types and rules.
+// Every refusal is a *Refusal naming the dotted path of the member at fault.
+package ask
+
+// Kinds of ask. Each names the one member of its payload.
+const (
+	KindPullRequest = "pull_request"
+	KindRoll        = "roll"
+	KindReview      = "review"
+	KindDocument    = "document"
+	KindDecision    = "decision"
+	KindRun         = "run"
+	KindAutoApprove = "auto_approve"
+)
+
+// Kinds are the kinds approvals_create files, in the order the seed names
+// them. An auto_approve ask is filed by approvals_request_auto_approve only.
+var Kinds = []string{KindPullRequest, KindRoll, KindReview, KindDocument, KindDecision, KindRun}
