@@ -74,6 +74,8 @@ func (h *Handlers) Routes(mcpEndpoint http.Handler) *echo.Echo {
 	web.GET("/invite/:token", h.InvitePage)
 	web.POST("/invite/:token/begin", h.InviteBegin)
 	web.POST("/invite/:token/finish", h.InviteFinish)
+	web.POST("/invite/:token/accept/begin", h.InviteAcceptBegin)
+	web.POST("/invite/:token/accept/finish", h.InviteAcceptFinish)
 
 	person := web.Group("", h.requirePerson)
 	person.GET("/", h.Inbox)

@@ -11,11 +11,12 @@ import (
 var ActorKinds = []string{ActorAgent, ActorPerson, ActorSystem, ActorAdmin, ActorPolicy, ActorRunner}
 
 // AuditSteps are the steps a timeline event can record: "created", every
-// event of the state machine, and the notes auto-approve policies write.
+// event of the state machine, the notes auto-approve policies write, and the
+// account's own events (approval_id ”), such as a member joining.
 var AuditSteps = []string{"created", string(EventApprove), string(EventAutoApprove), string(EventDeny), string(EventNotMine),
 	string(EventQuestion), string(EventAnswered), string(EventWithdraw), string(EventExpire), string(EventSupersede),
 	string(EventCancel), string(EventStarted), string(EventObservedChanged), string(EventStep), string(EventDone), string(EventFailed),
-	StepAutoApproveRequested, StepPolicyEnabled, StepPolicyReplaced, StepPolicyRevoked, StepPolicySkipped}
+	StepAutoApproveRequested, StepPolicyEnabled, StepPolicyReplaced, StepPolicyRevoked, StepPolicySkipped, StepMemberJoined}
 
 // AuditFilter narrows the audit log. Empty and zero fields are no filter.
 type AuditFilter struct {

@@ -238,4 +238,7 @@ CREATE TABLE audit_chain (
 );
 CREATE UNIQUE INDEX audit_chain_position ON audit_chain (account_id, pos)
 `},
+	{9, "invite kinds: a new person, or a role for an existing person who signs in to accept", `
+ALTER TABLE invites ADD COLUMN kind TEXT NOT NULL DEFAULT 'new_person'
+`},
 }
