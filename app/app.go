@@ -77,7 +77,7 @@ func (a *App) SetupURL(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	token, _, err := a.Store.CreateInvite(ctx, acct.ID, models.RoleOwner, "", models.SetupInviter)
+	token, _, err := a.Store.CreateInvite(ctx, models.NewInvite{AccountID: acct.ID, Role: models.RoleOwner, By: models.OperatorInviter(models.SetupInviter)})
 	if err != nil {
 		return "", err
 	}

@@ -219,6 +219,19 @@ func (b *Browser) AcceptInvite(token, subject string) Response {
 	return b.Post("/invite/"+token+"/finish", ceremonyReply{Ceremony: id, Credential: credential})
 }
 
+// AcceptRoleInvite accepts an add-role invite by signing in with the
+// browser's passkey; the answer is that of the finish call, or of the begin
+// call when it refused.
+func (b *Browser) AcceptRoleInvite(token string) Response {
+	b.t.Helper()
+	begin := b.Post("/invite/"+token+"/accept/begin", map[string]string{})
+	if begin.Status != http.StatusOK {
+		return begin
+	}
+	id, options := begin.Ceremony()
+	return b.Post("/invite/"+token+"/accept/finish", ceremonyReply{Ceremony: id, Credential: b.Sign(options)})
+}
+
 // SignIn signs in with the browser's passkey (discoverable login).
 func (b *Browser) SignIn() Response {
 	b.t.Helper()

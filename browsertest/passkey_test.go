@@ -81,3 +81,44 @@ func signCount(t *testing.T, p *Page) float64 {
 	}
 	return creds[0].SignCount
 }
+
+func TestAPersonAcceptsAnAddRoleInviteBySigningInWithTheirPasskey(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		s := start(t, db)
+		p := s.page
+		ctx := context.Background()
+		dave := s.signUp("dave", models.RoleOwner)
+		bravo, err := s.env.Store.CreateAccount(ctx, "bravo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		token, _, err := s.env.Store.CreateInvite(ctx, models.NewInvite{AccountID: bravo.ID, Kind: models.InviteAddRole,
+			Role: models.RoleAdmin, Subject: "dave", By: models.OperatorInviter("browsertest")})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		p.Go("/invite/" + token)
+		if p.Count("#register") != 0 || p.Count("[data-testid=accept-invite]") != 1 {
+			p.Fatalf("the add-role invite page shows a registration form, or no sign-in button")
+		}
+		before := signCount(t, p)
+		p.ClickToLoad("[data-testid=accept-invite]", "/", "[data-testid=sign-out]")
+		s.checkInbox()
+
+		m, err := s.env.Store.MemberByID(ctx, bravo.ID, dave.ID)
+		if err != nil || m.Role != models.RoleAdmin {
+			t.Fatalf("dave in bravo: %+v (%v); want an admin", m, err)
+		}
+		if creds := p.Credentials(); len(creds) != 1 {
+			t.Fatalf("the authenticator holds %d credentials, want dave's one: accepting made a passkey", len(creds))
+		}
+		keys, err := s.env.Store.DeviceKeys(ctx, dave.ID)
+		if err != nil || len(keys) != 1 {
+			t.Fatalf("dave has %d passkeys (%v), want his one", len(keys), err)
+		}
+		if after := signCount(t, p); after <= before {
+			t.Fatalf("the passkey's sign count is %v (was %v): it did not sign", after, before)
+		}
+	})
+}

@@ -42,7 +42,7 @@ func start(t *testing.T, db apptest.Database) *service {
 // does, and returns the path of its page.
 func (s *service) invite(role models.Role, subject string) string {
 	s.t.Helper()
-	token, inv, err := s.env.Store.CreateInvite(context.Background(), s.env.Account.ID, role, subject, "browsertest")
+	token, inv, err := s.env.Store.CreateInvite(context.Background(), models.NewInvite{AccountID: s.env.Account.ID, Role: role, Subject: subject, By: models.OperatorInviter("browsertest")})
 	if err != nil {
 		s.t.Fatalf("create invite: %v", err)
 	}

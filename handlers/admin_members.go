@@ -30,27 +30,35 @@ func (h *Handlers) membersPage(c echo.Context, status int, view views.MembersVie
 	}
 	view.Now = h.store.Now()
 	view.Roles = []string{string(models.RoleOwner), string(models.RoleAdmin), string(models.RoleMember)}
+	view.InviteRoles = view.Roles
+	if v.member.Role != models.RoleOwner {
+		view.InviteRoles = view.Roles[1:]
+	}
 	for _, m := range members {
 		view.Members = append(view.Members, views.MemberRow{PersonID: m.ID, Subject: m.Subject, DisplayName: m.DisplayName,
 			Role: string(m.Role), Self: m.ID == v.member.ID})
 	}
 	for _, i := range invites {
-		view.Invites = append(view.Invites, views.InviteRow{Role: string(i.Role), Subject: i.Subject, CreatedBy: i.CreatedBy,
+		view.Invites = append(view.Invites, views.InviteRow{AddRole: i.Kind == models.InviteAddRole, Role: string(i.Role), Subject: i.Subject, CreatedBy: i.CreatedBy,
 			CreatedAt: i.CreatedAt, ExpiresAt: i.ExpiresAt, UsedAt: i.UsedAt, UsedBy: i.UsedBy})
 	}
 	return h.render(c, status, views.AdminMembers(h.page(c, "Members", "admin"), view))
 }
 
-// AdminInviteCreate makes a one-time invite and shows its URL, once.
+// AdminInviteCreate makes a one-time invite and shows its URL, once: for a
+// new person, or (kind add_role) a role for an existing person that only
+// they can accept. The store refuses a role above the admin's own.
 func (h *Handlers) AdminInviteCreate(c echo.Context) error {
 	v := viewerOf(c)
-	role, err := models.ParseRole(c.FormValue("role"))
-	if err == nil && role == models.RoleOwner && v.member.Role != models.RoleOwner {
-		err = models.Refuse(models.PermissionDenied, "role", "only an owner can invite an owner")
+	kind, err := models.ParseInviteKind(c.FormValue("kind"))
+	var role models.Role
+	if err == nil {
+		role, err = models.ParseRole(c.FormValue("role"))
 	}
 	var token string
 	if err == nil {
-		token, _, err = h.store.CreateInvite(c.Request().Context(), v.account.ID, role, strings.TrimSpace(c.FormValue("subject")), v.member.Subject)
+		token, _, err = h.store.CreateInvite(c.Request().Context(), models.NewInvite{AccountID: v.account.ID, Kind: kind, Role: role,
+			Subject: strings.TrimSpace(c.FormValue("subject")), By: v.member.AsInviter()})
 	}
 	if msg, status, ok := refusalOf(err); ok {
 		return h.membersPage(c, status, views.MembersView{Error: msg})
@@ -58,7 +66,7 @@ func (h *Handlers) AdminInviteCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.membersPage(c, http.StatusOK, views.MembersView{InviteURL: h.baseURL + "/invite/" + token})
+	return h.membersPage(c, http.StatusOK, views.MembersView{InviteURL: h.baseURL + "/invite/" + token, InviteAddRole: kind == models.InviteAddRole})
 }
 
 // AdminMemberRole changes a member's role; the account keeps an owner.

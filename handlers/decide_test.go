@@ -50,7 +50,7 @@ func newScene(t *testing.T, db apptest.Database, overrides map[string]string) *s
 // a new browser, which is then signed in.
 func join(t *testing.T, env *apptest.Env, accountID string, role models.Role, subject string) *apptest.Browser {
 	t.Helper()
-	token, _, err := env.Store.CreateInvite(context.Background(), accountID, role, "", "test")
+	token, _, err := env.Store.CreateInvite(context.Background(), models.NewInvite{AccountID: accountID, Role: role, By: models.OperatorInviter("test")})
 	if err != nil {
 		t.Fatalf("create invite: %v", err)
 	}
@@ -225,7 +225,7 @@ func TestInviteRegisterSignInAndDecideOverHTTP(t *testing.T) {
 			if string(owner.Passkey.UserHandle) != members[0].ID {
 				t.Fatalf("user handle %q, want the person id %q", owner.Passkey.UserHandle, members[0].ID)
 			}
-			token, _, err := s.env.Store.CreateInvite(ctx, s.env.Account.ID, models.RoleMember, "", "test")
+			token, _, err := s.env.Store.CreateInvite(ctx, models.NewInvite{AccountID: s.env.Account.ID, Role: models.RoleMember, By: models.OperatorInviter("test")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -241,7 +241,7 @@ func TestInviteRegisterSignInAndDecideOverHTTP(t *testing.T) {
 		})
 
 		t.Run("a passkey that does not verify the user, or answers for another origin, does not spend the invite", func(t *testing.T) {
-			token, _, err := s.env.Store.CreateInvite(ctx, s.env.Account.ID, models.RoleMember, "", "test")
+			token, _, err := s.env.Store.CreateInvite(ctx, models.NewInvite{AccountID: s.env.Account.ID, Role: models.RoleMember, By: models.OperatorInviter("test")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -263,7 +263,7 @@ func TestInviteRegisterSignInAndDecideOverHTTP(t *testing.T) {
 		})
 
 		t.Run("a synced passkey (backup eligible) registers, signs in and decides", func(t *testing.T) {
-			token, _, err := s.env.Store.CreateInvite(ctx, s.env.Account.ID, models.RoleAdmin, "", "test")
+			token, _, err := s.env.Store.CreateInvite(ctx, models.NewInvite{AccountID: s.env.Account.ID, Role: models.RoleAdmin, By: models.OperatorInviter("test")})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -34,7 +34,7 @@ func newPeople(t *testing.T, db apptest.Database) *people {
 	ctx := context.Background()
 	invite := func(subject string, role models.Role) (*apptest.Browser, *models.Member) {
 		t.Helper()
-		token, _, err := env.Store.CreateInvite(ctx, env.Account.ID, role, "", "test")
+		token, _, err := env.Store.CreateInvite(ctx, models.NewInvite{AccountID: env.Account.ID, Role: role, By: models.OperatorInviter("test")})
 		if err != nil {
 			t.Fatal(err)
 		}

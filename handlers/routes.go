@@ -76,6 +76,8 @@ func (h *Handlers) Routes(mcpEndpoint http.Handler) *echo.Echo {
 	web.GET("/invite/:token", h.InvitePage)
 	web.POST("/invite/:token/begin", h.InviteBegin)
 	web.POST("/invite/:token/finish", h.InviteFinish)
+	web.POST("/invite/:token/accept/begin", h.InviteAcceptBegin)
+	web.POST("/invite/:token/accept/finish", h.InviteAcceptFinish)
 	web.GET("/add-device/:token", h.DeviceLinkPage)
 	web.POST("/add-device/:token/begin", h.DeviceLinkBegin)
 	web.POST("/add-device/:token/finish", h.DeviceLinkFinish)

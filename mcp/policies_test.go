@@ -39,7 +39,7 @@ func newPolicyWorld(t *testing.T, db apptest.Database) *policyWorld {
 	// Registered after the service, so it runs before the service stops: a
 	// push cut off by the shutdown would reach the push service half sent.
 	t.Cleanup(func() { drainPushes(t, env) })
-	token, _, err := env.Store.CreateInvite(ctx, env.Account.ID, models.RoleOwner, "", "test")
+	token, _, err := env.Store.CreateInvite(ctx, models.NewInvite{AccountID: env.Account.ID, Role: models.RoleOwner, By: models.OperatorInviter("test")})
 	if err != nil {
 		t.Fatalf("create invite: %v", err)
 	}

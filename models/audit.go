@@ -12,12 +12,12 @@ var ActorKinds = []string{ActorAgent, ActorPerson, ActorSystem, ActorAdmin, Acto
 
 // AuditSteps are the steps a timeline event can record: "created", every
 // event of the state machine, the notes auto-approve policies write, and the
-// account-level events of a person's passkeys.
+// account's own events (approval_id ''): a member joining, a person's passkey added or removed.
 var AuditSteps = []string{"created", string(EventApprove), string(EventAutoApprove), string(EventDeny), string(EventNotMine),
 	string(EventQuestion), string(EventAnswered), string(EventWithdraw), string(EventExpire), string(EventSupersede),
 	string(EventCancel), string(EventStarted), string(EventObservedChanged), string(EventStep), string(EventDone), string(EventFailed),
 	StepAutoApproveRequested, StepPolicyEnabled, StepPolicyReplaced, StepPolicyRevoked, StepPolicySkipped,
-	StepPasskeyAdded, StepPasskeyRemoved}
+	StepMemberJoined, StepPasskeyAdded, StepPasskeyRemoved}
 
 // AuditFilter narrows the audit log. Empty and zero fields are no filter.
 type AuditFilter struct {

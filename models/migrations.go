@@ -238,6 +238,9 @@ CREATE TABLE audit_chain (
 );
 CREATE UNIQUE INDEX audit_chain_position ON audit_chain (account_id, pos)
 `},
+	{9, "invite kinds: a new person, or a role for an existing person who signs in to accept", `
+ALTER TABLE invites ADD COLUMN kind TEXT NOT NULL DEFAULT 'new_person'
+`},
 	{10, "who added each passkey; grants to add one: a fresh assertion, or a one-time device link", `
 ALTER TABLE device_keys ADD COLUMN added_by TEXT NOT NULL DEFAULT '';
 CREATE TABLE device_grants (

@@ -65,6 +65,25 @@ function initRegister() {
     }
   });
 }
+function initAcceptInvite() {
+  const box = document.getElementById("accept-invite");
+  if (!box) return;
+  const button = box.querySelector("[data-action=accept-invite]");
+  button.addEventListener("click", async () => {
+    busy(button, true);
+    try {
+      const base = `/invite/${encodeURIComponent(box.dataset.invite)}/accept`;
+      const begin = await postJSON(`${base}/begin`);
+      const credential = await getAssertion(begin);
+      const done = await postJSON(`${base}/finish`, { ceremony: begin.ceremony, credential: credential.toJSON() });
+      location.assign(done.redirect || "/");
+    } catch (err) {
+      showError(box, err);
+    } finally {
+      busy(button, false);
+    }
+  });
+}
 function initSignIn() {
   const button = document.querySelector("[data-action=sign-in]");
   if (!button) return;
@@ -411,6 +430,7 @@ function initServiceWorker() {
   }
 }
 initRegister();
+initAcceptInvite();
 initSignIn();
 initDevices();
 initDeviceLink();

@@ -1,6 +1,6 @@
 (() => {
   // web/sw.js
-  var CACHE = `countersign-${"403be34c3f860bfa"}`;
+  var CACHE = `countersign-${"4e2671924875f23e"}`;
   var SHELL = ["/offline.html", "/static/app.css", "/static/app.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
   self.addEventListener("install", (event) => {
     event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));

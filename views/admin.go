@@ -10,12 +10,16 @@ import (
 
 // MembersView is the account's members and invites.
 type MembersView struct {
-	Members   []MemberRow
-	Invites   []InviteRow
-	Roles     []string
-	InviteURL string // a new invite's one-time URL, shown once
-	Error     string // a refusal to show above the lists
-	Now       time.Time
+	Members []MemberRow
+	Invites []InviteRow
+	Roles   []string
+	// InviteRoles are the roles the viewer can grant by invite: none above their own.
+	InviteRoles []string
+	InviteURL   string // a new invite's one-time URL, shown once
+	// InviteAddRole says the new invite is for an existing person, who accepts by signing in.
+	InviteAddRole bool
+	Error         string // a refusal to show above the lists
+	Now           time.Time
 }
 
 // MemberRow is one member of the account.
@@ -29,6 +33,7 @@ type MemberRow struct {
 
 // InviteRow is one invite, pending or used.
 type InviteRow struct {
+	AddRole   bool // for an existing person, who accepts by signing in; else for a new person
 	Role      string
 	Subject   string
 	CreatedBy string

@@ -79,6 +79,28 @@ function initRegister() {
   });
 }
 
+// Invite for an existing person: sign in with a passkey they already have to
+// take the role. No passkey is made: the server accepts only the named person.
+function initAcceptInvite() {
+  const box = document.getElementById("accept-invite");
+  if (!box) return;
+  const button = box.querySelector("[data-action=accept-invite]");
+  button.addEventListener("click", async () => {
+    busy(button, true);
+    try {
+      const base = `/invite/${encodeURIComponent(box.dataset.invite)}/accept`;
+      const begin = await postJSON(`${base}/begin`);
+      const credential = await getAssertion(begin);
+      const done = await postJSON(`${base}/finish`, { ceremony: begin.ceremony, credential: credential.toJSON() });
+      location.assign(done.redirect || "/");
+    } catch (err) {
+      showError(box, err);
+    } finally {
+      busy(button, false);
+    }
+  });
+}
+
 // Sign in: a discoverable passkey, with autofill where the browser offers it.
 function initSignIn() {
   const button = document.querySelector("[data-action=sign-in]");
@@ -474,6 +496,7 @@ function initServiceWorker() {
 }
 
 initRegister();
+initAcceptInvite();
 initSignIn();
 initDevices();
 initDeviceLink();

@@ -25,8 +25,9 @@ Usage:
                                                make an agent; its token is printed alone on the last line
   countersign agent list [--account NAME]
   countersign agent disable NAME [--account NAME] [--reason TEXT]
-  countersign invite --role owner|admin|member [--subject S] [--account NAME]
-                                               make a one-time invite (24 h); its URL is printed alone on the last line
+  countersign invite --role owner|admin|member [--subject S | --add-role --subject S] [--account NAME]
+                                               make a one-time invite (24 h) for a new person, or with --add-role a role
+                                               the existing person S accepts with their own passkey; URL on the last line
   countersign keys export [--account NAME] [--out FILE]
                                                write the account's device keys, for verify --keys
   countersign vapid                            print the Web Push (VAPID) public key

@@ -17,16 +17,19 @@ import (
 )
 
 const (
-	inviteUsage = "usage: countersign invite --role owner|admin|member [--subject S] [--account NAME]"
+	inviteUsage = "usage: countersign invite --role owner|admin|member [--subject S | --add-role --subject S] [--account NAME]"
 	keysUsage   = "usage: countersign keys export [--account NAME] [--out FILE]"
 )
 
-// inviteCommand makes a one-time invite and prints its URL alone on the last line.
+// inviteCommand makes a one-time invite and prints its URL alone on the last
+// line. The operator invites as an owner. An invite for an existing person
+// (--add-role) gives them the role when they sign in with their own passkey.
 func inviteCommand(ctx context.Context, cfg app.Config, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("invite", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	role := fs.String("role", "", "owner, admin or member")
-	subject := fs.String("subject", "", "the subject the person must take (empty: they choose)")
+	subject := fs.String("subject", "", "the subject the new person must take (empty: they choose), or the existing person with --add-role")
+	addRole := fs.Bool("add-role", false, "invite the existing person --subject names; they accept by signing in with their own passkey")
 	account := fs.String("account", models.DefaultAccountName, "account name")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return usageError{inviteUsage}
@@ -39,16 +42,28 @@ func inviteCommand(ctx context.Context, cfg app.Config, args []string, out io.Wr
 	if err != nil {
 		return err
 	}
-	token, inv, err := store.CreateInvite(ctx, acct.ID, r, *subject, "cli")
+	kind := models.InviteNewPerson
+	if *addRole {
+		kind = models.InviteAddRole
+	}
+	token, inv, err := store.CreateInvite(ctx, models.NewInvite{AccountID: acct.ID, Kind: kind, Role: r, Subject: *subject,
+		By: models.OperatorInviter("cli")})
 	if err != nil {
 		return err
 	}
 	who := "a new person"
 	if inv.Subject != "" {
-		who = inv.Subject
+		who = "a new person, " + inv.Subject
+	}
+	if inv.Kind == models.InviteAddRole {
+		who = "the existing person " + inv.Subject
 	}
 	fmt.Fprintf(out, "invite for %s to join account %s as %s; it works once, until %s.\n", who, acct.Name, inv.Role, inv.ExpiresAt.Format(time.RFC3339))
-	fmt.Fprintln(out, "open it on the phone or computer that will hold the passkey:")
+	if inv.Kind == models.InviteAddRole {
+		fmt.Fprintf(out, "only %s can accept it, by signing in with a passkey they already have:\n", inv.Subject)
+	} else {
+		fmt.Fprintln(out, "open it on the phone or computer that will hold the passkey:")
+	}
 	fmt.Fprintln(out, app.InviteURL(cfg.BaseURL, token))
 	return nil
 }

@@ -1,0 +1,207 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/passkey"
+	"github.com/countersign/countersign/views"
+)
+
+// Ceremony kinds of the invite page: registering a new person's first
+// passkey, or an existing person signing in to accept an add-role invite.
+const (
+	ceremonyInvite       = "invite"
+	ceremonyInviteAccept = "invite_accept"
+)
+
+// InvitePage shows an invite that can still be used: a new person makes a
+// passkey; the person an add-role invite names signs in with one they have.
+func (h *Handlers) InvitePage(c echo.Context) error {
+	ctx := c.Request().Context()
+	token := c.Param("token")
+	inv, err := h.store.InviteByToken(ctx, token)
+	if err != nil {
+		return err
+	}
+	acct, err := h.store.AccountByID(ctx, inv.AccountID)
+	if err != nil {
+		return err
+	}
+	setup := inv.CreatedBy == models.SetupInviter
+	return h.render(c, http.StatusOK, views.Invite(h.page(c, "Join "+acct.Name, ""), views.InviteView{
+		Token: token, AccountName: acct.Name, Role: string(inv.Role), Subject: inv.Subject, Setup: setup,
+		AddRole: inv.Kind == models.InviteAddRole,
+	}))
+}
+
+type inviteBegin struct {
+	Subject     string `json:"subject"`
+	DisplayName string `json:"display_name"`
+	DeviceName  string `json:"device_name"`
+}
+
+// inviteCeremony is kept server-side between the two halves of registration.
+type inviteCeremony struct {
+	PersonID    string          `json:"person_id"`
+	Subject     string          `json:"subject"`
+	DisplayName string          `json:"display_name"`
+	DeviceName  string          `json:"device_name"`
+	Session     json.RawMessage `json:"session"`
+}
+
+// InviteBegin checks the chosen subject and answers the options of a new
+// person's first passkey. A subject that is already a person's is refused:
+// an invite never registers a passkey onto an existing person.
+func (h *Handlers) InviteBegin(c echo.Context) error {
+	ctx := c.Request().Context()
+	token := c.Param("token")
+	inv, err := h.store.InviteByToken(ctx, token)
+	if err != nil {
+		return err
+	}
+	if inv.Kind != models.InviteNewPerson {
+		return models.Refuse(models.FailedPrecondition, "invite", "this invite adds a role to %s, who accepts it by signing in with their own passkey", inv.Subject)
+	}
+	var in inviteBegin
+	if err := readJSON(c, &in); err != nil {
+		return err
+	}
+	in.Subject = strings.TrimSpace(in.Subject)
+	if inv.Subject != "" {
+		in.Subject = inv.Subject
+	}
+	if err := models.CheckSubject(in.Subject); err != nil {
+		return err
+	}
+	if err := checkName("display_name", in.DisplayName); err != nil {
+		return err
+	}
+	if err := checkName("device_name", in.DeviceName); err != nil {
+		return err
+	}
+	switch _, err := h.store.PersonBySubject(ctx, in.Subject); {
+	case err == nil && inv.Subject != "":
+		return models.Refuse(models.FailedPrecondition, "subject", "%q is already a person: this invite cannot add a passkey to them; ask for an add-role invite, which they accept with their own passkey", in.Subject)
+	case err == nil:
+		return models.Invalid("subject", "%q is taken; choose another", in.Subject)
+	case models.CodeOf(err) != models.NotFound:
+		return err
+	}
+	u := &passkey.User{ID: models.NewPersonID(), Subject: in.Subject, DisplayName: in.DisplayName}
+	options, session, err := h.rp.BeginRegistration(u)
+	if err != nil {
+		return err
+	}
+	state, err := json.Marshal(inviteCeremony{PersonID: u.ID, Subject: in.Subject, DisplayName: in.DisplayName, DeviceName: in.DeviceName, Session: session})
+	if err != nil {
+		return err
+	}
+	id, err := h.store.SaveCeremony(ctx, ceremonyInvite, models.HashToken(token), state)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"ceremony": id, "options": options})
+}
+
+// InviteFinish stores the new person with their passkey, spends the invite
+// and signs them in.
+func (h *Handlers) InviteFinish(c echo.Context) error {
+	ctx := c.Request().Context()
+	token := c.Param("token")
+	var reply ceremonyReply
+	if err := readJSON(c, &reply); err != nil {
+		return err
+	}
+	raw, err := h.takeInviteCeremony(c, reply.Ceremony, ceremonyInvite, token)
+	if err != nil {
+		return err
+	}
+	var st inviteCeremony
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return err
+	}
+	u := &passkey.User{ID: st.PersonID, Subject: st.Subject, DisplayName: st.DisplayName}
+	key, err := h.rp.FinishRegistration(u, st.Session, reply.Credential, deviceName(st.DeviceName, c))
+	if err != nil {
+		return err
+	}
+	m, err := h.store.AcceptInvite(ctx, token, st.PersonID, st.Subject, st.DisplayName, *key)
+	if err != nil {
+		return err
+	}
+	if err := h.startSession(c, m.ID, m.AccountID); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]string{"redirect": "/"})
+}
+
+// InviteAcceptBegin answers the options of a sign-in with a passkey the
+// person already has, to accept an add-role invite.
+func (h *Handlers) InviteAcceptBegin(c echo.Context) error {
+	ctx := c.Request().Context()
+	token := c.Param("token")
+	inv, err := h.store.InviteByToken(ctx, token)
+	if err != nil {
+		return err
+	}
+	if inv.Kind != models.InviteAddRole {
+		return models.Refuse(models.FailedPrecondition, "invite", "this invite is for a new person, who accepts it by making a passkey")
+	}
+	options, session, err := h.rp.BeginSignIn()
+	if err != nil {
+		return err
+	}
+	id, err := h.store.SaveCeremony(ctx, ceremonyInviteAccept, models.HashToken(token), session)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"ceremony": id, "options": options})
+}
+
+// InviteAcceptFinish checks the assertion, gives the person who signed the
+// invite's role when the invite names them, and signs them into the account.
+func (h *Handlers) InviteAcceptFinish(c echo.Context) error {
+	ctx := c.Request().Context()
+	token := c.Param("token")
+	var reply ceremonyReply
+	if err := readJSON(c, &reply); err != nil {
+		return err
+	}
+	session, err := h.takeInviteCeremony(c, reply.Ceremony, ceremonyInviteAccept, token)
+	if err != nil {
+		return err
+	}
+	a, err := h.rp.FinishSignIn(session, reply.Credential, func(personID string) (*passkey.User, error) {
+		return h.user(ctx, personID)
+	})
+	if err != nil {
+		return err
+	}
+	m, err := h.store.AcceptRoleInvite(ctx, token, models.PasskeyUse{
+		PersonID: a.PersonID, CredentialID: a.CredentialID, SignCount: a.SignCount, Credential: a.Credential,
+	})
+	if err != nil {
+		return err
+	}
+	if err := h.startSession(c, m.ID, m.AccountID); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]string{"redirect": "/"})
+}
+
+// takeInviteCeremony reads, once, a ceremony of kind started for the invite of token.
+func (h *Handlers) takeInviteCeremony(c echo.Context, id, kind, token string) ([]byte, error) {
+	raw, forInvite, err := h.store.TakeCeremony(c.Request().Context(), id, kind)
+	if err != nil {
+		return nil, err
+	}
+	if forInvite != models.HashToken(token) {
+		return nil, models.Refuse(models.FailedPrecondition, "ceremony", "this passkey prompt was made for another invite; start again")
+	}
+	return raw, nil
+}
