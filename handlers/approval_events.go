@@ -35,7 +35,7 @@ type timelineData struct {
 
 // ApprovalEvents streams, as Server-Sent Events, the timeline events of one
 // ask of the viewer's account with a seq greater than Last-Event-ID (or
-// ?after=), as they land.
+// ?after=), as they land, for as long as the viewer's session lasts.
 func (h *Handlers) ApprovalEvents(c echo.Context) error {
 	ctx := c.Request().Context()
 	v := viewerOf(c)
@@ -68,6 +68,15 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 	end := time.NewTimer(eventsLife)
 	defer end.Stop()
 	for {
+		// A stream lives no longer than its session: signing out everywhere
+		// or being removed from the account ends it within one poll.
+		live, err := h.store.SessionLive(ctx, v.token)
+		if err != nil || !live {
+			if err != nil && ctx.Err() == nil {
+				h.log.Error("live timeline: check the session", "approval", a.ID, "err", err)
+			}
+			return nil
+		}
 		events, err := h.store.TimelineAfter(ctx, v.account.ID, a.ID, after)
 		if err != nil {
 			if ctx.Err() == nil {

@@ -238,4 +238,8 @@ CREATE TABLE audit_chain (
 );
 CREATE UNIQUE INDEX audit_chain_position ON audit_chain (account_id, pos)
 `},
+	{11, "indexes for the sweep of expired ceremonies and web sessions", `
+CREATE INDEX ceremonies_expiry ON ceremonies (expires_at);
+CREATE INDEX web_sessions_expiry ON web_sessions (expires_at)
+`},
 }

@@ -29,12 +29,14 @@ type Store struct {
 	pushQueued func()
 	group      *writeGroup // SQLite: writes are committed in groups, one group at a time
 	changed    func(ids []string)
+	// sessionIdle ends a web session unused for this long (COUNTERSIGN_SESSION_IDLE_WEB).
+	sessionIdle time.Duration
 }
 
 // NewStore wraps an opened, migrated database. askTTL is an ask's life unless
 // its kind sets a shorter one.
 func NewStore(db *gorm.DB, dialect Dialect, askTTL time.Duration) *Store {
-	s := &Store{db: db, dialect: dialect, askTTL: askTTL}
+	s := &Store{db: db, dialect: dialect, askTTL: askTTL, sessionIdle: DefaultSessionIdle}
 	if dialect == SQLite {
 		s.group = newWriteGroup()
 	}
