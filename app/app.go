@@ -45,6 +45,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	store.SetPushCap(cfg.PushCap)
+	store.SetSessionIdle(cfg.SessionIdle)
 	sender := push.NewSender(store, keys, push.Options{Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log})
 	endpoint := mcp.New(store, mcp.Options{AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log})
 	store.Changes().Subscribe(func(c models.Change) {
@@ -132,7 +133,9 @@ func (a *App) SealAudit(ctx context.Context) {
 	}
 }
 
-// Sweep expires open asks past their life every cfg.SweepEvery until ctx ends.
+// Sweep expires open asks past their life, and deletes expired passkey
+// ceremonies, decision challenges and web sessions, every cfg.SweepEvery
+// until ctx ends.
 func (a *App) Sweep(ctx context.Context) {
 	t := time.NewTicker(a.Config.SweepEvery)
 	defer t.Stop()
@@ -141,6 +144,9 @@ func (a *App) Sweep(ctx context.Context) {
 			a.log.Error("expire asks", "err", err)
 		} else if n > 0 {
 			a.log.Info("expired asks", "count", n)
+		}
+		if _, err := a.Store.SweepExpired(ctx); err != nil && ctx.Err() == nil {
+			a.log.Error("sweep expired ceremonies, challenges and sessions", "err", err)
 		}
 		select {
 		case <-ctx.Done():

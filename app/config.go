@@ -31,6 +31,7 @@ type Config struct {
 	PushHosts   []string      // COUNTERSIGN_PUSH_ALLOWED_HOSTS
 	PushWorkers int           // COUNTERSIGN_PUSH_WORKERS
 	PushRetry   time.Duration // COUNTERSIGN_PUSH_RETRY
+	SessionIdle time.Duration // COUNTERSIGN_SESSION_IDLE_WEB
 }
 
 // Setting documents one environment variable.
@@ -53,6 +54,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_PUSH_ALLOWED_HOSTS", "", "Comma-separated push service hosts allowed beside the browsers' own (FCM, Mozilla, Apple, Windows)."},
 	{"COUNTERSIGN_PUSH_WORKERS", "8", "Pushes in flight at once."},
 	{"COUNTERSIGN_PUSH_RETRY", "1s", "Wait before the first retry of a push the service refused for now (429, 5xx); it doubles up to 10m."},
+	{"COUNTERSIGN_SESSION_IDLE_WEB", "12h", "A web session unused this long ends (it ends 30 days after sign-in in any case)."},
 }
 
 // LoadConfig reads the configuration through getenv and checks every value;
@@ -132,6 +134,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.PushRetry, err = time.ParseDuration(get("COUNTERSIGN_PUSH_RETRY")); err != nil || c.PushRetry < time.Millisecond || c.PushRetry > 10*time.Minute {
 		bad("COUNTERSIGN_PUSH_RETRY", "must be a duration from 1ms to 10m, like 1s")
+	}
+	if c.SessionIdle, err = time.ParseDuration(get("COUNTERSIGN_SESSION_IDLE_WEB")); err != nil || c.SessionIdle < 2*time.Minute || c.SessionIdle > models.SessionAbsolute {
+		bad("COUNTERSIGN_SESSION_IDLE_WEB", "must be a duration from 2m to 720h, like 12h")
 	}
 	return c, errors.Join(errs...)
 }

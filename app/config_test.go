@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTheReadmeDocumentsEverySetting(t *testing.T) {
@@ -29,7 +30,8 @@ func TestDefaultsLoad(t *testing.T) {
 		t.Fatalf("the defaults do not load: %v", err)
 	}
 	if c.Addr != ":8080" || c.Data != "./data" || c.DatabaseURL != "" || c.BaseURL != "http://localhost:8080" ||
-		c.AskRate.String() != "60/m" || c.AskBurst != 20 || c.PushCap.N != 20 || c.PushContact != "mailto:countersign@localhost" {
+		c.AskRate.String() != "60/m" || c.AskBurst != 20 || c.PushCap.N != 20 || c.PushContact != "mailto:countersign@localhost" ||
+		c.SessionIdle != 12*time.Hour {
 		t.Errorf("defaults = %+v", c)
 	}
 }

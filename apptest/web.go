@@ -189,6 +189,9 @@ func (b *Browser) do(req *http.Request) Response {
 	if err != nil {
 		b.t.Fatalf("%s %s: read: %v", req.Method, req.URL.Path, err)
 	}
+	if token := res.Header.Get("X-CSRF-Token"); token != "" {
+		b.CSRF = token // a new session: the CSRF token is bound to it
+	}
 	r := Response{Status: res.StatusCode, Raw: raw}
 	_ = json.Unmarshal(raw, &r.Body)
 	return r

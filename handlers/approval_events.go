@@ -54,7 +54,7 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 		case ch.Kind == models.ApprovalChanged && ch.ApprovalID == a.ID && ch.AccountID == a.AccountID,
 			ch.Kind == models.ChangesMissed:
 			signal(changed)
-		case ch.Kind == models.SessionsEnded && ch.AccountID == v.account.ID && ch.PersonID == v.member.ID:
+		case ch.EndsSession(v.token, v.member.ID, v.account.ID):
 			signal(ended)
 		}
 	})

@@ -140,34 +140,46 @@ func TestAnIdleLiveTimelineMakesNoQuery(t *testing.T) {
 	})
 }
 
-// A member taken out of the account loses the live views they had open at
-// once, not when the stream would have ended by itself.
-func TestARemovedMembersLiveTimelineCloses(t *testing.T) {
+// A stream lives no longer than its session: signing out on that browser,
+// or everywhere from another, closes it at once.
+func TestALiveTimelineClosesWhenItsSessionEnds(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		f := newFixture(t, db)
 		ask := f.ask(t, "Watched", "bob")
-		events := openStream(t, signIn(t, f.env, f.member), ask.ID)
-		if ev := <-events; ev.event != "timeline" {
-			t.Fatalf("first event %+v, want the created event", ev)
+		cases := []struct {
+			name    string
+			signOut func(watcher *browser) (*http.Response, string)
+		}{
+			{"signed out on this browser", func(watcher *browser) (*http.Response, string) {
+				return watcher.post("/signout", nil, true)
+			}},
+			{"signed out everywhere from another browser", func(*browser) (*http.Response, string) {
+				return signIn(t, f.env, f.member).post("/signout/everywhere", nil, true)
+			}},
 		}
-		removed := time.Now()
-		if err := f.env.Store.RemoveMember(context.Background(), f.env.Account.ID, f.member.ID); err != nil {
-			t.Fatalf("remove bob: %v", err)
-		}
-		timeout := time.After(5 * time.Second)
-		for {
-			select {
-			case ev, ok := <-events:
-				if ok {
-					t.Fatalf("after the removal the stream sent %+v", ev)
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				watcher := signIn(t, f.env, f.member)
+				events := openStream(t, watcher, ask.ID)
+				if ev := <-events; ev.event != "timeline" {
+					t.Fatalf("first event %+v, want the created event", ev)
 				}
-				if took := time.Since(removed); took > time.Second {
-					t.Errorf("the stream closed %v after the removal, want within 1 s", took)
+				if res, _ := tc.signOut(watcher); res.StatusCode != http.StatusSeeOther {
+					t.Fatalf("sign out: HTTP %d", res.StatusCode)
 				}
-				return
-			case <-timeout:
-				t.Fatalf("the removed member's stream is still open 5 s later")
-			}
+				ended := time.Now()
+				select {
+				case ev, ok := <-events:
+					if ok {
+						t.Fatalf("after the sign-out the stream sent %+v", ev)
+					}
+					if took := time.Since(ended); took > time.Second {
+						t.Errorf("the stream closed %v after the sign-out, want within 1 s", took)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("the stream is still open 5 s after the sign-out")
+				}
+			})
 		}
 	})
 }

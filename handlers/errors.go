@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -38,7 +39,10 @@ func (h *Handlers) errorHandler(err error, c echo.Context) {
 	status, code, field, msg := http.StatusInternalServerError, "INTERNAL", "", "Something went wrong inside Countersign. Try again in a moment."
 	var refusal *models.Error
 	var he *echo.HTTPError
+	var over *http.MaxBytesError
 	switch {
+	case errors.As(err, &over):
+		status, code, msg = http.StatusRequestEntityTooLarge, "REQUEST_ENTITY_TOO_LARGE", fmt.Sprintf("the request body is over %d bytes", over.Limit)
 	case errors.As(err, &refusal):
 		status, code, field, msg = statusOf[refusal.Code], string(refusal.Code), refusal.Field, refusal.Msg
 	case errors.As(err, &he):

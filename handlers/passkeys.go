@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 
@@ -14,28 +13,14 @@ import (
 	"github.com/countersign/countersign/views"
 )
 
-// maxCeremonyBody bounds a passkey response.
-const maxCeremonyBody = 64 << 10
-
 // ceremonyReply is what a browser posts to finish a passkey ceremony.
 type ceremonyReply struct {
 	Ceremony   string          `json:"ceremony"`
 	Credential json.RawMessage `json:"credential"`
 }
 
-func readJSON(c echo.Context, v any) error {
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxCeremonyBody+1))
-	if err != nil {
-		return err
-	}
-	if len(body) > maxCeremonyBody {
-		return models.Invalid("", "the request body is over %d bytes", maxCeremonyBody)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return models.Invalid("", "the request body is not the JSON this call takes: %v", err)
-	}
-	return nil
-}
+// readJSON reads a JSON body of at most maxWebBody bytes into v.
+func readJSON(c echo.Context, v any) error { return readJSONUpTo(c, v, maxWebBody) }
 
 // user loads a person with their live passkeys, as WebAuthn sees them.
 func (h *Handlers) user(ctx context.Context, personID string) (*passkey.User, error) {

@@ -1,8 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -93,19 +91,7 @@ func (h *Handlers) PushTest(c echo.Context) error {
 }
 
 // readSmallJSON reads a JSON body of at most maxPushBody bytes into v.
-func readSmallJSON(c echo.Context, v any) error {
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxPushBody+1))
-	if err != nil {
-		return err
-	}
-	if len(body) > maxPushBody {
-		return models.Invalid("", "the request body is over %d bytes", maxPushBody)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return models.Invalid("", "the request body is not the JSON this call takes: %v", err)
-	}
-	return nil
-}
+func readSmallJSON(c echo.Context, v any) error { return readJSONUpTo(c, v, maxPushBody) }
 
 // clip cuts s to at most n bytes without splitting a character.
 func clip(s string, n int) string {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"net/http"
+	"net/url"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -55,11 +56,45 @@ func (h *Handlers) redirectWithFlash(c echo.Context, to, flash string) error {
 	return c.Redirect(http.StatusSeeOther, localPath(to))
 }
 
-// localPath keeps a redirect on this site: anything but a plain absolute
-// path becomes "/".
+// localPath keeps a redirect on this site: p is kept only when it is a path
+// of this site by every reading a browser might give it (see isLocalPath), and
+// becomes "/" otherwise.
 func localPath(p string) string {
-	if len(p) == 0 || p[0] != '/' || (len(p) > 1 && (p[1] == '/' || p[1] == '\\')) {
+	if !isLocalPath(p) {
 		return "/"
 	}
 	return p
+}
+
+// maxUnescapes is how many rounds of percent-decoding isLocalPath looks
+// through; a value still changing after them is refused.
+const maxUnescapes = 4
+
+// isLocalPath says whether p may be a redirect target: a path that starts
+// with exactly one "/", not followed by "/" or "\", made of printable ASCII
+// other than "\" (no control character, space or other character a browser
+// strips or rewrites), and which stays so through up to maxUnescapes rounds of
+// percent-decoding (so "/%2F/evil" and "/%09/evil" are refused too). The page
+// script's localPath (web/redirect.js) applies the same rule; both are held
+// to handlers/testdata/redirects.json.
+func isLocalPath(p string) bool {
+	for range maxUnescapes {
+		if len(p) == 0 || p[0] != '/' || (len(p) > 1 && (p[1] == '/' || p[1] == '\\')) {
+			return false
+		}
+		for i := 0; i < len(p); i++ {
+			if p[i] < 0x21 || p[i] > 0x7e || p[i] == '\\' {
+				return false
+			}
+		}
+		d, err := url.PathUnescape(p)
+		if err != nil {
+			return false
+		}
+		if d == p {
+			return true
+		}
+		p = d
+	}
+	return false
 }

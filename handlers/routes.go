@@ -4,6 +4,7 @@
 package handlers
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -23,8 +24,11 @@ type Handlers struct {
 	decisions *decision.Service
 	log       *slog.Logger
 	baseURL   string
-	secure    bool // cookies carry Secure: the service is reached over https
+	origin    string // of baseURL, as browsers write it in an Origin header
+	secure    bool   // cookies carry Secure and pages HSTS: the service is reached over https
 	push      PushConfig
+	// ceremonies caps the passkey ceremonies started without a session, per client address.
+	ceremonies *addressLimiter
 }
 
 // PushConfig is what the pages need of Web Push: the VAPID public key a
@@ -38,7 +42,8 @@ type PushConfig struct {
 // New builds the handlers for the service at baseURL.
 func New(store *models.Store, rp *passkey.RP, baseURL string, push PushConfig, log *slog.Logger) *Handlers {
 	u, _ := url.Parse(baseURL)
-	return &Handlers{store: store, rp: rp, decisions: decision.New(store, rp), log: log, baseURL: baseURL, secure: u != nil && u.Scheme == "https", push: push}
+	return &Handlers{store: store, rp: rp, decisions: decision.New(store, rp), log: log, baseURL: baseURL, origin: originOf(baseURL),
+		secure: u != nil && u.Scheme == "https", push: push, ceremonies: newAddressLimiter(ceremonyRate, ceremonyBurst)}
 }
 
 // ContentSecurityPolicy allows only this origin's scripts, styles and
@@ -57,8 +62,11 @@ func (h *Handlers) Routes(mcpEndpoint http.Handler) *echo.Echo {
 	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
 		XSSProtection: "0", ContentTypeNosniff: "nosniff", XFrameOptions: "DENY",
 		ReferrerPolicy: "same-origin", ContentSecurityPolicy: ContentSecurityPolicy,
-		HSTSMaxAge: 0,
 	}))
+	if h.secure {
+		e.Use(strictTransportSecurity)
+	}
+	e.Use(limitBody)
 
 	e.GET("/healthz", h.Health)
 	e.Any("/mcp", echo.WrapHandler(mcpEndpoint))
@@ -68,13 +76,13 @@ func (h *Handlers) Routes(mcpEndpoint http.Handler) *echo.Echo {
 	// secret prove it. So this one route is outside the web group.
 	e.POST("/push/renew", h.PushRenew, h.renewLimits()...)
 
-	web := e.Group("", h.csrf, h.loadSession)
+	web := e.Group("", h.loadSession, h.csrf)
 	web.GET("/signin", h.SignInPage)
-	web.POST("/signin/begin", h.SignInBegin)
+	web.POST("/signin/begin", h.SignInBegin, h.limitCeremonyStarts)
 	web.POST("/signin/finish", h.SignInFinish)
 	web.POST("/signout", h.SignOut)
 	web.GET("/invite/:token", h.InvitePage)
-	web.POST("/invite/:token/begin", h.InviteBegin)
+	web.POST("/invite/:token/begin", h.InviteBegin, h.limitCeremonyStarts)
 	web.POST("/invite/:token/finish", h.InviteFinish)
 	web.POST("/invite/:token/accept/begin", h.InviteAcceptBegin)
 	web.POST("/invite/:token/accept/finish", h.InviteAcceptFinish)
@@ -100,6 +108,7 @@ func (h *Handlers) Routes(mcpEndpoint http.Handler) *echo.Echo {
 	person.POST("/devices/link", h.DeviceLinkCreate)
 	person.POST("/devices/:id/rename", h.DeviceRename)
 	person.POST("/devices/:id/remove", h.DeviceRemove)
+	person.POST("/signout/everywhere", h.SignOutEverywhere)
 	person.POST("/push/subscribe", h.PushSubscribe)
 	person.POST("/push/unsubscribe", h.PushUnsubscribe)
 	person.POST("/push/test", h.PushTest)
@@ -116,4 +125,18 @@ func (h *Handlers) Routes(mcpEndpoint http.Handler) *echo.Echo {
 	admin.GET("/policies", h.AdminPolicies)
 	admin.GET("/audit", h.AdminAudit)
 	return e
+}
+
+// hstsMaxAge is how long a browser keeps to https once it has seen the
+// service over it: two years, as the HSTS preload list asks.
+const hstsMaxAge = 2 * 365 * 24 * 60 * 60
+
+// strictTransportSecurity tells browsers to reach the service only over
+// https. It is sent whenever the base URL is https, also when TLS ends at
+// a proxy in front (a browser ignores it over plain http).
+func strictTransportSecurity(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set(echo.HeaderStrictTransportSecurity, fmt.Sprintf("max-age=%d", hstsMaxAge))
+		return next(c)
+	}
 }

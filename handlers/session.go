@@ -70,10 +70,15 @@ func (h *Handlers) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// startSession signs a person in with a fresh session id (never a reused one).
+// startSession signs a person in with a fresh session id (never a reused
+// one). The CSRF token changes with it, since it is bound to the session:
+// the answer carries the new one in X-CSRF-Token for a script that goes on
+// without loading a page.
 func (h *Handlers) startSession(c echo.Context, personID, accountID string) error {
 	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
-		_ = h.store.DeleteSession(c.Request().Context(), ck.Value)
+		if err := h.store.DeleteSession(c.Request().Context(), ck.Value); err != nil {
+			return err
+		}
 	}
 	token, err := h.store.CreateSession(c.Request().Context(), personID, accountID)
 	if err != nil {
@@ -81,6 +86,8 @@ func (h *Handlers) startSession(c echo.Context, personID, accountID string) erro
 	}
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
 		Secure: h.secure, MaxAge: int(models.SessionAbsolute.Seconds())})
+	c.Set(csrfKey, sessionCSRF(token))
+	c.Response().Header().Set(csrfHeader, sessionCSRF(token))
 	return nil
 }
 

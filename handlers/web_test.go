@@ -52,7 +52,19 @@ func signIn(t *testing.T, env *apptest.Env, m *models.Member) *browser {
 	}
 	u, _ := url.Parse(env.URL)
 	jar.SetCookies(u, []*http.Cookie{{Name: "cs_session", Value: token, Path: "/"}})
+	b.loadCSRF() // the token is bound to the session
 	return b
+}
+
+// loadCSRF reads the CSRF token of the browser's session from the inbox page.
+func (b *browser) loadCSRF() {
+	b.t.Helper()
+	res, body := b.get("/")
+	match := csrfMeta.FindStringSubmatch(body)
+	if res.StatusCode != http.StatusOK || match == nil {
+		b.t.Fatalf("GET /: HTTP %d without a csrf-token meta tag", res.StatusCode)
+	}
+	b.csrf = match[1]
 }
 
 func (b *browser) do(req *http.Request) (*http.Response, string) {

@@ -12,7 +12,8 @@ var ActorKinds = []string{ActorAgent, ActorPerson, ActorSystem, ActorAdmin, Acto
 
 // AuditSteps are the steps a timeline event can record: "created", every
 // event of the state machine, the notes auto-approve policies write, and the
-// account's own events (approval_id ''): a member joining, a person's passkey added or removed.
+// account's own events, with no approval id: a member joining, a person's
+// passkey added or removed.
 var AuditSteps = []string{"created", string(EventApprove), string(EventAutoApprove), string(EventDeny), string(EventNotMine),
 	string(EventQuestion), string(EventAnswered), string(EventWithdraw), string(EventExpire), string(EventSupersede),
 	string(EventCancel), string(EventStarted), string(EventObservedChanged), string(EventStep), string(EventDone), string(EventFailed),

@@ -22,8 +22,9 @@ const (
 	ApprovalChanged ChangeKind = "approval"
 	// PushesQueued: pushes wait in the outbox.
 	PushesQueued ChangeKind = "pushes"
-	// SessionsEnded: a person's web sessions in an account ended (removed
-	// from it, or signed out everywhere).
+	// SessionsEnded: web sessions ended: one (SessionHash, signed out), or a
+	// person's in one account (removed from it) or in all (AccountID "":
+	// signed out everywhere).
 	SessionsEnded ChangeKind = "sessions"
 	// ChangesMissed: this instance may have missed changes (its PostgreSQL
 	// listener reconnected); a subscriber reads again what it shows.
@@ -37,6 +38,20 @@ type Change struct {
 	ApprovalID string     `json:"id,omitempty"`  // ApprovalChanged
 	Seq        int64      `json:"seq,omitempty"` // ApprovalChanged: the timeline event it appended; shown up to it means current
 	PersonID   string     `json:"p,omitempty"`   // SessionsEnded
+	// SessionHash is, for SessionsEnded of one session, its id hash.
+	SessionHash string `json:"s,omitempty"`
+}
+
+// EndsSession says whether c ends the web session whose cookie secret is
+// token, of personID signed in to accountID.
+func (c Change) EndsSession(token, personID, accountID string) bool {
+	if c.Kind != SessionsEnded {
+		return false
+	}
+	if c.SessionHash != "" {
+		return c.SessionHash == HashToken(token)
+	}
+	return c.PersonID == personID && (c.AccountID == "" || c.AccountID == accountID)
 }
 
 // Changes is the one feed of committed changes. Every write publishes what it
@@ -103,7 +118,8 @@ func (s *Store) changed(tx *gorm.DB, c Change) error {
 	m := markOf(tx)
 	if m != nil {
 		i := slices.IndexFunc(m.changes, func(o Change) bool {
-			return o.Kind == c.Kind && o.AccountID == c.AccountID && o.ApprovalID == c.ApprovalID && o.PersonID == c.PersonID
+			return o.Kind == c.Kind && o.AccountID == c.AccountID && o.ApprovalID == c.ApprovalID && o.PersonID == c.PersonID &&
+				o.SessionHash == c.SessionHash
 		})
 		if i >= 0 && m.changes[i].Seq >= c.Seq {
 			return nil
@@ -136,10 +152,11 @@ func (s *Store) pushesQueued(tx *gorm.DB) error {
 	return s.changed(tx, Change{Kind: PushesQueued})
 }
 
-// sessionsEnded records that a person's web sessions in an account ended, so
-// that their open live views close.
-func (s *Store) sessionsEnded(tx *gorm.DB, accountID, personID string) error {
-	return s.changed(tx, Change{Kind: SessionsEnded, AccountID: accountID, PersonID: personID})
+// sessionsEnded records that web sessions ended (see SessionsEnded), so
+// that the live views they had open close.
+func (s *Store) sessionsEnded(tx *gorm.DB, c Change) error {
+	c.Kind = SessionsEnded
+	return s.changed(tx, c)
 }
 
 // ListenPostgres publishes the changes other instances commit, through one

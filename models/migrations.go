@@ -255,4 +255,8 @@ CREATE TABLE device_grants (
 );
 CREATE INDEX device_grants_expiry ON device_grants (expires_at)
 `},
+	{11, "indexes for the sweep of expired ceremonies and web sessions", `
+CREATE INDEX ceremonies_expiry ON ceremonies (expires_at);
+CREATE INDEX web_sessions_expiry ON web_sessions (expires_at)
+`},
 }

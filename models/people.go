@@ -117,7 +117,7 @@ func (s *Store) RemoveMember(ctx context.Context, accountID, personID string) er
 		if err := tx.Exec(`DELETE FROM web_sessions WHERE account_id = ? AND person_id = ?`, accountID, personID).Error; err != nil {
 			return err
 		}
-		return s.sessionsEnded(tx, accountID, personID)
+		return s.sessionsEnded(tx, Change{AccountID: accountID, PersonID: personID})
 	})
 }
 
@@ -291,11 +291,21 @@ type WebSession struct {
 	ExpiresAt  time.Time
 }
 
-// Session lifetimes.
+// Session lifetimes: a session ends SessionAbsolute after sign-in however
+// much it is used, and sooner when it is not used for the idle time
+// (DefaultSessionIdle unless SetSessionIdle changes it).
 const (
-	SessionIdle     = 12 * time.Hour
-	SessionAbsolute = 30 * 24 * time.Hour
+	DefaultSessionIdle = 12 * time.Hour
+	SessionAbsolute    = 30 * 24 * time.Hour
 )
+
+// sessionSeenEvery is how stale a session's last_seen_at may be before a
+// request writes it again: the idle timeout is exact to within it.
+const sessionSeenEvery = time.Minute
+
+// SetSessionIdle sets how long an unused web session lives. It is called
+// once, before the service serves.
+func (s *Store) SetSessionIdle(d time.Duration) { s.sessionIdle = d }
 
 // CreateSession signs a person into an account and returns the cookie secret.
 func (s *Store) CreateSession(ctx context.Context, personID, accountID string) (string, error) {
@@ -308,8 +318,8 @@ func (s *Store) CreateSession(ctx context.Context, personID, accountID string) (
 	return token, nil
 }
 
-// SessionByToken finds a live session and marks it seen; an idle or
-// expired one is deleted and refused.
+// SessionByToken finds a live session and marks it seen; one past its
+// absolute life or unused for the idle time is deleted and refused.
 func (s *Store) SessionByToken(ctx context.Context, token string) (*WebSession, error) {
 	var ws WebSession
 	db := s.db.WithContext(ctx)
@@ -321,22 +331,74 @@ func (s *Store) SessionByToken(ctx context.Context, token string) (*WebSession, 
 		return nil, fmt.Errorf("find session: %w", err)
 	}
 	now := s.now()
-	if !now.Before(ws.ExpiresAt) || now.Sub(ws.LastSeenAt) > SessionIdle {
-		_ = s.write(ctx, func(tx *gorm.DB) error { return tx.Exec(`DELETE FROM web_sessions WHERE id_hash = ?`, ws.IDHash).Error })
+	if !now.Before(ws.ExpiresAt) || now.Sub(ws.LastSeenAt) > s.sessionIdle {
+		if err := s.write(ctx, func(tx *gorm.DB) error { return tx.Exec(`DELETE FROM web_sessions WHERE id_hash = ?`, ws.IDHash).Error }); err != nil {
+			return nil, fmt.Errorf("end session: %w", err)
+		}
 		return nil, Refuse(NotFound, "session", "the session ended; sign in again")
 	}
-	if now.Sub(ws.LastSeenAt) > time.Minute {
-		_ = s.write(ctx, func(tx *gorm.DB) error {
+	if now.Sub(ws.LastSeenAt) > sessionSeenEvery {
+		err := s.write(ctx, func(tx *gorm.DB) error {
 			return tx.Table("web_sessions").Where("id_hash = ?", ws.IDHash).Update("last_seen_at", now).Error
 		})
+		if err != nil {
+			return nil, fmt.Errorf("mark session seen: %w", err)
+		}
 	}
 	return &ws, nil
+}
+
+// EndSessionsOf signs a person out of every browser, in every account.
+func (s *Store) EndSessionsOf(ctx context.Context, personID string) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		if err := tx.Exec(`DELETE FROM web_sessions WHERE person_id = ?`, personID).Error; err != nil {
+			return err
+		}
+		return s.sessionsEnded(tx, Change{PersonID: personID})
+	})
+	if err != nil {
+		return fmt.Errorf("end sessions: %w", err)
+	}
+	return nil
+}
+
+// SweepExpired deletes what has outlived its use: passkey ceremonies and
+// decision challenges past their expiry, and web sessions past their
+// absolute life or idle for longer than the idle time. It answers how many
+// rows went.
+func (s *Store) SweepExpired(ctx context.Context) (int64, error) {
+	now := s.now()
+	var n int64
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{`DELETE FROM ceremonies WHERE expires_at <= ?`, []any{now}},
+			{`DELETE FROM decision_challenges WHERE expires_at <= ?`, []any{now}},
+			{`DELETE FROM web_sessions WHERE expires_at <= ? OR last_seen_at < ?`, []any{now, now.Add(-s.sessionIdle)}},
+		} {
+			res := tx.Exec(q.sql, q.args...)
+			if res.Error != nil {
+				return res.Error
+			}
+			n += res.RowsAffected
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sweep expired: %w", err)
+	}
+	return n, nil
 }
 
 // DeleteSession signs a browser out.
 func (s *Store) DeleteSession(ctx context.Context, token string) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
-		return tx.Exec(`DELETE FROM web_sessions WHERE id_hash = ?`, HashToken(token)).Error
+		if err := tx.Exec(`DELETE FROM web_sessions WHERE id_hash = ?`, HashToken(token)).Error; err != nil {
+			return err
+		}
+		return s.sessionsEnded(tx, Change{SessionHash: HashToken(token)})
 	})
 }
 

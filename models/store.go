@@ -28,12 +28,14 @@ type Store struct {
 	pushCap PushCap
 	group   *writeGroup // SQLite: writes are committed in groups, one group at a time
 	changes *Changes
+	// sessionIdle ends a web session unused for this long (COUNTERSIGN_SESSION_IDLE_WEB).
+	sessionIdle time.Duration
 }
 
 // NewStore wraps an opened, migrated database. askTTL is an ask's life unless
 // its kind sets a shorter one.
 func NewStore(db *gorm.DB, dialect Dialect, askTTL time.Duration) *Store {
-	s := &Store{db: db, dialect: dialect, askTTL: askTTL, changes: newChanges()}
+	s := &Store{db: db, dialect: dialect, askTTL: askTTL, changes: newChanges(), sessionIdle: DefaultSessionIdle}
 	if dialect == SQLite {
 		s.group = newWriteGroup()
 	}

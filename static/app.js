@@ -1,3 +1,23 @@
+// web/redirect.js
+var maxUnescapes = 4;
+var plainPath = /^\/(?![/\\])[\x21-\x5b\x5d-\x7e]*$/;
+function localPath(p) {
+  if (typeof p !== "string") return "/";
+  let s = p;
+  for (let i = 0; i < maxUnescapes; i++) {
+    if (!plainPath.test(s)) return "/";
+    let d;
+    try {
+      d = decodeURIComponent(s);
+    } catch {
+      return "/";
+    }
+    if (d === s) return p;
+    s = d;
+  }
+  return "/";
+}
+
 // web/app.js
 var csrf = () => document.querySelector('meta[name="csrf-token"]')?.content ?? "";
 async function postJSON(url, body) {
@@ -87,11 +107,11 @@ function initAcceptInvite() {
 function initSignIn() {
   const button = document.querySelector("[data-action=sign-in]");
   if (!button) return;
-  const next = document.getElementById("next")?.value || "/";
+  const next = localPath(document.getElementById("next")?.value);
   let conditional = null;
   const finish = async (begin, credential) => {
     const done = await postJSON("/signin/finish", { ceremony: begin.ceremony, credential: credential.toJSON() });
-    location.assign(next.startsWith("/") && !next.startsWith("//") ? next : done.redirect || "/");
+    location.assign(next !== "/" ? next : localPath(done.redirect || "/"));
   };
   button.addEventListener("click", async () => {
     conditional?.abort();

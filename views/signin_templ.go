@@ -52,7 +52,7 @@ func SignIn(p Page, next string) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\"> <label class=\"visually-hidden\" for=\"username\">Passkey</label> <input type=\"text\" id=\"username\" name=\"username\" autocomplete=\"username webauthn\" class=\"visually-hidden\" tabindex=\"-1\"> <button type=\"button\" class=\"primary wide\" data-action=\"sign-in\" data-testid=\"sign-in\">Sign in with a passkey</button><p class=\"error\" role=\"alert\" data-error hidden></p><p class=\"muted\">No passkey yet? Ask an admin of your account for an invite link.</p></section>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\" data-testid=\"signin-next\"> <label class=\"visually-hidden\" for=\"username\">Passkey</label> <input type=\"text\" id=\"username\" name=\"username\" autocomplete=\"username webauthn\" class=\"visually-hidden\" tabindex=\"-1\"> <button type=\"button\" class=\"primary wide\" data-action=\"sign-in\" data-testid=\"sign-in\">Sign in with a passkey</button><p class=\"error\" role=\"alert\" data-error hidden></p><p class=\"muted\">No passkey yet? Ask an admin of your account for an invite link.</p></section>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -3,6 +3,8 @@
 // service worker. Pages work
 // without it except where a browser API is the point.
 
+import { localPath } from "./redirect.js";
+
 const csrf = () => document.querySelector('meta[name="csrf-token"]')?.content ?? "";
 
 /** POST JSON with the CSRF token; resolve to the JSON answer or throw its message. */
@@ -105,12 +107,12 @@ function initAcceptInvite() {
 function initSignIn() {
   const button = document.querySelector("[data-action=sign-in]");
   if (!button) return;
-  const next = document.getElementById("next")?.value || "/";
+  const next = localPath(document.getElementById("next")?.value);
   let conditional = null;
 
   const finish = async (begin, credential) => {
     const done = await postJSON("/signin/finish", { ceremony: begin.ceremony, credential: credential.toJSON() });
-    location.assign(next.startsWith("/") && !next.startsWith("//") ? next : done.redirect || "/");
+    location.assign(next !== "/" ? next : localPath(done.redirect || "/"));
   };
 
   button.addEventListener("click", async () => {

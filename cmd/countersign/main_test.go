@@ -131,6 +131,9 @@ func TestBadConfigurationStopsTheStart(t *testing.T) {
 		{"an ask rate that is not a rate", "COUNTERSIGN_ASK_RATE", "fast"},
 		{"an ask burst of zero", "COUNTERSIGN_ASK_BURST", "0"},
 		{"an ask burst that is not a number", "COUNTERSIGN_ASK_BURST", "many"},
+		{"a session idle time in days", "COUNTERSIGN_SESSION_IDLE_WEB", "1d"},
+		{"a session idle time under two minutes", "COUNTERSIGN_SESSION_IDLE_WEB", "30s"},
+		{"a session idle time past the absolute life", "COUNTERSIGN_SESSION_IDLE_WEB", "1000h"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" stops the start and names "+tt.variable, func(t *testing.T) {

@@ -1,0 +1,89 @@
+package handlers_test
+
+import (
+	"context"
+	"crypto/rand"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/apptest"
+	"github.com/countersign/countersign/models"
+)
+
+// countRows counts the rows of table.
+func countRows(t *testing.T, env *apptest.Env, table string) int64 {
+	t.Helper()
+	var n int64
+	if err := env.Store.DB().Table(table).Count(&n).Error; err != nil {
+		t.Fatalf("count %s: %v", table, err)
+	}
+	return n
+}
+
+// 2,000 passkey sign-ins started from one address: past a small burst they
+// (and invite prompts from there) are refused with 429 and Retry-After, the ceremonies kept stay few, and
+// the sweep deletes them, and expired decision challenges, once they expire.
+func TestCeremonyStartsAreCappedPerAddressAndSwept(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		env := apptest.StartWeb(t, db, map[string]string{"COUNTERSIGN_SWEEP_EVERY": "100ms"})
+		var skew atomic.Int64
+		env.Store.SetClock(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })
+		b := env.Browser()
+		statuses := map[int]int{}
+		for range 2000 {
+			r := b.Post("/signin/begin", map[string]string{})
+			statuses[r.Status]++
+			if r.Status == http.StatusTooManyRequests {
+				if r.Code() != "TOO_MANY_REQUESTS" {
+					t.Fatalf("a refused start: %s", r)
+				}
+			}
+		}
+		if statuses[http.StatusOK] < 1 || statuses[http.StatusOK] > 40 || statuses[http.StatusTooManyRequests] < 1960 || len(statuses) != 2 {
+			t.Fatalf("2,000 starts answered %v, want at most 40 begun and the rest refused with 429", statuses)
+		}
+		req, _ := http.NewRequest(http.MethodPost, env.URL+"/signin/begin", nil)
+		req.Header.Set("X-CSRF-Token", b.CSRF)
+		res, err := b.HTTP.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if secs, err := strconv.Atoi(res.Header.Get("Retry-After")); res.StatusCode != http.StatusTooManyRequests || err != nil || secs < 1 || secs > 60 {
+			t.Fatalf("a start past the cap: HTTP %d, Retry-After %q, want 429 with a wait of 1 to 60 s", res.StatusCode, res.Header.Get("Retry-After"))
+		}
+		if r := b.Post("/invite/some-invite/begin", map[string]string{"subject": "eve"}); r.Status != http.StatusTooManyRequests {
+			t.Fatalf("an invite's passkey prompt from the same address: %s, want 429: the cap is shared", r)
+		}
+		if n := countRows(t, env, "ceremonies"); n != int64(statuses[http.StatusOK]) {
+			t.Fatalf("%d ceremonies kept, want the %d begun", n, statuses[http.StatusOK])
+		}
+
+		// A decision challenge that will expire as well.
+		agent, _ := env.Agent(env.Account.ID, "bot")
+		ada := env.Member(env.Account.ID, "ada", models.RoleOwner)
+		ask := fileAsk(t, env, agent, "Sweep", "ada")
+		nonce := make([]byte, 32)
+		_, _ = rand.Read(nonce)
+		if err := env.Store.IssueChallenge(context.Background(), ada, ask, "approve", nonce); err != nil {
+			t.Fatalf("issue challenge: %v", err)
+		}
+		time.Sleep(300 * time.Millisecond) // sweeps run: nothing has expired yet
+		if c, d := countRows(t, env, "ceremonies"), countRows(t, env, "decision_challenges"); c == 0 || d != 1 {
+			t.Fatalf("before expiry the sweep left %d ceremonies and %d challenges, want all", c, d)
+		}
+		skew.Store(int64(6 * time.Minute))
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			c, d := countRows(t, env, "ceremonies"), countRows(t, env, "decision_challenges")
+			if c == 0 && d == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("10 s after expiry %d ceremonies and %d challenges are left, want none", c, d)
+			}
+		}
+	})
+}
