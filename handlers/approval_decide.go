@@ -19,7 +19,7 @@ type challengeRequest struct {
 // viewer on the ask (see decision.Service.Begin).
 func (h *Handlers) DecisionChallenge(c echo.Context) error {
 	var req challengeRequest
-	if err := readJSON(c, &req); err != nil {
+	if err := readJSON(c, &req, maxWebBody); err != nil {
 		return err
 	}
 	id, options, err := h.decisions.Begin(c.Request().Context(), viewerOf(c).member, c.Param("id"),
@@ -33,7 +33,7 @@ func (h *Handlers) DecisionChallenge(c echo.Context) error {
 // Decide records the viewer's signed decision (see decision.Service.Complete).
 func (h *Handlers) Decide(c echo.Context) error {
 	var reply ceremonyReply
-	if err := readJSON(c, &reply); err != nil {
+	if err := readJSON(c, &reply, maxWebBody); err != nil {
 		return err
 	}
 	decided, err := h.decisions.Complete(c.Request().Context(), viewerOf(c).member, c.Param("id"), reply.Ceremony, reply.Credential)

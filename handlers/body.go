@@ -38,8 +38,8 @@ func tooLarge() error {
 	return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d bytes", maxWebBody))
 }
 
-// readJSONUpTo reads a JSON body of at most limit bytes into v.
-func readJSONUpTo(c echo.Context, v any, limit int64) error {
+// readJSON reads a JSON body of at most limit bytes into v.
+func readJSON(c echo.Context, v any, limit int64) error {
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, limit+1))
 	var over *http.MaxBytesError
 	if errors.As(err, &over) || int64(len(body)) > limit {

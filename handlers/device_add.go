@@ -60,7 +60,7 @@ func (h *Handlers) DeviceAuthoriseFinish(c echo.Context) error {
 	ctx := c.Request().Context()
 	v := viewerOf(c)
 	var reply ceremonyReply
-	if err := readJSON(c, &reply); err != nil {
+	if err := readJSON(c, &reply, maxWebBody); err != nil {
 		return err
 	}
 	raw, personID, err := h.store.TakeCeremony(ctx, reply.Ceremony, "device-authorise")
@@ -130,7 +130,7 @@ func (h *Handlers) DeviceAddBegin(c echo.Context) error {
 	ctx := c.Request().Context()
 	v := viewerOf(c)
 	var in deviceBegin
-	if err := readJSON(c, &in); err != nil {
+	if err := readJSON(c, &in, maxWebBody); err != nil {
 		return err
 	}
 	if err := checkName("device_name", in.DeviceName); err != nil {
@@ -164,7 +164,7 @@ func (h *Handlers) DeviceAddFinish(c echo.Context) error {
 	ctx := c.Request().Context()
 	v := viewerOf(c)
 	var reply deviceFinish
-	if err := readJSON(c, &reply); err != nil {
+	if err := readJSON(c, &reply, maxWebBody); err != nil {
 		return err
 	}
 	raw, personID, err := h.store.TakeCeremony(ctx, reply.Ceremony, "device")
@@ -204,7 +204,7 @@ type deviceLinkMake struct {
 // a passkey from another device, and answers the link: it is shown once.
 func (h *Handlers) DeviceLinkCreate(c echo.Context) error {
 	var in deviceLinkMake
-	if err := readJSON(c, &in); err != nil {
+	if err := readJSON(c, &in, maxWebBody); err != nil {
 		return err
 	}
 	token, link, err := h.store.MakeDeviceLink(c.Request().Context(), grantUse(c, in.Grant))

@@ -49,7 +49,7 @@ func (h *Handlers) DeviceLinkBegin(c echo.Context) error {
 	ctx := c.Request().Context()
 	token := c.Param("token")
 	var in deviceLinkBegin
-	if err := readJSON(c, &in); err != nil {
+	if err := readJSON(c, &in, maxWebBody); err != nil {
 		return err
 	}
 	if err := checkName("device_name", in.DeviceName); err != nil {
@@ -84,7 +84,7 @@ func (h *Handlers) DeviceLinkFinish(c echo.Context) error {
 	ctx := c.Request().Context()
 	token := c.Param("token")
 	var reply deviceFinish
-	if err := readJSON(c, &reply); err != nil {
+	if err := readJSON(c, &reply, maxWebBody); err != nil {
 		return err
 	}
 	raw, forLink, err := h.store.TakeCeremony(ctx, reply.Ceremony, "device-link")

@@ -68,7 +68,7 @@ func (h *Handlers) InviteBegin(c echo.Context) error {
 		return models.Refuse(models.FailedPrecondition, "invite", "this invite adds a role to %s, who accepts it by signing in with their own passkey", inv.Subject)
 	}
 	var in inviteBegin
-	if err := readJSON(c, &in); err != nil {
+	if err := readJSON(c, &in, maxWebBody); err != nil {
 		return err
 	}
 	in.Subject = strings.TrimSpace(in.Subject)
@@ -114,7 +114,7 @@ func (h *Handlers) InviteFinish(c echo.Context) error {
 	ctx := c.Request().Context()
 	token := c.Param("token")
 	var reply ceremonyReply
-	if err := readJSON(c, &reply); err != nil {
+	if err := readJSON(c, &reply, maxWebBody); err != nil {
 		return err
 	}
 	raw, err := h.takeInviteCeremony(c, reply.Ceremony, ceremonyInvite, token)
@@ -169,7 +169,7 @@ func (h *Handlers) InviteAcceptFinish(c echo.Context) error {
 	ctx := c.Request().Context()
 	token := c.Param("token")
 	var reply ceremonyReply
-	if err := readJSON(c, &reply); err != nil {
+	if err := readJSON(c, &reply, maxWebBody); err != nil {
 		return err
 	}
 	session, err := h.takeInviteCeremony(c, reply.Ceremony, ceremonyInviteAccept, token)

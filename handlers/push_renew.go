@@ -33,7 +33,7 @@ func (h *Handlers) PushRenew(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusForbidden, "cross-site request refused")
 	}
 	var in renewJSON
-	if err := readSmallJSON(c, &in); err != nil {
+	if err := readJSON(c, &in, maxPushBody); err != nil {
 		return err
 	}
 	if in.OldEndpoint == "" || in.OldAuth == "" {

@@ -46,7 +46,7 @@ type pushSubscribed struct {
 // person, with the browser's User-Agent to tell devices apart.
 func (h *Handlers) PushSubscribe(c echo.Context) error {
 	var in subscriptionJSON
-	if err := readSmallJSON(c, &in); err != nil {
+	if err := readJSON(c, &in, maxPushBody); err != nil {
 		return err
 	}
 	sub, err := h.subscription(in, "endpoint")
@@ -68,7 +68,7 @@ type unsubscribeJSON struct {
 // PushUnsubscribe turns push off for one browser of the signed-in person.
 func (h *Handlers) PushUnsubscribe(c echo.Context) error {
 	var in unsubscribeJSON
-	if err := readSmallJSON(c, &in); err != nil {
+	if err := readJSON(c, &in, maxPushBody); err != nil {
 		return err
 	}
 	if in.Endpoint == "" {
@@ -89,9 +89,6 @@ func (h *Handlers) PushTest(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]int{"devices": n})
 }
-
-// readSmallJSON reads a JSON body of at most maxPushBody bytes into v.
-func readSmallJSON(c echo.Context, v any) error { return readJSONUpTo(c, v, maxPushBody) }
 
 // clip cuts s to at most n bytes without splitting a character.
 func clip(s string, n int) string {

@@ -1,10 +1,7 @@
 package handlers
 
 import (
-	"context"
-	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -12,28 +9,6 @@ import (
 	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/views"
 )
-
-// ceremonyReply is what a browser posts to finish a passkey ceremony.
-type ceremonyReply struct {
-	Ceremony   string          `json:"ceremony"`
-	Credential json.RawMessage `json:"credential"`
-}
-
-// readJSON reads a JSON body of at most maxWebBody bytes into v.
-func readJSON(c echo.Context, v any) error { return readJSONUpTo(c, v, maxWebBody) }
-
-// user loads a person with their live passkeys, as WebAuthn sees them.
-func (h *Handlers) user(ctx context.Context, personID string) (*passkey.User, error) {
-	p, err := h.store.PersonByID(ctx, personID)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := h.store.DeviceKeys(ctx, personID)
-	if err != nil {
-		return nil, err
-	}
-	return &passkey.User{ID: p.ID, Subject: p.Subject, DisplayName: p.DisplayName, Keys: keys}, nil
-}
 
 // SignInPage offers the passkey sign-in.
 func (h *Handlers) SignInPage(c echo.Context) error {
@@ -61,7 +36,7 @@ func (h *Handlers) SignInBegin(c echo.Context) error {
 func (h *Handlers) SignInFinish(c echo.Context) error {
 	ctx := c.Request().Context()
 	var reply ceremonyReply
-	if err := readJSON(c, &reply); err != nil {
+	if err := readJSON(c, &reply, maxWebBody); err != nil {
 		return err
 	}
 	session, _, err := h.store.TakeCeremony(ctx, reply.Ceremony, "signin")
@@ -88,39 +63,4 @@ func (h *Handlers) SignInFinish(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]string{"redirect": "/"})
-}
-
-// SignOut ends the session.
-func (h *Handlers) SignOut(c echo.Context) error {
-	if v := viewerOf(c); v != nil {
-		if err := h.store.DeleteSession(c.Request().Context(), v.token); err != nil {
-			return err
-		}
-	}
-	h.clearSession(c)
-	return c.Redirect(http.StatusSeeOther, "/signin")
-}
-
-func checkName(field, s string) error {
-	if len([]rune(s)) > 64 || strings.ContainsAny(s, "\r\n\t") {
-		return models.Invalid(field, "one line of at most 64 characters")
-	}
-	return nil
-}
-
-// deviceName is the name given, or one guessed from the browser.
-func deviceName(given string, c echo.Context) string {
-	if s := strings.TrimSpace(given); s != "" {
-		return s
-	}
-	ua := c.Request().UserAgent()
-	for _, d := range []string{"iPhone", "iPad", "Macintosh", "Android", "Windows", "Linux"} {
-		if strings.Contains(ua, d) {
-			if d == "Macintosh" {
-				return "Mac"
-			}
-			return d
-		}
-	}
-	return "Passkey"
 }
