@@ -179,9 +179,22 @@ func (rp *RP) FinishSignIn(sessionJSON, body []byte, lookup func(personID string
 // BeginDecision starts the signature of one decision: the challenge is the
 // proof layout's, and only u's own passkeys may answer.
 func (rp *RP) BeginDecision(u *User, challenge []byte) (Options, []byte, error) {
+	return rp.beginSigned(u, challenge, "you have no passkey to sign with")
+}
+
+// FinishDecision checks the signature of a decision. want is the challenge
+// the server computed; the assertion must be over exactly it.
+func (rp *RP) FinishDecision(u *User, sessionJSON, body []byte, want []byte) (*Assertion, error) {
+	return rp.finishSigned(u, sessionJSON, body, want, "this prompt was made for another decision; start again")
+}
+
+// beginSigned starts an assertion over a challenge the server computed (a
+// decision's, or an add-device one): only u's own passkeys may answer, with
+// user verification. none is the refusal when u has no passkey.
+func (rp *RP) beginSigned(u *User, challenge []byte, none string) (Options, []byte, error) {
 	creds := webauthn.Credentials(u.WebAuthnCredentials())
 	if len(creds) == 0 {
-		return nil, nil, models.Refuse(models.FailedPrecondition, "credential", "you have no passkey to sign with")
+		return nil, nil, models.Refuse(models.FailedPrecondition, "credential", "%s", none)
 	}
 	assertion, session, err := rp.wa.BeginLogin(u,
 		webauthn.WithChallenge(challenge),
@@ -189,21 +202,21 @@ func (rp *RP) BeginDecision(u *User, challenge []byte) (Options, []byte, error) 
 		webauthn.WithAllowedCredentials(creds.CredentialDescriptors()),
 	)
 	if err != nil {
-		return nil, nil, fmt.Errorf("begin decision: %w", err)
+		return nil, nil, fmt.Errorf("begin assertion: %w", err)
 	}
 	return marshalPair(assertion.Response, session)
 }
 
-// FinishDecision checks the signature of a decision and returns it with the
-// proof built from it. want is the challenge the server computed; the
-// assertion must be over exactly it.
-func (rp *RP) FinishDecision(u *User, sessionJSON, body []byte, want []byte) (*Assertion, error) {
+// finishSigned checks an assertion begun by beginSigned: a passkey of u's
+// signed exactly want and verified its user. otherPrompt is the refusal
+// when the session was made for another challenge.
+func (rp *RP) finishSigned(u *User, sessionJSON, body []byte, want []byte, otherPrompt string) (*Assertion, error) {
 	var session webauthn.SessionData
 	if err := json.Unmarshal(sessionJSON, &session); err != nil {
-		return nil, fmt.Errorf("decision session: %w", err)
+		return nil, fmt.Errorf("assertion session: %w", err)
 	}
 	if session.Challenge != base64.RawURLEncoding.EncodeToString(want) {
-		return nil, models.Refuse(models.PermissionDenied, "challenge", "this prompt was made for another decision; start again")
+		return nil, models.Refuse(models.PermissionDenied, "challenge", "%s", otherPrompt)
 	}
 	parsed, err := protocol.ParseCredentialRequestResponseBytes(body)
 	if err != nil {
@@ -218,7 +231,7 @@ func (rp *RP) FinishDecision(u *User, sessionJSON, body []byte, want []byte) (*A
 		return nil, models.Refuse(models.PermissionDenied, "challenge", "the signature is over another challenge")
 	}
 	if !parsed.Response.AuthenticatorData.Flags.UserVerified() {
-		return nil, models.Refuse(models.PermissionDenied, "credential", "the passkey did not verify you")
+		return nil, models.Refuse(models.PermissionDenied, "credential", "the passkey did not verify you (Face ID, Touch ID or a PIN is required)")
 	}
 	return rp.assertion(u, cred, parsed)
 }
