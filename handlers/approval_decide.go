@@ -148,6 +148,7 @@ func (h *Handlers) Decide(c echo.Context) error {
 	p := h.rp.Proof(assertion, publicKey, a.ID, a.PayloadSHA256, st.Decision, st.Nonce, proof.Unsigned{
 		Person: v.member.Subject, AccountID: v.account.ID, DecidedAt: h.store.Now(), Question: st.Question,
 	})
+	p.Payload = proof.B64(a.Payload) // the canonical bytes payload_sha256 covers, so a verifier needs no server
 	if d.Proof, err = json.Marshal(p); err != nil {
 		return err
 	}
