@@ -238,4 +238,7 @@ CREATE TABLE audit_chain (
 );
 CREATE UNIQUE INDEX audit_chain_position ON audit_chain (account_id, pos)
 `},
+	{12, "decision challenges by ask: an ask that leaves pending deletes its unspent nonces", `
+CREATE INDEX decision_challenges_approval ON decision_challenges (approval_id)
+`},
 }
