@@ -1,7 +1,7 @@
 # Countersign's build and test entry points. `make test` is the one command
 # that runs every check; CI runs exactly that (see .ci/run).
 
-.PHONY: run build test vet fmt-check generate check-generated
+.PHONY: run build test vet fmt-check generate check-generated fuzz
 
 run: generate
 	go run ./cmd/countersign
@@ -9,11 +9,23 @@ run: generate
 build: generate
 	go build -o countersign ./cmd/countersign
 
-# The one test command: vet, formatting, the generated files (in CI), the npm
-# packages the JavaScript checks use, then every Go test under the race
-# detector (which needs a C compiler: gcc).
-test: $(if $(CI),check-generated) vet fmt-check node_modules/.package-lock.json
+# The one test command: vet, formatting, the generated files and the fuzz
+# targets (in CI), the npm packages the JavaScript checks use, then every Go
+# test under the race detector (which needs a C compiler: gcc).
+test: $(if $(CI),check-generated) vet fmt-check $(if $(CI),fuzz) node_modules/.package-lock.json
 	CGO_ENABLED=1 go test -race -count=1 ./...
+
+# Runs each fuzz target for FUZZTIME (issue 9: 60 s each in CI): the payload
+# validator, the payload's JCS hash, and reading and verifying a proof. Each
+# starts from its seed corpus in the test file; a crash is written under the
+# package's testdata/fuzz/ and fails the run. FUZZFLAGS=-parallel=1 spares a
+# shared machine.
+FUZZTIME ?= 60s
+FUZZFLAGS ?=
+fuzz:
+	go test -run '^$$' -fuzz '^FuzzParsePayload$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./models/
+	go test -run '^$$' -fuzz '^FuzzCanonicalHash$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./models/
+	go test -run '^$$' -fuzz '^FuzzParseAndVerify$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./proof/
 
 vet:
 	go vet ./...

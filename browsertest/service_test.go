@@ -157,11 +157,11 @@ func (s *service) checkProof(raw any, id, payloadSHA256, decision, subject strin
 	if err := json.Unmarshal(b, &p); err != nil {
 		s.t.Fatalf("the proof is not a countersign proof: %v\n%s", err, b)
 	}
-	self, err := proof.Verify(&p, nil, "localhost")
+	self, err := proof.Verify(&p, proof.Expect{RPID: "localhost", Origin: s.env.URL})
 	if err != nil {
 		s.t.Fatalf("countersign verify refuses the proof: %v\n%s", err, b)
 	}
-	checked, err := proof.Verify(&p, s.keys(), "localhost")
+	checked, err := proof.Verify(&p, proof.Expect{RPID: "localhost", Origin: s.env.URL, Keys: s.keys()})
 	if err != nil {
 		s.t.Fatalf("countersign verify --keys refuses the proof: %v\n%s", err, b)
 	}

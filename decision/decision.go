@@ -134,6 +134,7 @@ func (s *Service) Complete(ctx context.Context, m *models.Member, approvalID, ce
 	p := s.rp.Proof(assertion, publicKey, a.ID, a.PayloadSHA256, st.Decision, st.Nonce, proof.Unsigned{
 		Person: m.Subject, AccountID: m.AccountID, DecidedAt: s.store.Now(), Question: st.Question,
 	})
+	p.Payload = proof.B64(a.Payload) // the canonical bytes payload_sha256 covers, so a verifier needs no server
 	if d.Proof, err = json.Marshal(p); err != nil {
 		return nil, fmt.Errorf("decision proof: %w", err)
 	}

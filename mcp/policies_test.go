@@ -299,7 +299,7 @@ func TestAnAutoApprovePolicyFromRequestToRevoke(t *testing.T) {
 		if err := json.Unmarshal(mustMarshal(t, signed["proof"]), &pr); err != nil {
 			t.Fatalf("proof: %v", err)
 		}
-		if res, err := proof.Verify(&pr, nil, "localhost"); err != nil || res.ApprovalID != reqID || res.Decision != "approve" ||
+		if res, err := proof.Verify(&pr, proof.Expect{RPID: "localhost", Origin: w.env.URL}); err != nil || res.ApprovalID != reqID || res.Decision != "approve" ||
 			res.PayloadSHA256 != req["payload_sha256"] || res.CredentialID != w.ada.Passkey.CredentialIDString() {
 			t.Errorf("the request's proof does not verify as ada's approval: %+v, %v", res, err)
 		}

@@ -152,6 +152,11 @@ func (s *Store) move(tx *gorm.DB, a *Approval, ch change) error {
 	if err := s.approvalChanged(tx, ev); err != nil {
 		return err
 	}
+	if a.Status == StatusPending && t.to != StatusPending {
+		if err := s.killChallenges(tx, a.ID); err != nil {
+			return err
+		}
+	}
 	from := a.Status
 	a.Status, a.Version, a.UpdatedAt = t.to, a.Version+1, now
 	applySet(a, ch.set)

@@ -259,4 +259,7 @@ CREATE INDEX device_grants_expiry ON device_grants (expires_at)
 CREATE INDEX ceremonies_expiry ON ceremonies (expires_at);
 CREATE INDEX web_sessions_expiry ON web_sessions (expires_at)
 `},
+	{12, "decision challenges by ask: an ask that leaves pending deletes its unspent nonces", `
+CREATE INDEX decision_challenges_approval ON decision_challenges (approval_id)
+`},
 }

@@ -453,15 +453,34 @@ func (s *Store) IssueChallenge(ctx context.Context, m *Member, a *Approval, deci
 		return Refuse(FailedPrecondition, "", "approval %s expired at %s", a.ID, a.ExpiresAt.Format(time.RFC3339))
 	}
 	now := s.now()
+	issued := false
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		if err := tx.Exec(`DELETE FROM decision_challenges WHERE expires_at < ?`, now.Add(-time.Hour)).Error; err != nil {
 			return err
 		}
-		return tx.Exec(`INSERT INTO decision_challenges (nonce, approval_id, person_id, decision, payload_sha256, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			fmt.Sprintf("%x", nonce), a.ID, m.ID, decision, a.PayloadSHA256, now, now.Add(ChallengeTTL)).Error
+		// Only while the ask is still pending as the caller read it: a nonce
+		// issued after it moved would outlive the move (killChallenges).
+		res := tx.Exec(`INSERT INTO decision_challenges (nonce, approval_id, person_id, decision, payload_sha256, created_at, expires_at)
+			SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM approvals WHERE id = ? AND status = ? AND version = ?)`,
+			fmt.Sprintf("%x", nonce), a.ID, m.ID, decision, a.PayloadSHA256, now, now.Add(ChallengeTTL), a.ID, StatusPending, a.Version)
+		issued = res.RowsAffected == 1
+		return res.Error
 	})
 	if err != nil {
 		return fmt.Errorf("issue challenge: %w", err)
+	}
+	if !issued {
+		return Refuse(FailedPrecondition, "", "approval %s changed while the signature prompt was made; read it again", a.ID)
+	}
+	return nil
+}
+
+// killChallenges deletes, inside tx, the unspent nonces of an ask that is
+// leaving pending: a signature made for the ask as it was cannot decide it
+// once it is pending again (after a question and its answer).
+func (s *Store) killChallenges(tx *gorm.DB, approvalID string) error {
+	if err := tx.Exec(`DELETE FROM decision_challenges WHERE approval_id = ? AND used_at IS NULL`, approvalID).Error; err != nil {
+		return fmt.Errorf("delete the ask's unspent nonces: %w", err)
 	}
 	return nil
 }

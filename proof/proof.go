@@ -22,12 +22,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
+	"github.com/gowebpki/jcs"
 )
 
 // Domain separates decision challenges from every other use of a passkey.
@@ -95,13 +98,15 @@ func (b *B64) UnmarshalJSON(data []byte) error {
 }
 
 // Proof is a decision's signature kept whole: every input of the challenge,
-// the key, and the assertion. Unsigned rides along for people to read; no
-// signature covers it.
+// the canonical payload the hash covers, the key, and the assertion.
+// Unsigned rides along for people to read; no signature covers it.
+// docs/proof.md specifies every member.
 type Proof struct {
 	Format            string   `json:"format"` // "countersign-proof/v1"
 	Domain            string   `json:"domain"`
 	ApprovalID        string   `json:"approval_id"`
 	PayloadSHA256     string   `json:"payload_sha256"`
+	Payload           B64      `json:"payload,omitempty"` // RFC 8785 (JCS) bytes; absent in proofs made before it was added
 	Decision          string   `json:"decision"`
 	Nonce             B64      `json:"nonce"`
 	CredentialID      B64      `json:"credential_id"`
@@ -146,6 +151,114 @@ type DeviceKey struct {
 	Removed      bool      `json:"removed,omitempty"`
 }
 
+// The member names a reader accepts, exactly as written (encoding/json alone
+// would also take "Decision" for "decision").
+var (
+	proofMembers    = []string{"format", "domain", "approval_id", "payload_sha256", "payload", "decision", "nonce", "credential_id", "public_key", "rp_id", "authenticator_data", "client_data_json", "signature", "unsigned"}
+	unsignedMembers = []string{"person", "account_id", "decided_at", "question"}
+	keysMembers     = []string{"format", "account_id", "rp_id", "exported_at", "keys"}
+	deviceMembers   = []string{"credential_id", "public_key", "person", "name", "created_at", "removed"}
+)
+
+// Parse reads a proof strictly: one I-JSON object (no duplicate member
+// names, no trailing data) whose members, and those of unsigned, are all
+// known and spelt exactly. Two readers can then never see two different
+// proofs in the same bytes.
+func Parse(raw []byte) (*Proof, error) {
+	if err := strictObject(raw, proofMembers, "unsigned", unsignedMembers); err != nil {
+		return nil, err
+	}
+	var p Proof
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// ParseKeys reads a key export as strictly as Parse reads a proof.
+func ParseKeys(raw []byte) (*Keys, error) {
+	if err := strictObject(raw, keysMembers, "keys", deviceMembers); err != nil {
+		return nil, err
+	}
+	var k Keys
+	if err := json.Unmarshal(raw, &k); err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
+// strictObject checks that raw is I-JSON holding one object with only the
+// names given, and that its member inner (an object, or an array of
+// objects) holds only innerNames.
+func strictObject(raw []byte, names []string, inner string, innerNames []string) error {
+	if _, err := jcs.Transform(raw); err != nil {
+		return fmt.Errorf("not I-JSON (RFC 7493: one value, no duplicate member names, valid UTF-8): %w", err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
+		return errors.New("not a JSON object")
+	}
+	if err := knownNames(top, names, ""); err != nil {
+		return err
+	}
+	in, ok := top[inner]
+	if !ok || string(in) == "null" {
+		return nil
+	}
+	var objects []map[string]json.RawMessage
+	if in[0] == '[' {
+		if err := json.Unmarshal(in, &objects); err != nil {
+			return fmt.Errorf("%s: must be an array of objects", inner)
+		}
+	} else {
+		var one map[string]json.RawMessage
+		if err := json.Unmarshal(in, &one); err != nil {
+			return fmt.Errorf("%s: must be an object", inner)
+		}
+		objects = append(objects, one)
+	}
+	for _, o := range objects {
+		if err := knownNames(o, innerNames, inner+"."); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func knownNames(o map[string]json.RawMessage, names []string, prefix string) error {
+	for name := range o {
+		if !slices.Contains(names, name) {
+			return fmt.Errorf("unknown member %q", prefix+name)
+		}
+	}
+	return nil
+}
+
+// Failure is one check a proof failed. Check is the check's name in
+// docs/proof.md, stable across versions; Reason says what was wrong.
+type Failure struct {
+	Check  string
+	Reason string
+}
+
+func (f *Failure) Error() string { return f.Check + ": " + f.Reason }
+
+func fail(check, format string, args ...any) *Failure {
+	return &Failure{Check: check, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Expect is what a verifier holds the proof against, besides the proof itself.
+type Expect struct {
+	// RPID, when not empty, must equal the proof's rp_id.
+	RPID string
+	// Origin is the one origin the clientDataJSON may name. Empty means
+	// "https://" + the RP ID. It must be https://<rp id or a subdomain of
+	// it>[:port], or http://localhost[:port] for a local service.
+	Origin string
+	// Keys, when not nil, must list the proof's credential with its public key.
+	Keys *Keys
+}
+
 // Result is what a valid proof shows.
 type Result struct {
 	ApprovalID    string
@@ -153,103 +266,209 @@ type Result struct {
 	Decision      string
 	CredentialID  string // base64url
 	Origin        string
+	PayloadTold   bool   // the proof carries the payload and it hashes to payload_sha256
 	KeyRegistered bool   // true only when checked against a key export
 	KeyPerson     string // the person the export names for the key
 	SignCount     uint32
 }
 
-// Verify checks a proof offline: the challenge recomputed from its parts
-// matches clientDataJSON, the RP ID hash and the user-verified flag are in
-// authenticatorData, and the signature verifies with the public key. With
-// keys it also checks that the key is a registered device key of the
-// account; rpID, when not empty, must equal the proof's.
-func Verify(p *Proof, keys *Keys, rpID string) (*Result, error) {
+// ExpectedOrigin is the origin the clientDataJSON of a proof for rpID must
+// name, given the origin a verifier was told ("" for none). It refuses an
+// origin that is not the RP ID's own (or a subdomain's) over https, or
+// http://localhost for a local RP ID.
+func ExpectedOrigin(rpID, given string) (string, error) {
+	if given == "" {
+		return "https://" + rpID, nil
+	}
+	u, err := url.Parse(given)
+	if err != nil || u.Host == "" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" ||
+		u.Scheme+"://"+u.Host != given {
+		return "", fail("origin", "%q is not an origin (scheme://host[:port], nothing after)", given)
+	}
+	host := u.Hostname()
+	if host != rpID && !strings.HasSuffix(host, "."+rpID) {
+		return "", fail("origin", "origin %q is not of the RP ID %q or one of its subdomains", given, rpID)
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && host == "localhost":
+	default:
+		return "", fail("origin", "origin %q is not https (http is allowed for localhost only)", given)
+	}
+	return given, nil
+}
+
+// Verify checks a proof offline: its members are well formed; the payload,
+// when the proof carries it, is canonical and hashes to payload_sha256; the
+// challenge recomputed from its parts matches clientDataJSON, which is of a
+// webauthn.get made at the expected origin and not cross-origin; the RP ID
+// hash and the user-present and user-verified flags are in
+// authenticatorData; and the signature verifies with the public key. With
+// want.Keys it also checks that the key is a registered device key of the
+// account. A proof that fails returns a *Failure.
+func Verify(p *Proof, want Expect) (*Result, error) {
 	if p.Format != Format {
-		return nil, fmt.Errorf("format is %q, want %q", p.Format, Format)
+		return nil, fail("format", "format is %q, want %q", p.Format, Format)
 	}
 	if p.Domain != Domain {
-		return nil, fmt.Errorf("domain is %q, want %q", p.Domain, Domain)
+		return nil, fail("domain", "domain is %q, want %q", p.Domain, Domain)
+	}
+	if p.ApprovalID == "" {
+		return nil, fail("approval_id", "approval_id is empty")
 	}
 	if !ValidDecision(p.Decision) {
-		return nil, fmt.Errorf("decision %q is not one of approve, deny, not_mine, option:<index>, question:<sha256>", p.Decision)
+		return nil, fail("decision", "decision %q is not one of approve, deny, not_mine, option:<index>, question:<sha256>", p.Decision)
 	}
-	if len(p.PayloadSHA256) != 64 || strings.ToLower(p.PayloadSHA256) != p.PayloadSHA256 {
-		return nil, errors.New("payload_sha256 is not 64 lower-case hex characters")
+	if !isLowerHex(p.PayloadSHA256, 64) {
+		return nil, fail("payload_sha256", "payload_sha256 is not 64 lower-case hex characters")
 	}
-	if _, err := hex.DecodeString(p.PayloadSHA256); err != nil {
-		return nil, errors.New("payload_sha256 is not hex")
+	told := p.Payload != nil
+	if told {
+		canonical, err := jcs.Transform(p.Payload)
+		if err != nil {
+			return nil, fail("payload", "payload is not I-JSON: %v", err)
+		}
+		if !bytes.Equal(canonical, p.Payload) {
+			return nil, fail("payload", "payload is not in its RFC 8785 canonical form")
+		}
+		if sum := sha256.Sum256(p.Payload); hex.EncodeToString(sum[:]) != p.PayloadSHA256 {
+			return nil, fail("payload", "the payload does not hash to payload_sha256: its SHA-256 is %x", sum)
+		}
 	}
 	if len(p.Nonce) != NonceSize {
-		return nil, fmt.Errorf("nonce has %d bytes, want %d", len(p.Nonce), NonceSize)
+		return nil, fail("nonce", "nonce has %d bytes, want %d", len(p.Nonce), NonceSize)
 	}
-	if rpID != "" && rpID != p.RPID {
-		return nil, fmt.Errorf("rp_id is %q, want %q", p.RPID, rpID)
+	if p.RPID == "" {
+		return nil, fail("rp_id", "rp_id is empty")
+	}
+	if want.RPID != "" && want.RPID != p.RPID {
+		return nil, fail("rp_id", "rp_id is %q, want %q", p.RPID, want.RPID)
 	}
 	if strings.HasPrefix(p.Decision, "question:") && p.Unsigned.Question != "" && QuestionDecision(p.Unsigned.Question) != p.Decision {
-		return nil, errors.New("the question text beside the proof does not hash to the signed decision")
+		return nil, fail("question", "the question text beside the proof does not hash to the signed decision")
+	}
+	origin, err := ExpectedOrigin(p.RPID, want.Origin)
+	if err != nil {
+		return nil, err
 	}
 	challenge := Challenge(p.Domain, p.ApprovalID, p.PayloadSHA256, p.Decision, p.Nonce)
 
-	var cd protocol.CollectedClientData
-	if err := json.Unmarshal(p.ClientDataJSON, &cd); err != nil {
-		return nil, fmt.Errorf("client_data_json: %w", err)
+	cd, err := readClientData(p.ClientDataJSON)
+	if err != nil {
+		return nil, fail("client_data_json", "%v", err)
 	}
-	if cd.Type != protocol.AssertCeremony {
-		return nil, fmt.Errorf("client_data_json type is %q, want webauthn.get", cd.Type)
+	if cd.Type != "webauthn.get" {
+		return nil, fail("type", "client_data_json type is %q, want webauthn.get", cd.Type)
 	}
-	signed, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(cd.Challenge, "="))
+	signed, err := base64.RawURLEncoding.DecodeString(cd.Challenge)
 	if err != nil || !bytes.Equal(signed, challenge) {
-		return nil, errors.New("client_data_json challenge is not the challenge of this approval, payload hash, decision and nonce")
+		return nil, fail("challenge", "client_data_json challenge is not the challenge of this approval, payload hash, decision and nonce")
+	}
+	if cd.Origin != origin {
+		return nil, fail("origin", "client_data_json origin is %q, want %q", cd.Origin, origin)
+	}
+	if cd.CrossOrigin != nil && *cd.CrossOrigin || cd.TopOrigin != nil {
+		return nil, fail("cross_origin", "the assertion was made in a frame of another origin (crossOrigin true or a topOrigin)")
 	}
 
-	var ad protocol.AuthenticatorData
-	if err := ad.Unmarshal(p.AuthenticatorData); err != nil {
-		return nil, fmt.Errorf("authenticator_data: %w", err)
+	if len(p.AuthenticatorData) < 37 {
+		return nil, fail("authenticator_data", "authenticator_data has %d bytes, want at least 37", len(p.AuthenticatorData))
 	}
 	rpHash := sha256.Sum256([]byte(p.RPID))
-	if !bytes.Equal(ad.RPIDHash, rpHash[:]) {
-		return nil, fmt.Errorf("authenticator_data was made for another RP ID than %q", p.RPID)
+	if !bytes.Equal(p.AuthenticatorData[:32], rpHash[:]) {
+		return nil, fail("rp_id_hash", "authenticator_data was made for another RP ID than %q", p.RPID)
 	}
-	if !ad.Flags.UserPresent() || !ad.Flags.UserVerified() {
-		return nil, errors.New("authenticator_data does not say the user was present and verified")
+	if flags := p.AuthenticatorData[32]; flags&flagUP == 0 || flags&flagUV == 0 {
+		return nil, fail("flags", "authenticator_data does not say the user was present and verified")
+	}
+	var ad protocol.AuthenticatorData
+	if err := ad.Unmarshal(p.AuthenticatorData); err != nil {
+		return nil, fail("authenticator_data", "%v", err)
 	}
 
 	key, err := webauthncose.ParsePublicKey(p.PublicKey)
 	if err != nil {
-		return nil, fmt.Errorf("public_key: %w", err)
+		return nil, fail("public_key", "%v", err)
 	}
 	cdHash := sha256.Sum256(p.ClientDataJSON)
 	ok, err := webauthncose.VerifySignature(key, append(bytes.Clone(p.AuthenticatorData), cdHash[:]...), p.Signature)
 	if err != nil || !ok {
-		return nil, errors.New("signature does not verify with public_key")
+		return nil, fail("signature", "signature does not verify with public_key")
 	}
 
 	res := &Result{
-		ApprovalID: p.ApprovalID, PayloadSHA256: p.PayloadSHA256, Decision: p.Decision,
+		ApprovalID: p.ApprovalID, PayloadSHA256: p.PayloadSHA256, Decision: p.Decision, PayloadTold: told,
 		CredentialID: base64.RawURLEncoding.EncodeToString(p.CredentialID), Origin: cd.Origin, SignCount: ad.Counter,
 	}
-	if keys != nil {
+	if keys := want.Keys; keys != nil {
 		if keys.Format != KeysFormat {
-			return nil, fmt.Errorf("keys format is %q, want %q", keys.Format, KeysFormat)
+			return nil, fail("keys", "keys format is %q, want %q", keys.Format, KeysFormat)
 		}
 		if keys.RPID != "" && keys.RPID != p.RPID {
-			return nil, fmt.Errorf("keys are of RP ID %q, the proof of %q", keys.RPID, p.RPID)
+			return nil, fail("keys", "keys are of RP ID %q, the proof of %q", keys.RPID, p.RPID)
 		}
 		if p.Unsigned.AccountID != "" && keys.AccountID != p.Unsigned.AccountID {
-			return nil, fmt.Errorf("keys are of account %s, the proof names account %s", keys.AccountID, p.Unsigned.AccountID)
+			return nil, fail("keys", "keys are of account %s, the proof names account %s", keys.AccountID, p.Unsigned.AccountID)
 		}
 		for _, k := range keys.Keys {
 			if bytes.Equal(k.CredentialID, p.CredentialID) {
 				if !bytes.Equal(k.PublicKey, p.PublicKey) {
-					return nil, errors.New("the key export holds another public key for this credential id")
+					return nil, fail("keys", "the key export holds another public key for this credential id")
 				}
 				res.KeyRegistered, res.KeyPerson = true, k.Person
 				break
 			}
 		}
 		if !res.KeyRegistered {
-			return nil, errors.New("the signing key is not a registered device key of the account")
+			return nil, fail("keys", "the signing key is not a registered device key of the account")
 		}
 	}
 	return res, nil
+}
+
+// Authenticator data flags (WebAuthn §6.1).
+const (
+	flagUP = 0x01
+	flagUV = 0x04
+)
+
+// clientData holds the members of clientDataJSON a verifier reads;
+// crossOrigin and topOrigin are pointers so that their absence shows.
+type clientData struct {
+	Type        string
+	Challenge   string
+	Origin      string
+	CrossOrigin *bool
+	TopOrigin   *string
+}
+
+// readClientData reads the members of clientDataJSON by their exact names
+// (encoding/json alone would take "Origin" for "origin").
+func readClientData(raw []byte) (*clientData, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil || members == nil {
+		return nil, errors.New("not a JSON object")
+	}
+	cd := &clientData{}
+	for name, dst := range map[string]any{"type": &cd.Type, "challenge": &cd.Challenge, "origin": &cd.Origin,
+		"crossOrigin": &cd.CrossOrigin, "topOrigin": &cd.TopOrigin} {
+		if v, ok := members[name]; ok {
+			if err := json.Unmarshal(v, dst); err != nil {
+				return nil, fmt.Errorf("member %s: %w", name, err)
+			}
+		}
+	}
+	return cd, nil
+}
+
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -102,7 +102,7 @@ func TestAProofMadeWithThePasskeyVerifies(t *testing.T) {
 			}
 			s := makeProof(t, "appr_test", decision, u)
 			p := clone(t, s.proof)
-			res, err := proof.Verify(p, nil, "localhost")
+			res, err := proof.Verify(p, proof.Expect{RPID: "localhost", Origin: origin})
 			if err != nil {
 				t.Fatalf("Verify: %v", err)
 			}
@@ -138,7 +138,7 @@ func changeChar(s string, i int) string {
 
 func TestAnyChangedByteMakesVerifyFail(t *testing.T) {
 	s := makeProof(t, "appr_test", "approve", unsigned)
-	if _, err := proof.Verify(clone(t, s.proof), nil, ""); err != nil {
+	if _, err := proof.Verify(clone(t, s.proof), proof.Expect{Origin: origin}); err != nil {
 		t.Fatalf("the untouched proof does not verify: %v", err)
 	}
 	bytesFields := []struct {
@@ -161,7 +161,7 @@ func TestAnyChangedByteMakesVerifyFail(t *testing.T) {
 				for _, mask := range []byte{0x01, 0x80} {
 					p := clone(t, s.proof)
 					f.get(p)[i] ^= mask
-					if _, err := proof.Verify(p, nil, ""); err == nil {
+					if _, err := proof.Verify(p, proof.Expect{Origin: origin}); err == nil {
 						t.Fatalf("%s with byte %d ^ %#x verifies", f.name, i, mask)
 					}
 				}
@@ -189,7 +189,7 @@ func TestAnyChangedByteMakesVerifyFail(t *testing.T) {
 				p := clone(t, s.proof)
 				v := f.get(p)
 				*v = changeChar(*v, i)
-				if _, err := proof.Verify(p, nil, ""); err == nil {
+				if _, err := proof.Verify(p, proof.Expect{Origin: origin}); err == nil {
 					t.Fatalf("%s %q verifies", f.name, *v)
 				}
 			}
@@ -199,19 +199,19 @@ func TestAnyChangedByteMakesVerifyFail(t *testing.T) {
 		for _, d := range []string{"deny", "not_mine", "option:0", proof.QuestionDecision("x")} {
 			p := clone(t, s.proof)
 			p.Decision = d
-			if _, err := proof.Verify(p, nil, ""); err == nil {
+			if _, err := proof.Verify(p, proof.Expect{Origin: origin}); err == nil {
 				t.Fatalf("decision %q verifies with a signature over approve", d)
 			}
 		}
 	})
 	t.Run("a question text beside the proof that is not the signed one", func(t *testing.T) {
 		q := makeProof(t, "appr_test", proof.QuestionDecision("Why now?"), proof.Unsigned{Question: "Why now?"})
-		if _, err := proof.Verify(clone(t, q.proof), nil, ""); err != nil {
+		if _, err := proof.Verify(clone(t, q.proof), proof.Expect{Origin: origin}); err != nil {
 			t.Fatalf("the question proof does not verify: %v", err)
 		}
 		p := clone(t, q.proof)
 		p.Unsigned.Question = "Why not now?"
-		if _, err := proof.Verify(p, nil, ""); err == nil {
+		if _, err := proof.Verify(p, proof.Expect{Origin: origin}); err == nil {
 			t.Fatalf("a proof verifies beside a question it did not sign")
 		}
 	})
@@ -219,18 +219,18 @@ func TestAnyChangedByteMakesVerifyFail(t *testing.T) {
 
 func TestVerifyChecksTheRPIDAskedFor(t *testing.T) {
 	s := makeProof(t, "appr_test", "approve", unsigned)
-	if _, err := proof.Verify(clone(t, s.proof), nil, "localhost"); err != nil {
+	if _, err := proof.Verify(clone(t, s.proof), proof.Expect{RPID: "localhost", Origin: origin}); err != nil {
 		t.Fatalf("--rp-id localhost: %v", err)
 	}
 	for _, rpID := range []string{"example.com", "localhost.", "LOCALHOST", "evil.localhost"} {
-		if _, err := proof.Verify(clone(t, s.proof), nil, rpID); err == nil {
+		if _, err := proof.Verify(clone(t, s.proof), proof.Expect{RPID: rpID, Origin: origin}); err == nil {
 			t.Fatalf("a proof made for localhost verifies with --rp-id %q", rpID)
 		}
 	}
 	// A proof that claims another RP ID than its authenticator data hashes.
 	p := clone(t, s.proof)
 	p.RPID = "example.com"
-	if _, err := proof.Verify(p, nil, "example.com"); err == nil {
+	if _, err := proof.Verify(p, proof.Expect{RPID: "example.com", Origin: origin}); err == nil {
 		t.Fatalf("a proof whose authenticator data is for localhost verifies as example.com")
 	}
 }
@@ -244,16 +244,16 @@ func TestVerifyWithKeysChecksTheKeyIsRegistered(t *testing.T) {
 	}
 	other := proof.DeviceKey{CredentialID: stranger.CredentialID, PublicKey: stranger.PublicKeyCOSE(), Person: "bob"}
 
-	res, err := proof.Verify(clone(t, s.proof), keys(other, registered), "localhost")
+	res, err := proof.Verify(clone(t, s.proof), proof.Expect{RPID: "localhost", Origin: origin, Keys: keys(other, registered)})
 	if err != nil || !res.KeyRegistered || res.KeyPerson != "ada" {
 		t.Fatalf("registered key: %+v, %v; want registered, of ada", res, err)
 	}
 	removed := registered
 	removed.Removed = true
-	if res, err := proof.Verify(clone(t, s.proof), keys(removed), ""); err != nil || !res.KeyRegistered {
+	if res, err := proof.Verify(clone(t, s.proof), proof.Expect{Origin: origin, Keys: keys(removed)}); err != nil || !res.KeyRegistered {
 		t.Fatalf("a key removed since it signed: %+v, %v; want registered (it was when it signed)", res, err)
 	}
-	if res, err := proof.Verify(clone(t, s.proof), nil, ""); err != nil || res.KeyRegistered || res.KeyPerson != "" {
+	if res, err := proof.Verify(clone(t, s.proof), proof.Expect{Origin: origin}); err != nil || res.KeyRegistered || res.KeyPerson != "" {
 		t.Fatalf("without keys: %+v, %v; want valid, not registered", res, err)
 	}
 
@@ -270,7 +270,7 @@ func TestVerifyWithKeysChecksTheKeyIsRegistered(t *testing.T) {
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name+" is refused", func(t *testing.T) {
-			if res, err := proof.Verify(clone(t, s.proof), tt.keys, ""); err == nil {
+			if res, err := proof.Verify(clone(t, s.proof), proof.Expect{Origin: origin, Keys: tt.keys}); err == nil {
 				t.Fatalf("verifies: %+v", res)
 			}
 		})
@@ -278,7 +278,7 @@ func TestVerifyWithKeysChecksTheKeyIsRegistered(t *testing.T) {
 	t.Run("a credential id changed to another registered key's is refused", func(t *testing.T) {
 		p := clone(t, s.proof)
 		p.CredentialID = stranger.CredentialID
-		if _, err := proof.Verify(p, keys(registered, other), ""); err == nil {
+		if _, err := proof.Verify(p, proof.Expect{Origin: origin, Keys: keys(registered, other)}); err == nil {
 			t.Fatalf("verifies")
 		}
 	})

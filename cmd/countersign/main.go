@@ -33,8 +33,10 @@ Usage:
   countersign vapid                            print the Web Push (VAPID) public key
   countersign audit verify [--account NAME] [--seal]
                                                check the audit log against its hash chain; exit 0 intact, 1 not
-  countersign verify PROOF.json [--keys KEYS.json] [--rp-id ID]
-                                               check a decision proof offline; exit 0 valid, 1 not
+  countersign verify PROOF.json [--keys KEYS.json] [--rp-id ID] [--origin ORIGIN]
+                 [--allow-self-asserted] [--allow-missing-payload]
+                                               check a decision proof offline (docs/proof.md); exit 0 valid
+                                               with a registered key and its payload, 1 not
 
 Configuration is read from the environment:
 `

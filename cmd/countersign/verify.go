@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,15 +15,22 @@ import (
 	"github.com/countersign/countersign/proof"
 )
 
-const verifyUsage = "usage: countersign verify PROOF.json [--keys KEYS.json] [--rp-id ID]"
+const verifyUsage = "usage: countersign verify PROOF.json [--keys KEYS.json] [--rp-id ID] [--origin ORIGIN] [--allow-self-asserted] [--allow-missing-payload]"
 
 // verifyCommand checks a decision proof offline: it needs no configuration,
-// no database and no network.
+// no database and no network. It exits 0 only when the proof is valid, its
+// key is a registered device key (or --allow-self-asserted says a
+// self-asserted key will do) and it carries the payload it signs (or
+// --allow-missing-payload says an older proof without it will do).
+// docs/proof.md says what each check is.
 func verifyCommand(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	keysFile := fs.String("keys", "", "a key export (countersign keys export)")
 	rpID := fs.String("rp-id", "", "the RP ID the proof must be for (the host of the service's URL)")
+	origin := fs.String("origin", "", "the origin the passkey must have signed at (default https://<rp id>; http only for localhost)")
+	allowSelf := fs.Bool("allow-self-asserted", false, "accept a proof whose key is not checked against a key export")
+	allowNoPayload := fs.Bool("allow-missing-payload", false, "accept a proof made before proofs carried their payload")
 	var files []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -39,23 +47,45 @@ func verifyCommand(args []string, out io.Writer) error {
 	}
 	file := files[0]
 
-	var p proof.Proof
-	if err := readJSONFile(file, &p); err != nil {
+	raw, err := os.ReadFile(file)
+	if err != nil {
 		return fmt.Errorf("the proof is NOT valid: %w", err)
+	}
+	p, err := proof.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("the proof in %s is NOT valid: it is not a countersign proof: %w", file, err)
 	}
 	var keys *proof.Keys
 	if *keysFile != "" {
-		keys = &proof.Keys{}
-		if err := readJSONFile(*keysFile, keys); err != nil {
+		raw, err := os.ReadFile(*keysFile)
+		if err != nil {
 			return err
 		}
+		if keys, err = proof.ParseKeys(raw); err != nil {
+			return fmt.Errorf("%s is not a key export: %w", *keysFile, err)
+		}
 	}
-	res, err := proof.Verify(&p, keys, *rpID)
+	res, err := proof.Verify(p, proof.Expect{RPID: *rpID, Origin: *origin, Keys: keys})
 	if err != nil {
 		return fmt.Errorf("the proof in %s is NOT valid: %w", file, err)
 	}
 
-	fmt.Fprintf(out, "VALID: the signature in %s verifies over this decision.\n\n", file)
+	// What keeps a valid signature from being accepted.
+	var refusals []string
+	if !res.PayloadTold && !*allowNoPayload {
+		refusals = append(refusals, "the proof carries no payload (it was made before proofs carried one), so what payload_sha256 "+
+			"stands for could not be checked; pass --allow-missing-payload to accept it on the hash alone")
+	}
+	if keys == nil && !*allowSelf {
+		refusals = append(refusals, "the key is only self-asserted: the proof carries its own public key and anyone can make a key; "+
+			"pass --keys KEYS.json (from countersign keys export) to check that it is a registered device key of the account, "+
+			"or --allow-self-asserted to accept that")
+	}
+	if len(refusals) == 0 {
+		fmt.Fprintf(out, "VALID: the signature in %s verifies over this decision.\n\n", file)
+	} else {
+		fmt.Fprintf(out, "NOT ACCEPTED: the signature in %s verifies over this decision, but %s.\n\n", file, strings.Join(refusals, "; and "))
+	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "  decision\t%s\n", res.Decision)
 	fmt.Fprintf(tw, "  payload_sha256\t%s\n", res.PayloadSHA256)
@@ -68,6 +98,16 @@ func verifyCommand(args []string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(out)
+	if res.PayloadTold {
+		var pretty bytes.Buffer
+		if err := json.Indent(&pretty, p.Payload, "  ", "  "); err != nil {
+			return fmt.Errorf("indent the payload: %w", err)
+		}
+		fmt.Fprintf(out, "Payload (its SHA-256 was recomputed and is payload_sha256, so the signature covers it):\n  %s\n\n", pretty.String())
+	} else {
+		fmt.Fprintln(out, "Payload: ABSENT. This proof does not carry the payload, so only its hash is signed; the payload itself could not be checked.")
+		fmt.Fprintln(out)
+	}
 	if keys != nil {
 		var k proof.DeviceKey
 		for _, dk := range keys.Keys {
@@ -98,17 +138,11 @@ func verifyCommand(args []string, out io.Writer) error {
 	if !p.Unsigned.DecidedAt.IsZero() {
 		fmt.Fprintf(tw, "  decided at\t%s\n", p.Unsigned.DecidedAt.Format(time.RFC3339))
 	}
-	return tw.Flush()
-}
-
-// readJSONFile reads one JSON document from file into v.
-func readJSONFile(file string, v any) error {
-	raw, err := os.ReadFile(file)
-	if err != nil {
+	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%s is not the JSON expected: %w", file, err)
+	if len(refusals) > 0 {
+		return errors.New("the proof in " + file + " is NOT accepted: " + strings.Join(refusals, "; and "))
 	}
 	return nil
 }

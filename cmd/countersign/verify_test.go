@@ -17,6 +17,7 @@ import (
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/proof"
+	"github.com/countersign/countersign/proof/prooftest"
 )
 
 // cliEnv is the environment that points the binary at env's database and base URL.
@@ -201,8 +202,14 @@ func TestVerifyCommandChecksAProofMadeOverHTTP(t *testing.T) {
 		env := cliEnv(d.env)
 		credentialID := d.owner.Passkey.CredentialIDString()
 
-		t.Run("a valid proof without keys: exit 0, the decision, the hash, self-asserted", func(t *testing.T) {
-			r := mustCLI(t, nil, "verify", d.file)
+		origin := d.env.URL // http://localhost:PORT: accepted only when given
+		t.Run("a valid proof without keys: exit 1 unless --allow-self-asserted, and says why", func(t *testing.T) {
+			refused := cli(t, nil, "verify", "--origin", origin, d.file)
+			if refused.code != 1 || !strings.Contains(refused.stdout, "NOT ACCEPTED") || strings.Contains(refused.stdout, "VALID:") ||
+				!strings.Contains(refused.stderr, "only self-asserted") || !strings.Contains(refused.stderr, "--allow-self-asserted") {
+				t.Fatalf("verify without --keys: %s; want exit 1, NOT ACCEPTED, self-asserted and the flag named", refused)
+			}
+			r := mustCLI(t, nil, "verify", "--origin", origin, "--allow-self-asserted", d.file)
 			t.Logf("countersign verify says:\n%s", r.stdout)
 			for _, want := range []string{"VALID", "decision", "approve", d.hash, d.id, credentialID, "self-asserted",
 				"NOT covered by the signature", "ada", d.env.Account.ID, d.env.URL} {
@@ -220,9 +227,60 @@ func TestVerifyCommandChecksAProofMadeOverHTTP(t *testing.T) {
 			}
 		})
 
+		t.Run("the payload is in the proof and verify recomputes its hash", func(t *testing.T) {
+			r := mustCLI(t, nil, "verify", "--origin", origin, "--allow-self-asserted", d.file)
+			for _, want := range []string{"Payload (its SHA-256 was recomputed", `"number": 900`, `"repo": "acme/web"`} {
+				if !strings.Contains(r.stdout, want) {
+					t.Fatalf("the output does not say %q:\n%s", want, r)
+				}
+			}
+			// Another payload beside the signed hash.
+			other := d.tampered(t, "other-payload", "payload", func(string) string {
+				return base64.RawURLEncoding.EncodeToString([]byte(`{"pull_request":{"head":"abcdef1234567","number":901,"repo":"acme/web","title":"Fix login redirect"}}`))
+			})
+			if r := cli(t, nil, "verify", "--origin", origin, "--allow-self-asserted", other); r.code != 1 || !strings.Contains(r.stderr, "payload: the payload does not hash to payload_sha256") {
+				t.Fatalf("verify of a proof with another payload: %s; want exit 1 on the payload check", r)
+			}
+		})
+
+		t.Run("an older proof without its payload: exit 1 unless --allow-missing-payload, and says why", func(t *testing.T) {
+			p := map[string]any{}
+			for k, v := range d.proof {
+				if k != "payload" {
+					p[k] = v
+				}
+			}
+			raw, _ := json.Marshal(p)
+			file := filepath.Join(d.dir, "no-payload.json")
+			if err := os.WriteFile(file, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := cli(t, nil, "verify", "--origin", origin, "--allow-self-asserted", file)
+			if r.code != 1 || !strings.Contains(r.stderr, "carries no payload") || !strings.Contains(r.stderr, "--allow-missing-payload") ||
+				!strings.Contains(r.stdout, "Payload: ABSENT") || !strings.Contains(r.stdout, "NOT ACCEPTED") {
+				t.Fatalf("verify of a proof without payload: %s; want exit 1, the payload absent, the flag named", r)
+			}
+			ok := mustCLI(t, nil, "verify", "--origin", origin, "--allow-self-asserted", "--allow-missing-payload", file)
+			if !strings.Contains(ok.stdout, "VALID:") || !strings.Contains(ok.stdout, "could not be checked") {
+				t.Fatalf("with --allow-missing-payload: %s", ok)
+			}
+		})
+
+		t.Run("the origin: https://<rp id> unless --origin says otherwise", func(t *testing.T) {
+			for _, o := range []string{"", "https://localhost", "http://localhost:1", origin + "/", "http://127.0.0.1" + strings.TrimPrefix(origin, "http://localhost")} {
+				args := []string{"verify", "--allow-self-asserted", d.file}
+				if o != "" {
+					args = append(args, "--origin", o)
+				}
+				if r := cli(t, nil, args...); r.code != 1 || !strings.Contains(r.stderr, "origin") {
+					t.Fatalf("verify with origin %q of a proof signed at %s: %s; want exit 1 on the origin", o, origin, r)
+				}
+			}
+		})
+
 		t.Run("with --rp-id: the right one passes, another fails", func(t *testing.T) {
-			mustCLI(t, nil, "verify", "--rp-id", "localhost", d.file)
-			if r := cli(t, nil, "verify", d.file, "--rp-id", "example.com"); r.code != 1 || !strings.Contains(r.stderr, "NOT valid") {
+			mustCLI(t, nil, "verify", "--origin", origin, "--allow-self-asserted", "--rp-id", "localhost", d.file)
+			if r := cli(t, nil, "verify", "--origin", origin, "--allow-self-asserted", d.file, "--rp-id", "example.com"); r.code != 1 || !strings.Contains(r.stderr, "NOT valid") {
 				t.Fatalf("--rp-id example.com: %s; want exit 1, NOT valid", r)
 			}
 		})
@@ -275,7 +333,7 @@ func TestVerifyCommandChecksAProofMadeOverHTTP(t *testing.T) {
 				}
 			}
 
-			v := mustCLI(t, nil, "verify", d.file, "--keys", keysFile)
+			v := mustCLI(t, nil, "verify", d.file, "--origin", origin, "--keys", keysFile)
 			t.Logf("countersign verify --keys says:\n%s", v.stdout)
 			for _, want := range []string{"VALID", "registered device key of account " + d.env.Account.ID, "person ada", `"test passkey"`} {
 				if !strings.Contains(v.stdout, want) {
@@ -296,7 +354,7 @@ func TestVerifyCommandChecksAProofMadeOverHTTP(t *testing.T) {
 			if err := os.WriteFile(other, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if r := cli(t, nil, "verify", d.file, "--keys", other); r.code != 1 || !strings.Contains(r.stderr, "not a registered device key") {
+			if r := cli(t, nil, "verify", d.file, "--origin", origin, "--keys", other); r.code != 1 || !strings.Contains(r.stderr, "not a registered device key") {
 				t.Fatalf("verify with an export that lacks the key: %s; want exit 1", r)
 			}
 		})
@@ -304,23 +362,25 @@ func TestVerifyCommandChecksAProofMadeOverHTTP(t *testing.T) {
 		changes := []struct {
 			name, field string
 			change      func(string) string
+			check       string // the check of docs/proof.md that fails
 		}{
-			{"payload_sha256", "payload_sha256", changeChar(10)},
-			{"payload_sha256 (last character)", "payload_sha256", changeChar(63)},
-			{"decision", "decision", changeChar(0)},
-			{"approval_id", "approval_id", changeChar(len("appr_") + 2)},
-			{"signature", "signature", flipByte(20)},
-			{"authenticator_data (RP ID hash)", "authenticator_data", flipByte(3)},
-			{"authenticator_data (counter)", "authenticator_data", flipByte(36)},
-			{"client_data_json", "client_data_json", flipByte(30)},
-			{"nonce", "nonce", flipByte(0)},
+			{"payload_sha256", "payload_sha256", changeChar(10), "payload"},
+			{"payload_sha256 (last character)", "payload_sha256", changeChar(63), "payload"},
+			{"payload", "payload", flipByte(12), "payload"},
+			{"decision", "decision", changeChar(0), "decision"},
+			{"approval_id", "approval_id", changeChar(len("appr_") + 2), "challenge"},
+			{"signature", "signature", flipByte(20), "signature"},
+			{"authenticator_data (RP ID hash)", "authenticator_data", flipByte(3), "rp_id_hash"},
+			{"authenticator_data (counter)", "authenticator_data", flipByte(36), "signature"},
+			{"client_data_json", "client_data_json", flipByte(30), ""},
+			{"nonce", "nonce", flipByte(0), "challenge"},
 		}
 		for _, tt := range changes {
 			t.Run("one byte changed in "+tt.name+": exit 1", func(t *testing.T) {
 				file := d.tampered(t, strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(tt.name), tt.field, tt.change)
-				r := cli(t, nil, "verify", file)
-				if r.code != 1 || !strings.Contains(r.stderr, "NOT valid") || strings.Contains(r.stdout, "VALID") {
-					t.Fatalf("verify of a proof with %s changed: %s; want exit 1, NOT valid", tt.name, r)
+				r := cli(t, nil, "verify", "--origin", origin, "--allow-self-asserted", file)
+				if r.code != 1 || !strings.Contains(r.stderr, "NOT valid: "+tt.check) || strings.Contains(r.stdout, "VALID") {
+					t.Fatalf("verify of a proof with %s changed: %s; want exit 1, NOT valid: %s", tt.name, r, tt.check)
 				}
 			})
 		}
@@ -344,4 +404,69 @@ func TestVerifyCommandChecksAProofMadeOverHTTP(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestVerifyRefusesAPhishedCrossOriginAssertion replays the finding: a key
+// registered in the account signs a decision on a phishing page, inside a
+// cross-origin frame. Its signature, challenge, RP ID hash and flags are all
+// right; only clientDataJSON says where it was made. verify --keys used to
+// accept it.
+func TestVerifyRefusesAPhishedCrossOriginAssertion(t *testing.T) {
+	dir := t.TempDir()
+	key := prooftest.NewKey()
+	const rpID = "approvals.example.com"
+	payload := []byte(`{"review":{"url":"https://example.com/r/1"}}`)
+	sum := sha256.Sum256(payload)
+	credentialID := []byte("a registered passkey, sixteen+ bytes")
+	keys := proof.Keys{Format: proof.KeysFormat, AccountID: "acct_test", RPID: rpID,
+		Keys: []proof.DeviceKey{{CredentialID: credentialID, PublicKey: key.COSE(), Person: "ada", Name: "laptop"}}}
+	keysFile := filepath.Join(dir, "keys.json")
+	write := func(name string, v any) string {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	write("keys.json", keys)
+	signed := func(name string, a prooftest.Assertion) string {
+		p := &proof.Proof{Format: proof.Format, Domain: proof.Domain, ApprovalID: "appr_test", PayloadSHA256: fmt.Sprintf("%x", sum),
+			Payload: payload, Decision: "approve", Nonce: bytes.Repeat([]byte{7}, proof.NonceSize), CredentialID: credentialID, RPID: rpID,
+			Unsigned: proof.Unsigned{Person: "ada", AccountID: "acct_test"}}
+		key.Sign(p, a)
+		return write(name, p)
+	}
+
+	honest := signed("honest.json", prooftest.Assertion{Counter: 1})
+	if r := mustCLI(t, nil, "verify", honest, "--keys", keysFile, "--rp-id", rpID); !strings.Contains(r.stdout, "VALID:") ||
+		!regexp.MustCompile(`origin\s+https://`+regexp.QuoteMeta(rpID)+"\n").MatchString(r.stdout) {
+		t.Fatalf("the same decision signed at https://%s: %s", rpID, r)
+	}
+	for _, tt := range []struct {
+		name  string
+		a     prooftest.Assertion
+		check string
+	}{
+		{"phish", prooftest.Assertion{Origin: "https://phish.example", CrossOrigin: true, Counter: 2}, "origin"},
+		{"phish-same-site-frame", prooftest.Assertion{Origin: "https://phish.example", Counter: 2}, "origin"},
+		{"framed", prooftest.Assertion{CrossOrigin: true, Counter: 2}, "cross_origin"},
+		{"registration", prooftest.Assertion{Type: "webauthn.create", Counter: 2}, "type"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			file := signed(tt.name+".json", tt.a)
+			r := cli(t, nil, "verify", file, "--keys", keysFile, "--rp-id", rpID)
+			if r.code != 1 || !strings.Contains(r.stderr, "NOT valid: "+tt.check+":") || strings.Contains(r.stdout, "VALID") {
+				t.Fatalf("verify --keys of an assertion %+v: %s; want exit 1 on the %s check", tt.a, r, tt.check)
+			}
+		})
+	}
+	// Naming the phishing origin does not help: it is not of the RP ID.
+	if r := cli(t, nil, "verify", signed("phish2.json", prooftest.Assertion{Origin: "https://phish.example", Counter: 3}),
+		"--keys", keysFile, "--origin", "https://phish.example"); r.code != 1 || !strings.Contains(r.stderr, "not of the RP ID") {
+		t.Fatalf("verify --origin https://phish.example: %s; want exit 1", r)
+	}
 }
