@@ -23,8 +23,8 @@ test: $(if $(CI),check-generated) vet fmt-check $(if $(CI),fuzz) node_modules/.p
 FUZZTIME ?= 60s
 FUZZFLAGS ?=
 fuzz:
-	go test -run '^$$' -fuzz '^FuzzParsePayload$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./models/
-	go test -run '^$$' -fuzz '^FuzzCanonicalHash$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./models/
+	go test -run '^$$' -fuzz '^FuzzParsePayload$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./ask/
+	go test -run '^$$' -fuzz '^FuzzCanonicalHash$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./ask/
 	go test -run '^$$' -fuzz '^FuzzParseAndVerify$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./proof/
 
 vet:

@@ -1,4 +1,4 @@
-package models_test
+package ask_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/ask"
 )
 
 // payloadSeeds are valid and nearly valid payloads of every kind.
@@ -38,18 +38,18 @@ func FuzzParsePayload(f *testing.F) {
 	}
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, kind string, raw []byte) {
-		p, err := models.ParsePayload(kind, raw, now)
+		p, err := ask.ParsePayload(kind, raw, now)
 		if err != nil {
-			if models.CodeOf(err) == "" {
+			if ask.CodeOf(err) == "" {
 				t.Fatalf("a refusal that is not a typed error: %v", err)
 			}
 			return
 		}
-		canonical, sum, err := models.CanonicalHash(raw)
+		canonical, sum, err := ask.CanonicalHash(raw)
 		if err != nil || !bytes.Equal(canonical, p.Canonical) || sum != p.SHA256 {
 			t.Fatalf("accepted %q, but its canonical form is %q/%s (%v), not %q/%s", raw, canonical, sum, err, p.Canonical, p.SHA256)
 		}
-		again, err := models.ParsePayload(kind, p.Canonical, now)
+		again, err := ask.ParsePayload(kind, p.Canonical, now)
 		if err != nil || again.SHA256 != p.SHA256 || !bytes.Equal(again.Canonical, p.Canonical) {
 			t.Fatalf("the canonical form %q of an accepted payload is refused or hashes otherwise: %v", p.Canonical, err)
 		}
@@ -67,11 +67,11 @@ func FuzzCanonicalHash(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		canonical, sum, err := models.CanonicalHash(raw)
+		canonical, sum, err := ask.CanonicalHash(raw)
 		if err != nil {
 			return
 		}
-		again, sum2, err := models.CanonicalHash(canonical)
+		again, sum2, err := ask.CanonicalHash(canonical)
 		if err != nil || !bytes.Equal(again, canonical) || sum2 != sum {
 			t.Fatalf("the canonical form %q is not a fixed point: %q, %v", canonical, again, err)
 		}
@@ -83,7 +83,7 @@ func FuzzCanonicalHash(f *testing.F) {
 		}
 		var shuffled bytes.Buffer
 		writeReversed(&shuffled, v)
-		_, sum3, err := models.CanonicalHash(shuffled.Bytes())
+		_, sum3, err := ask.CanonicalHash(shuffled.Bytes())
 		if err != nil || sum3 != sum {
 			t.Fatalf("%q reordered as %q hashes to %s (%v), want %s", raw, shuffled.Bytes(), sum3, err, sum)
 		}
