@@ -3,6 +3,8 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -15,6 +17,50 @@ import (
 type ceremonyReply struct {
 	Ceremony   string          `json:"ceremony"`
 	Credential json.RawMessage `json:"credential"`
+}
+
+// beginCeremony keeps a passkey ceremony's state server-side, bound to what
+// it was begun for (a person's id, or the hash of an invite's or a link's
+// token), and answers the browser the ceremony's id and its options.
+func (h *Handlers) beginCeremony(c echo.Context, kind, boundTo string, options passkey.Options, state any) error {
+	raw, err := json.Marshal(state)
+	if err != nil {
+		return fmt.Errorf("%s ceremony: %w", kind, err)
+	}
+	id, err := h.store.SaveCeremony(c.Request().Context(), kind, boundTo, raw)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"ceremony": id, "options": options})
+}
+
+// takeCeremony reads, once, the state of the ceremony id of kind into state;
+// one begun for something other than boundTo ("" for anything) is refused.
+func (h *Handlers) takeCeremony(c echo.Context, id, kind, boundTo string, state any) error {
+	raw, bound, err := h.store.TakeCeremony(c.Request().Context(), id, kind)
+	if err != nil {
+		return err
+	}
+	if boundTo != "" && bound != boundTo {
+		return models.Refuse(models.PermissionDenied, "ceremony", "this passkey prompt was made for another person, invite or link; start again")
+	}
+	if err := json.Unmarshal(raw, state); err != nil {
+		return fmt.Errorf("%s ceremony: %w", kind, err)
+	}
+	return nil
+}
+
+// signInFirstAccount starts a session for the person in the account they
+// joined first.
+func (h *Handlers) signInFirstAccount(c echo.Context, personID string) error {
+	accounts, err := h.store.Memberships(c.Request().Context(), personID)
+	if err != nil {
+		return err
+	}
+	if len(accounts) == 0 {
+		return models.Refuse(models.PermissionDenied, "", "this passkey's person is no longer a member of any account")
+	}
+	return h.startSession(c, personID, accounts[0].AccountID)
 }
 
 // user loads a person with their live passkeys, as WebAuthn sees them.

@@ -42,15 +42,7 @@ func (h *Handlers) DeviceAuthoriseBegin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	state, err := json.Marshal(deviceAuthoriseCeremony{Nonce: nonce, Session: session})
-	if err != nil {
-		return err
-	}
-	id, err := h.store.SaveCeremony(ctx, "device-authorise", v.member.ID, state)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{"ceremony": id, "options": options})
+	return h.beginCeremony(c, "device-authorise", v.member.ID, options, deviceAuthoriseCeremony{Nonce: nonce, Session: session})
 }
 
 // DeviceAuthoriseFinish checks the assertion (signature, user verification,
@@ -63,15 +55,8 @@ func (h *Handlers) DeviceAuthoriseFinish(c echo.Context) error {
 	if err := readJSON(c, &reply, maxWebBody); err != nil {
 		return err
 	}
-	raw, personID, err := h.store.TakeCeremony(ctx, reply.Ceremony, "device-authorise")
-	if err != nil {
-		return err
-	}
-	if personID != v.member.ID {
-		return models.Refuse(models.PermissionDenied, "ceremony", "this passkey prompt was made for another person; start again")
-	}
 	var st deviceAuthoriseCeremony
-	if err := json.Unmarshal(raw, &st); err != nil {
+	if err := h.takeCeremony(c, reply.Ceremony, "device-authorise", v.member.ID, &st); err != nil {
 		return err
 	}
 	u, err := h.user(ctx, v.member.ID)
@@ -147,15 +132,8 @@ func (h *Handlers) DeviceAddBegin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	state, err := json.Marshal(deviceCeremony{GrantHash: models.HashToken(in.Grant), DeviceName: in.DeviceName, Session: session})
-	if err != nil {
-		return err
-	}
-	id, err := h.store.SaveCeremony(ctx, "device", v.member.ID, state)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{"ceremony": id, "options": options})
+	return h.beginCeremony(c, "device", v.member.ID, options,
+		deviceCeremony{GrantHash: models.HashToken(in.Grant), DeviceName: in.DeviceName, Session: session})
 }
 
 // DeviceAddFinish checks the new passkey and stores it for the person who
@@ -167,15 +145,8 @@ func (h *Handlers) DeviceAddFinish(c echo.Context) error {
 	if err := readJSON(c, &reply, maxWebBody); err != nil {
 		return err
 	}
-	raw, personID, err := h.store.TakeCeremony(ctx, reply.Ceremony, "device")
-	if err != nil {
-		return err
-	}
-	if personID != v.member.ID {
-		return models.Refuse(models.PermissionDenied, "ceremony", "this passkey prompt was made for another person; start again")
-	}
 	var st deviceCeremony
-	if err := json.Unmarshal(raw, &st); err != nil {
+	if err := h.takeCeremony(c, reply.Ceremony, "device", v.member.ID, &st); err != nil {
 		return err
 	}
 	if st.GrantHash != models.HashToken(reply.Grant) {

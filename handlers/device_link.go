@@ -67,15 +67,8 @@ func (h *Handlers) DeviceLinkBegin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	state, err := json.Marshal(deviceLinkCeremony{PersonID: p.ID, DeviceName: in.DeviceName, Session: session})
-	if err != nil {
-		return err
-	}
-	id, err := h.store.SaveCeremony(ctx, "device-link", models.HashToken(token), state)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{"ceremony": id, "options": options})
+	return h.beginCeremony(c, "device-link", models.HashToken(token), options,
+		deviceLinkCeremony{PersonID: p.ID, DeviceName: in.DeviceName, Session: session})
 }
 
 // DeviceLinkFinish checks the new passkey, stores it for the link's person,
@@ -87,15 +80,8 @@ func (h *Handlers) DeviceLinkFinish(c echo.Context) error {
 	if err := readJSON(c, &reply, maxWebBody); err != nil {
 		return err
 	}
-	raw, forLink, err := h.store.TakeCeremony(ctx, reply.Ceremony, "device-link")
-	if err != nil {
-		return err
-	}
-	if forLink != models.HashToken(token) {
-		return models.Refuse(models.FailedPrecondition, "ceremony", "this passkey prompt was made for another link; start again")
-	}
 	var st deviceLinkCeremony
-	if err := json.Unmarshal(raw, &st); err != nil {
+	if err := h.takeCeremony(c, reply.Ceremony, "device-link", models.HashToken(token), &st); err != nil {
 		return err
 	}
 	p, err := h.store.PersonByID(ctx, st.PersonID)
@@ -111,14 +97,7 @@ func (h *Handlers) DeviceLinkFinish(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	accounts, err := h.store.Memberships(ctx, added.PersonID)
-	if err != nil {
-		return err
-	}
-	if len(accounts) == 0 {
-		return models.Refuse(models.PermissionDenied, "", "this passkey's person is no longer a member of any account")
-	}
-	if err := h.startSession(c, added.PersonID, accounts[0].AccountID); err != nil {
+	if err := h.signInFirstAccount(c, added.PersonID); err != nil {
 		return err
 	}
 	h.setFlash(c, "passkey-added")

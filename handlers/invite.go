@@ -97,15 +97,8 @@ func (h *Handlers) InviteBegin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	state, err := json.Marshal(inviteCeremony{PersonID: u.ID, Subject: in.Subject, DisplayName: in.DisplayName, DeviceName: in.DeviceName, Session: session})
-	if err != nil {
-		return err
-	}
-	id, err := h.store.SaveCeremony(ctx, ceremonyInvite, models.HashToken(token), state)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{"ceremony": id, "options": options})
+	return h.beginCeremony(c, ceremonyInvite, models.HashToken(token), options,
+		inviteCeremony{PersonID: u.ID, Subject: in.Subject, DisplayName: in.DisplayName, DeviceName: in.DeviceName, Session: session})
 }
 
 // InviteFinish stores the new person with their passkey, spends the invite
@@ -117,12 +110,8 @@ func (h *Handlers) InviteFinish(c echo.Context) error {
 	if err := readJSON(c, &reply, maxWebBody); err != nil {
 		return err
 	}
-	raw, err := h.takeInviteCeremony(c, reply.Ceremony, ceremonyInvite, token)
-	if err != nil {
-		return err
-	}
 	var st inviteCeremony
-	if err := json.Unmarshal(raw, &st); err != nil {
+	if err := h.takeCeremony(c, reply.Ceremony, ceremonyInvite, models.HashToken(token), &st); err != nil {
 		return err
 	}
 	u := &passkey.User{ID: st.PersonID, Subject: st.Subject, DisplayName: st.DisplayName}
@@ -156,11 +145,7 @@ func (h *Handlers) InviteAcceptBegin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := h.store.SaveCeremony(ctx, ceremonyInviteAccept, models.HashToken(token), session)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{"ceremony": id, "options": options})
+	return h.beginCeremony(c, ceremonyInviteAccept, models.HashToken(token), options, json.RawMessage(session))
 }
 
 // InviteAcceptFinish checks the assertion, gives the person who signed the
@@ -172,8 +157,8 @@ func (h *Handlers) InviteAcceptFinish(c echo.Context) error {
 	if err := readJSON(c, &reply, maxWebBody); err != nil {
 		return err
 	}
-	session, err := h.takeInviteCeremony(c, reply.Ceremony, ceremonyInviteAccept, token)
-	if err != nil {
+	var session json.RawMessage
+	if err := h.takeCeremony(c, reply.Ceremony, ceremonyInviteAccept, models.HashToken(token), &session); err != nil {
 		return err
 	}
 	a, err := h.rp.FinishSignIn(session, reply.Credential, func(personID string) (*passkey.User, error) {
@@ -192,16 +177,4 @@ func (h *Handlers) InviteAcceptFinish(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]string{"redirect": "/"})
-}
-
-// takeInviteCeremony reads, once, a ceremony of kind started for the invite of token.
-func (h *Handlers) takeInviteCeremony(c echo.Context, id, kind, token string) ([]byte, error) {
-	raw, forInvite, err := h.store.TakeCeremony(c.Request().Context(), id, kind)
-	if err != nil {
-		return nil, err
-	}
-	if forInvite != models.HashToken(token) {
-		return nil, models.Refuse(models.FailedPrecondition, "ceremony", "this passkey prompt was made for another invite; start again")
-	}
-	return raw, nil
 }

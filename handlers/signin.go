@@ -1,11 +1,11 @@
 package handlers
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/views"
 )
@@ -24,11 +24,7 @@ func (h *Handlers) SignInBegin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := h.store.SaveCeremony(c.Request().Context(), "signin", "", session)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{"ceremony": id, "options": options})
+	return h.beginCeremony(c, "signin", "", options, json.RawMessage(session))
 }
 
 // SignInFinish checks the passkey assertion and starts a session in the
@@ -39,8 +35,8 @@ func (h *Handlers) SignInFinish(c echo.Context) error {
 	if err := readJSON(c, &reply, maxWebBody); err != nil {
 		return err
 	}
-	session, _, err := h.store.TakeCeremony(ctx, reply.Ceremony, "signin")
-	if err != nil {
+	var session json.RawMessage
+	if err := h.takeCeremony(c, reply.Ceremony, "signin", "", &session); err != nil {
 		return err
 	}
 	a, err := h.rp.FinishSignIn(session, reply.Credential, func(personID string) (*passkey.User, error) {
@@ -52,14 +48,7 @@ func (h *Handlers) SignInFinish(c echo.Context) error {
 	if err := h.store.UseDeviceKey(ctx, a.PersonID, a.CredentialID, a.SignCount, a.Credential); err != nil {
 		return err
 	}
-	accounts, err := h.store.Memberships(ctx, a.PersonID)
-	if err != nil {
-		return err
-	}
-	if len(accounts) == 0 {
-		return models.Refuse(models.PermissionDenied, "", "this passkey's person is no longer a member of any account")
-	}
-	if err := h.startSession(c, a.PersonID, accounts[0].AccountID); err != nil {
+	if err := h.signInFirstAccount(c, a.PersonID); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]string{"redirect": "/"})
