@@ -360,3 +360,14 @@ func (c *Client) Close() error { return c.Session.Close() }
 func (r Result) String() string {
 	return fmt.Sprintf("isError=%t code=%s field=%s text=%s", r.IsError, r.Code, r.Field, r.Text)
 }
+
+// SeedDeviceKey stores a passkey for a person straight into the database, as
+// a fixture: the service itself adds one only through an invite or a signed
+// add-device grant.
+func SeedDeviceKey(ctx context.Context, store *models.Store, personID string, key models.DeviceKey) error {
+	key.PersonID, key.CreatedAt = personID, store.Now()
+	if err := store.DB().WithContext(ctx).Table("device_keys").Create(&key).Error; err != nil {
+		return fmt.Errorf("seed passkey: %w", err)
+	}
+	return nil
+}

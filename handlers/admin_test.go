@@ -48,7 +48,7 @@ func TestAPostWithoutTheCSRFTokenIsRefusedAndChangesNothing(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		f := newFixture(t, db)
 		ctx := context.Background()
-		if err := f.env.Store.AddDeviceKey(ctx, f.owner.ID, models.DeviceKey{ID: "cred-1", Name: "iPhone", Credential: "{}", PublicKey: "AQ"}); err != nil {
+		if err := apptest.SeedDeviceKey(ctx, f.env.Store, f.owner.ID, models.DeviceKey{ID: "cred-1", Name: "iPhone", Credential: "{}", PublicKey: "AQ"}); err != nil {
 			t.Fatal(err)
 		}
 		b := signIn(t, f.env, f.owner)

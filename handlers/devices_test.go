@@ -16,11 +16,11 @@ func TestDevicesRenameAndRemoveButNeverTheLast(t *testing.T) {
 		f := newFixture(t, db)
 		ctx := context.Background()
 		for _, k := range []models.DeviceKey{{ID: "cred-1", Name: "iPhone", Credential: "{}", PublicKey: "AQ", BackedUp: true}, {ID: "cred-2", Name: "Mac", Credential: "{}", PublicKey: "Ag"}} {
-			if err := f.env.Store.AddDeviceKey(ctx, f.member.ID, k); err != nil {
+			if err := apptest.SeedDeviceKey(ctx, f.env.Store, f.member.ID, k); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := f.env.Store.AddDeviceKey(ctx, f.other.ID, models.DeviceKey{ID: "cred-cy", Name: "Cy's phone", Credential: "{}", PublicKey: "Aw"}); err != nil {
+		if err := apptest.SeedDeviceKey(ctx, f.env.Store, f.other.ID, models.DeviceKey{ID: "cred-cy", Name: "Cy's phone", Credential: "{}", PublicKey: "Aw"}); err != nil {
 			t.Fatal(err)
 		}
 		b := signIn(t, f.env, f.member)

@@ -462,11 +462,11 @@ func TestRemovingTheSigningPasskeyTurnsThePolicyOff(t *testing.T) {
 		ctx := context.Background()
 		w := newPolicyWorld(t, db)
 		_, pol := w.enable(t, map[string]any{"until": until(time.Hour)})
-		if err := w.env.Store.AddDeviceKey(ctx, w.adaID, models.DeviceKey{ID: "ipad-key", Name: "iPad", Credential: "{}", PublicKey: "AQ"}); err != nil {
+		if err := apptest.SeedDeviceKey(ctx, w.env.Store, w.adaID, models.DeviceKey{ID: "ipad-key", Name: "iPad", Credential: "{}", PublicKey: "AQ"}); err != nil {
 			t.Fatal(err)
 		}
 		// Another passkey of ada's going does not matter.
-		if err := w.env.Store.AddDeviceKey(ctx, w.adaID, models.DeviceKey{ID: "old-key", Name: "old", Credential: "{}", PublicKey: "AQ"}); err != nil {
+		if err := apptest.SeedDeviceKey(ctx, w.env.Store, w.adaID, models.DeviceKey{ID: "old-key", Name: "old", Credential: "{}", PublicKey: "AQ"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.env.Store.RemoveDeviceKey(ctx, w.adaID, "old-key"); err != nil {

@@ -149,15 +149,6 @@ type DeviceKey struct {
 	RemovedAt      *time.Time
 }
 
-// AddDeviceKey stores another passkey of a person.
-func (s *Store) AddDeviceKey(ctx context.Context, personID string, key DeviceKey) error {
-	key.PersonID, key.CreatedAt = personID, s.now()
-	if err := s.write(ctx, func(tx *gorm.DB) error { return tx.Table("device_keys").Create(&key).Error }); err != nil {
-		return fmt.Errorf("store passkey: %w", err)
-	}
-	return nil
-}
-
 // DeviceKeys lists a person's passkeys, oldest first.
 func (s *Store) DeviceKeys(ctx context.Context, personID string) ([]DeviceKey, error) {
 	var out []DeviceKey

@@ -16,7 +16,7 @@ func TestThePolicyListPagesAndFiltersByState(t *testing.T) {
 		env := apptest.Start(t, db, nil)
 		s, ctx := env.Store, context.Background()
 		ada := env.Member(env.Account.ID, "ada", models.RoleOwner)
-		if err := s.AddDeviceKey(ctx, ada.ID, models.DeviceKey{ID: "ada-key", Name: "phone", Credential: "{}", PublicKey: "AQ"}); err != nil {
+		if err := apptest.SeedDeviceKey(ctx, s, ada.ID, models.DeviceKey{ID: "ada-key", Name: "phone", Credential: "{}", PublicKey: "AQ"}); err != nil {
 			t.Fatal(err)
 		}
 		now := s.Now().Truncate(time.Second)

@@ -293,7 +293,7 @@ func TestVerifyCommandChecksAProofMadeOverHTTP(t *testing.T) {
 			}
 			// A second passkey, removed since: exported and flagged.
 			gone := apptest.NewAuthenticator()
-			if err := d.env.Store.AddDeviceKey(ctx, person.ID, models.DeviceKey{ID: gone.CredentialIDString(), Name: "old phone",
+			if err := apptest.SeedDeviceKey(ctx, d.env.Store, person.ID, models.DeviceKey{ID: gone.CredentialIDString(), Name: "old phone",
 				Credential: "{}", PublicKey: base64.RawURLEncoding.EncodeToString(gone.PublicKeyCOSE())}); err != nil {
 				t.Fatal(err)
 			}
