@@ -113,16 +113,29 @@ var dialectWords = map[Dialect]*strings.Replacer{
 // the database has not recorded yet, and tells log of each one it applies.
 func Migrate(ctx context.Context, db *gorm.DB, dialect Dialect, log *slog.Logger) error {
 	db = db.WithContext(ctx)
-	if err := db.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ` + dialectWords[dialect].Replace("{{time}}") + ` NOT NULL)`).Error; err != nil {
+	// Several instances may start at once on one PostgreSQL: each step runs
+	// under the migration lock, so one migrates and the others wait, the
+	// making of schema_migrations included (CREATE TABLE IF NOT EXISTS is
+	// not safe against a concurrent one).
+	locked := func(tx *gorm.DB) error {
+		if dialect == Postgres {
+			return tx.Exec(`SELECT pg_advisory_xact_lock(7261)`).Error
+		}
+		return nil
+	}
+	err := db.Transaction(func(tx *gorm.DB) error {
+		if err := locked(tx); err != nil {
+			return err
+		}
+		return tx.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at ` + dialectWords[dialect].Replace("{{time}}") + ` NOT NULL)`).Error
+	})
+	if err != nil {
 		return fmt.Errorf("migrate: make schema_migrations: %w", err)
 	}
 	for _, m := range migrations {
 		err := db.Transaction(func(tx *gorm.DB) error {
-			if dialect == Postgres {
-				// Several instances may start at once: one migrates, the others wait.
-				if err := tx.Exec(`SELECT pg_advisory_xact_lock(7261)`).Error; err != nil {
-					return err
-				}
+			if err := locked(tx); err != nil {
+				return err
 			}
 			var n int64
 			if err := tx.Raw(`SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n).Error; err != nil {

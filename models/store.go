@@ -132,14 +132,16 @@ func (s *Store) CreateAccount(ctx context.Context, name string) (*Account, error
 	}
 	a := &Account{ID: newID("acct"), Name: name, CreatedAt: s.now()}
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		var n int64
-		if err := tx.Table("accounts").Where("name = ?", name).Count(&n).Error; err != nil {
-			return err
+		// One statement, so that two instances making the default account at
+		// the same moment cannot both pass a check and then collide.
+		res := tx.Table("accounts").Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}}, DoNothing: true}).Create(a)
+		if res.Error != nil {
+			return res.Error
 		}
-		if n > 0 {
+		if res.RowsAffected == 0 {
 			return Refuse(FailedPrecondition, "name", "account %q exists", name)
 		}
-		return tx.Table("accounts").Create(a).Error
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create account: %w", err)
