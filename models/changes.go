@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,7 +63,9 @@ func (c Change) EndsSession(token, personID, accountID string) bool {
 // wakes a channel, the push sender wakes its loop, the MCP endpoint sends a
 // notification.
 type Changes struct {
-	instance string // tells this instance's notifications from the others'
+	instance string       // tells this instance's notifications from the others'
+	heard    atomic.Int64 // the newest timeline event seq this feed published
+	listened atomic.Bool  // a PostgreSQL listener has been connected before
 	mu       sync.RWMutex
 	next     int
 	subs     map[int]func(Change)
@@ -90,11 +93,24 @@ func (f *Changes) publish(changes []Change) {
 	if len(changes) == 0 {
 		return
 	}
+	for _, c := range changes {
+		f.hear(c.Seq)
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	for _, c := range changes {
 		for _, fn := range f.subs {
 			fn(c)
+		}
+	}
+}
+
+// hear notes that the feed has published up to timeline event seq.
+func (f *Changes) hear(seq int64) {
+	for {
+		old := f.heard.Load()
+		if seq <= old || f.heard.CompareAndSwap(old, seq) {
+			return
 		}
 	}
 }
@@ -159,13 +175,27 @@ func (s *Store) sessionsEnded(tx *gorm.DB, c Change) error {
 	return s.changed(tx, c)
 }
 
+// ListenerName is the application_name of the LISTEN connection of the
+// instance whose change feed has this id, as pg_stat_activity shows it.
+func ListenerName(feed *Changes) string { return "countersign-listen-" + feed.instance }
+
+// catchUpMargin is how far below the newest event seq it heard a reconnected
+// listener looks again: a transaction that took a smaller seq may commit
+// after one with a larger seq. Announcing a change twice costs a subscriber
+// one read; missing one costs it the change.
+const catchUpMargin = 1000
+
 // ListenPostgres publishes the changes other instances commit, through one
-// LISTEN connection, until ctx ends; it reconnects with backoff and
-// publishes ChangesMissed after each reconnect, since notifications sent
-// while it was away are lost.
+// LISTEN connection, until ctx ends. When the connection drops it reconnects
+// (at once after a connection that was up, then backing off to a minute
+// while the server stays away) and then announces every ask whose timeline
+// moved meanwhile, read from the events table, so that no change committed
+// while it was deaf goes unheard; ChangesMissed tells subscribers the rest
+// (pushes, ended sessions) may have been missed.
 func (s *Store) ListenPostgres(ctx context.Context, databaseURL string, log *slog.Logger) {
-	for wait := time.Second; ctx.Err() == nil; wait = min(wait*2, time.Minute) {
-		err := s.listenOnce(ctx, databaseURL, log, func() { wait = time.Second })
+	wait := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx, databaseURL, log, func() { wait = 100 * time.Millisecond })
 		if err != nil && ctx.Err() == nil {
 			log.Warn("listen for changes; live views, subscriptions and other instances' pushes wait meanwhile", "err", err, "retry_in", wait)
 		}
@@ -173,13 +203,19 @@ func (s *Store) ListenPostgres(ctx context.Context, databaseURL string, log *slo
 		case <-ctx.Done():
 		case <-time.After(wait):
 		}
+		wait = min(wait*2, time.Minute)
 	}
 }
 
-// listenOnce listens until the connection fails; listening calls it once
+// listenOnce listens until the connection fails; listening is called once
 // LISTEN is in place.
 func (s *Store) listenOnce(ctx context.Context, databaseURL string, log *slog.Logger, listening func()) error {
-	conn, err := pgx.Connect(ctx, databaseURL)
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return err
+	}
+	cfg.RuntimeParams["application_name"] = ListenerName(s.changes)
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -188,7 +224,9 @@ func (s *Store) listenOnce(ctx context.Context, databaseURL string, log *slog.Lo
 		return err
 	}
 	listening()
-	s.changes.publish([]Change{{Kind: ChangesMissed}})
+	if err := s.catchUp(ctx); err != nil {
+		return err
+	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -203,4 +241,34 @@ func (s *Store) listenOnce(ctx context.Context, databaseURL string, log *slog.Lo
 			s.changes.publish([]Change{note.Change})
 		}
 	}
+}
+
+// catchUp announces, once LISTEN is in place again, every ask whose
+// timeline moved since the newest event this feed heard of (less
+// catchUpMargin), then ChangesMissed. The first connection has nothing to
+// catch up on: it notes where the timeline stands.
+func (s *Store) catchUp(ctx context.Context) error {
+	heard := s.changes.heard.Load()
+	if !s.changes.listened.Swap(true) {
+		var top int64
+		if err := s.db.WithContext(ctx).Table("events").Select("COALESCE(MAX(seq), 0)").Scan(&top).Error; err != nil {
+			return fmt.Errorf("catch up on changes: %w", err)
+		}
+		s.changes.hear(top)
+		s.changes.publish([]Change{{Kind: ChangesMissed}})
+		return nil
+	}
+	var moved []Change
+	err := s.db.WithContext(ctx).Table("events").
+		Select("account_id, approval_id, MAX(seq) AS seq").
+		Where("seq > ? AND approval_id <> ''", max(heard-catchUpMargin, 0)).
+		Group("account_id, approval_id").Order("seq").Scan(&moved).Error
+	if err != nil {
+		return fmt.Errorf("catch up on changes: %w", err)
+	}
+	for i := range moved {
+		moved[i].Kind = ApprovalChanged
+	}
+	s.changes.publish(append(moved, Change{Kind: ChangesMissed}))
+	return nil
 }
