@@ -129,4 +129,6 @@ func CheckOneLine(field, s string, max int) error { return checkText(field, s, m
 func CheckText(field, s string, max int) error { return checkText(field, s, max, false, false) }
 
 // CheckOneLineOptional checks an optional one-line text of at most max characters.
-func CheckOneLineOptional(field, s string, max int) error { return checkText(field, s, max, true, false) }
+func CheckOneLineOptional(field, s string, max int) error {
+	return checkText(field, s, max, true, false)
+}

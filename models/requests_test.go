@@ -329,7 +329,9 @@ func TestApproveVersusExpiryNeverMovesAfterTheDeadline(t *testing.T) {
 			var wg sync.WaitGroup
 			var decided *models.Approval
 			var decideErr error
-			wg.Go(func() { decided, decideErr = s.Decide(ctx, acct.ID, a.ID, owner, models.Decision{Verdict: models.VerdictApprove}) })
+			wg.Go(func() {
+				decided, decideErr = s.Decide(ctx, acct.ID, a.ID, owner, models.Decision{Verdict: models.VerdictApprove})
+			})
 			wg.Go(func() { _, _ = s.ExpireDue(ctx) })
 			wg.Wait()
 			final, err := s.GetApproval(ctx, acct.ID, a.ID)
