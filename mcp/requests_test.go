@@ -318,6 +318,10 @@ func TestTheSessionLoopOverMCP(t *testing.T) {
 		if listed["kind"] != "work_change" || listed["status"] != "done" {
 			t.Errorf("approvals_get of a request = %v", listed)
 		}
+		byKind := b.bot.OK("approvals_list", map[string]any{"kind": "agent_request"})
+		if got := byKind["approvals"].([]any); len(got) != 1 || got[0].(map[string]any)["approval_id"] != ask["approvalId"] {
+			t.Errorf("approvals_list kind agent_request = %v", got)
+		}
 		if ended := b.bot.OK("session_end", map[string]any{"sessionId": b.session}); ended["state"] != "ended" {
 			t.Errorf("session_end = %v", ended)
 		}

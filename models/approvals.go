@@ -341,8 +341,8 @@ func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilte
 		q = q.Where("status = ?", st)
 	}
 	if f.Kind != "" {
-		if !slices.Contains(AskKinds, f.Kind) && f.Kind != KindAutoApprove {
-			return nil, "", Invalid("kind", "must be one of %s or %s, not %q", strings.Join(AskKinds, ", "), KindAutoApprove, f.Kind)
+		if !slices.Contains(AskKinds, f.Kind) && f.Kind != KindAutoApprove && !slices.Contains(RequestKinds, f.Kind) {
+			return nil, "", Invalid("kind", "must be one of %s, %s or %s, not %q", strings.Join(AskKinds, ", "), KindAutoApprove, strings.Join(RequestKinds, ", "), f.Kind)
 		}
 		q = q.Where("kind = ?", f.Kind)
 	}
