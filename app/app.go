@@ -46,6 +46,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	store.SetPushCap(cfg.PushCap)
 	store.SetSessionIdle(cfg.SessionIdle)
+	store.SetAgentSessionIdle(cfg.AgentIdle)
 	sender := push.NewSender(store, keys, push.Options{Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log})
 	endpoint := mcp.New(store, mcp.Options{AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log})
 	store.Changes().Subscribe(func(c models.Change) {
@@ -147,6 +148,9 @@ func (a *App) Sweep(ctx context.Context) {
 		}
 		if _, err := a.Store.SweepExpired(ctx); err != nil && ctx.Err() == nil {
 			a.log.Error("sweep expired ceremonies, challenges and sessions", "err", err)
+		}
+		if _, err := a.Store.EndIdleSessions(ctx); err != nil && ctx.Err() == nil {
+			a.log.Error("end idle agent sessions", "err", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -32,6 +32,7 @@ type Config struct {
 	PushWorkers int           // COUNTERSIGN_PUSH_WORKERS
 	PushRetry   time.Duration // COUNTERSIGN_PUSH_RETRY
 	SessionIdle time.Duration // COUNTERSIGN_SESSION_IDLE_WEB
+	AgentIdle   time.Duration // COUNTERSIGN_SESSION_IDLE
 }
 
 // Setting documents one environment variable.
@@ -55,6 +56,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_PUSH_WORKERS", "8", "Pushes in flight at once."},
 	{"COUNTERSIGN_PUSH_RETRY", "1s", "Wait before the first retry of a push the service refused for now (429, 5xx); it doubles up to 10m."},
 	{"COUNTERSIGN_SESSION_IDLE_WEB", "12h", "A web session unused this long ends (it ends 30 days after sign-in in any case)."},
+	{"COUNTERSIGN_SESSION_IDLE", "30m", "An agent session (session_start) that has not heartbeated this long ends by itself; any duration of 1s or more."},
 }
 
 // LoadConfig reads the configuration through getenv and checks every value;
@@ -137,6 +139,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.SessionIdle, err = time.ParseDuration(get("COUNTERSIGN_SESSION_IDLE_WEB")); err != nil || c.SessionIdle < 2*time.Minute || c.SessionIdle > models.SessionAbsolute {
 		bad("COUNTERSIGN_SESSION_IDLE_WEB", "must be a duration from 2m to 720h, like 12h")
+	}
+	if c.AgentIdle, err = time.ParseDuration(get("COUNTERSIGN_SESSION_IDLE")); err != nil || c.AgentIdle < time.Second {
+		bad("COUNTERSIGN_SESSION_IDLE", "must be a duration of at least 1s, like 30m")
 	}
 	return c, errors.Join(errs...)
 }

@@ -20,3 +20,16 @@ const (
 // Kinds are the kinds approvals_create files, in the order the seed names
 // them. An auto_approve ask is filed by approvals_request_auto_approve only.
 var Kinds = []string{KindPullRequest, KindRoll, KindReview, KindDocument, KindDecision, KindRun}
+
+// Kinds of request an agent files with approval_request (seed 000): a change
+// to its work, its memory or a person's life, or a request to the person,
+// which may be a question. They are asks like the others, filed by their own tool.
+const (
+	KindWorkChange   = "work_change"
+	KindMemoryChange = "memory_change"
+	KindLifeChange   = "life_change"
+	KindAgentRequest = "agent_request"
+)
+
+// RequestKinds are the kinds approval_request files, in the seed's order.
+var RequestKinds = []string{KindWorkChange, KindMemoryChange, KindLifeChange, KindAgentRequest}

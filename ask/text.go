@@ -120,3 +120,15 @@ func checkHTTPSURL(field, s string, required bool) error {
 	}
 	return nil
 }
+
+// CheckOneLine checks a required one-line text of at most max characters, for
+// callers outside this package (the work board's names and titles).
+func CheckOneLine(field, s string, max int) error { return checkText(field, s, max, true, true) }
+
+// CheckText checks an optional multi-line text of at most max characters.
+func CheckText(field, s string, max int) error { return checkText(field, s, max, false, false) }
+
+// CheckOneLineOptional checks an optional one-line text of at most max characters.
+func CheckOneLineOptional(field, s string, max int) error {
+	return checkText(field, s, max, true, false)
+}

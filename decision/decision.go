@@ -29,10 +29,12 @@ func New(store *models.Store, rp *passkey.RP) *Service {
 }
 
 // Choice is what a person picked on an ask: a verdict (approve, deny,
-// not_mine, question or option:<index>) and, for a question, its text.
+// not_mine, question, option:<index>, choice:<index> or answer) and, for a
+// question, its text, or for a free-text answer, the answer's.
 type Choice struct {
 	Verdict  models.Verdict
 	Question string
+	Answer   string
 }
 
 // ceremonyKind names a decision's ceremonies in the store.
@@ -41,8 +43,9 @@ const ceremonyKind = "decision"
 // ceremony is kept server-side between the challenge and the signature.
 type ceremony struct {
 	ApprovalID string          `json:"approval_id"`
-	Decision   string          `json:"decision"` // as signed: question:<sha256> for a question
+	Decision   string          `json:"decision"` // as signed: question:<sha256> for a question, answer:<sha256> for an answer
 	Question   string          `json:"question,omitempty"`
+	Answer     string          `json:"answer,omitempty"`
 	Nonce      proof.B64       `json:"nonce"`
 	Session    json.RawMessage `json:"session"`
 }
@@ -56,7 +59,11 @@ func (s *Service) Begin(ctx context.Context, m *models.Member, approvalID string
 	if err != nil {
 		return "", nil, err
 	}
-	d, err := models.ParseVerdict(a, c.Verdict, c.Question)
+	text := c.Question
+	if c.Verdict == models.VerdictAnswer {
+		text = c.Answer
+	}
+	d, err := models.ParseVerdict(a, c.Verdict, text)
 	if err != nil {
 		return "", nil, err
 	}
@@ -75,11 +82,14 @@ func (s *Service) Begin(ctx context.Context, m *models.Member, approvalID string
 	if err != nil {
 		return "", nil, err
 	}
-	question := ""
+	question, answer := "", ""
 	if d.Verdict == models.VerdictQuestion {
 		question = d.Note
 	}
-	state, err := json.Marshal(ceremony{ApprovalID: a.ID, Decision: d.Signed(), Question: question, Nonce: nonce, Session: session})
+	if c.Verdict == models.VerdictAnswer {
+		answer = d.Note
+	}
+	state, err := json.Marshal(ceremony{ApprovalID: a.ID, Decision: d.Signed(), Question: question, Answer: answer, Nonce: nonce, Session: session})
 	if err != nil {
 		return "", nil, fmt.Errorf("decision ceremony: %w", err)
 	}
@@ -131,8 +141,11 @@ func (s *Service) Complete(ctx context.Context, m *models.Member, approvalID, ce
 	if st.Question != "" {
 		d.Verdict, d.Note = models.VerdictQuestion, st.Question
 	}
+	if st.Answer != "" {
+		d.Note = st.Answer // the verdict is answer:<sha256>, which Decide checks against it
+	}
 	p := s.rp.Proof(assertion, publicKey, a.ID, a.PayloadSHA256, st.Decision, st.Nonce, proof.Unsigned{
-		Person: m.Subject, AccountID: m.AccountID, DecidedAt: s.store.Now(), Question: st.Question,
+		Person: m.Subject, AccountID: m.AccountID, DecidedAt: s.store.Now(), Question: st.Question, Answer: st.Answer,
 	})
 	p.Payload = proof.B64(a.Payload) // the canonical bytes payload_sha256 covers, so a verifier needs no server
 	if d.Proof, err = json.Marshal(p); err != nil {

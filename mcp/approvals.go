@@ -19,6 +19,12 @@ func (s *Server) tools() []toolDef {
 		s.requestAutoApproveTool(),
 		s.getPolicyTool(),
 		s.revokePolicyTool(),
+		s.sessionStartTool(),
+		s.sessionHeartbeatTool(),
+		s.sessionEndTool(),
+		s.approvalRequestTool(),
+		s.approvalStatusTool(),
+		s.workListTool(),
 	}
 }
 

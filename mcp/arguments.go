@@ -67,7 +67,7 @@ func jsonKind(k reflect.Kind) string {
 
 // schemaField finds the argument a schema error is about: a missing required
 // one, the property whose value failed, or one the tool does not take.
-var schemaField = regexp.MustCompile(`missing properties: \["([a-z_]+)"|/properties/([a-z_]+)|additional properties \["([a-z_]+)"`)
+var schemaField = regexp.MustCompile(`missing properties: \["([a-zA-Z_]+)"|/properties/([a-zA-Z_]+)|additional properties \["([a-zA-Z_]+)"`)
 
 // strictArguments refuses tool arguments that name a member twice in one
 // object, at any depth. Decoded into a map or a struct, the last of two

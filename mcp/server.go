@@ -113,6 +113,16 @@ type AccountArg struct {
 
 func (a AccountArg) account() string { return a.AccountID }
 
+// rawInput is an input that reads its raw arguments itself, against a
+// schema written by hand.
+type rawInput interface{ readArguments(json.RawMessage) error }
+
+// noAccount is embedded by inputs of the seed 000 tools, whose schemas take
+// no account_id: they always work on the token's own account.
+type noAccount struct{}
+
+func (noAccount) account() string { return "" }
+
 // handler is a tool body: it runs for an authenticated agent, after the scope
 // and account checks, and returns a domain error or the output.
 type handler[In, Out any] func(ctx context.Context, agent *models.Agent, in In) (Out, error)
@@ -122,8 +132,14 @@ type handler[In, Out any] func(ctx context.Context, agent *models.Agent, in In) 
 // handler is wrapped with argument decoding (see decodeArguments), the account
 // check and the error mapping; its output is encoded once, as both the text
 // and the structured content of the result.
+//
+// A tool whose input schema is a contract written elsewhere (approval_request,
+// seed 000) sets tool.InputSchema itself; its In reads the raw arguments
+// (rawInput) and checks every rule of that schema with coded refusals.
 func define[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes []string, h handler[In, Out]) toolDef {
-	tool.InputSchema = mustSchema[In]()
+	if tool.InputSchema == nil {
+		tool.InputSchema = mustSchema[In]()
+	}
 	input, err := tool.InputSchema.(*jsonschema.Schema).Resolve(nil)
 	if err != nil {
 		panic(fmt.Sprintf("input schema of %s: %v", tool.Name, err))
@@ -137,7 +153,15 @@ func define[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes []strin
 		if agent == nil {
 			return errorResult(models.Refuse(models.PermissionDenied, "", "no agent token on this call")), nil
 		}
-		in, err := decodeArguments[In](req.Params.Arguments, input)
+		var (
+			in  In
+			err error
+		)
+		if raw, ok := any(&in).(rawInput); ok {
+			err = raw.readArguments(req.Params.Arguments)
+		} else {
+			in, err = decodeArguments[In](req.Params.Arguments, input)
+		}
 		if err != nil {
 			return errorResult(err), nil
 		}

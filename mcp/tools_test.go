@@ -21,10 +21,10 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/tools.golden.json from the running tool surface")
 
 // readTools are the tools that only read; every other tool writes.
-var readTools = []string{"approvals_get", "approvals_list", "approvals_get_auto_approve_policy"}
+var readTools = []string{"approvals_get", "approvals_list", "approvals_get_auto_approve_policy", "approval_status", "work_list"}
 
 // imperativeVerbs are the words a tool description may start with.
-var imperativeVerbs = []string{"Ask", "Read", "List", "Report", "Turn"}
+var imperativeVerbs = []string{"Ask", "Read", "List", "Report", "Turn", "Start", "Send", "End"}
 
 // toolNameInText finds what reads as a tool name in prose: a word that
 // starts with "approvals_" (the prefix every tool name of seed 001 has). A

@@ -193,27 +193,30 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*Approval, error
 // names, appends the "created" event, lets an active auto-approve policy
 // approve it at once, and otherwise queues its pushes.
 func (s *Store) file(ctx context.Context, a *Approval) error {
-	return s.write(ctx, func(tx *gorm.DB) error {
-		if a.Supersedes != "" {
-			if err := s.supersede(tx, a); err != nil {
-				return err
-			}
-		}
-		if err := tx.Table("approvals").Create(a).Error; err != nil {
-			return fmt.Errorf("insert approval: %w", err)
-		}
-		if err := s.appendEvent(tx, a, &TimelineEvent{
-			AccountID: a.AccountID, ApprovalID: a.ID, At: a.CreatedAt, ActorKind: ActorAgent, Actor: a.RequesterSubject,
-			Step: "created", ToStatus: StatusPending, Note: supersedeNote(a.Supersedes),
-		}); err != nil {
+	return s.write(ctx, func(tx *gorm.DB) error { return s.fileTx(tx, a) })
+}
+
+// fileTx is file inside a transaction the caller holds.
+func (s *Store) fileTx(tx *gorm.DB, a *Approval) error {
+	if a.Supersedes != "" {
+		if err := s.supersede(tx, a); err != nil {
 			return err
 		}
-		approved, err := s.autoApprove(tx, a)
-		if err != nil || approved {
-			return err // an auto-approved ask sends no push
-		}
-		return s.queueAskPushes(tx, a)
-	})
+	}
+	if err := tx.Table("approvals").Create(a).Error; err != nil {
+		return fmt.Errorf("insert approval: %w", err)
+	}
+	if err := s.appendEvent(tx, a, &TimelineEvent{
+		AccountID: a.AccountID, ApprovalID: a.ID, At: a.CreatedAt, ActorKind: ActorAgent, Actor: a.RequesterSubject,
+		Step: "created", ToStatus: StatusPending, Note: supersedeNote(a.Supersedes),
+	}); err != nil {
+		return err
+	}
+	approved, err := s.autoApprove(tx, a)
+	if err != nil || approved {
+		return err // an auto-approved ask sends no push
+	}
+	return s.queueAskPushes(tx, a)
 }
 
 func supersedeNote(earlier string) string {
@@ -338,8 +341,8 @@ func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilte
 		q = q.Where("status = ?", st)
 	}
 	if f.Kind != "" {
-		if !slices.Contains(AskKinds, f.Kind) && f.Kind != KindAutoApprove {
-			return nil, "", Invalid("kind", "must be one of %s or %s, not %q", strings.Join(AskKinds, ", "), KindAutoApprove, f.Kind)
+		if !slices.Contains(AskKinds, f.Kind) && f.Kind != KindAutoApprove && !slices.Contains(RequestKinds, f.Kind) {
+			return nil, "", Invalid("kind", "must be one of %s, %s or %s, not %q", strings.Join(AskKinds, ", "), KindAutoApprove, strings.Join(RequestKinds, ", "), f.Kind)
 		}
 		q = q.Where("kind = ?", f.Kind)
 	}

@@ -63,6 +63,8 @@ const (
 	EventStep            Event = "step"
 	EventDone            Event = "done"
 	EventFailed          Event = "failed"
+	EventExecuted        Event = "executed"         // an approved request's command ran
+	EventNotExecuted     Event = "execution_failed" // an approved request's command could not run
 )
 
 // transition is one row of the state table.
@@ -90,6 +92,8 @@ var lifecycle = map[Event]transition{
 	EventStep:            {from: []Status{StatusInProgress}, to: StatusInProgress},
 	EventDone:            {from: []Status{StatusInProgress}, to: StatusDone},
 	EventFailed:          {from: []Status{StatusInProgress}, to: StatusFailed},
+	EventExecuted:        {from: []Status{StatusApproved}, to: StatusDone},
+	EventNotExecuted:     {from: []Status{StatusApproved}, to: StatusFailed},
 }
 
 // Actor kinds on the timeline.
@@ -200,6 +204,12 @@ func (s *Store) update(ctx context.Context, accountID, id string, expected Statu
 		ch, err := decide(tx, &a)
 		if err != nil || ch == nil {
 			return err
+		}
+		if a.Status.Open() && !s.now().Before(a.ExpiresAt) {
+			// The deadline passed while decide ran: what it decided (and
+			// timed) is dropped, and nothing a command would do happens.
+			expired = true
+			return s.move(tx, &a, change{event: EventExpire, actorKind: ActorSystem, actor: "countersign", note: "its life ran out before an answer"})
 		}
 		if err := s.move(tx, &a, *ch); err != nil || ch.after == nil {
 			return err
@@ -343,6 +353,11 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 			ch.event, ch.set = EventApprove, withDecision(decided, string(v.Verdict))
 			if a.Kind == KindAutoApprove {
 				ch.after = func(tx *gorm.DB, a *Approval) error { return s.enablePolicy(tx, a, m, d.CredentialID) }
+			}
+			if a.IsRequest() {
+				// A command executes in the transaction that records the
+				// approval, which update opened after checking the stored deadline.
+				ch.after = func(tx *gorm.DB, a *Approval) error { return s.executeRequest(tx, a, m.Subject) }
 			}
 		case VerdictDeny:
 			ch.event, ch.set = EventDeny, withDecision(decided, string(v.Verdict))

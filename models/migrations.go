@@ -262,4 +262,69 @@ CREATE INDEX web_sessions_expiry ON web_sessions (expires_at)
 	{12, "decision challenges by ask: an ask that leaves pending deletes its unspent nonces", `
 CREATE INDEX decision_challenges_approval ON decision_challenges (approval_id)
 `},
+	{13, "agent sessions, agent requests with their idempotency keys and instructions, the work board", `
+CREATE TABLE agent_sessions (
+	id TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	agent_id TEXT NOT NULL REFERENCES agents(id),
+	agent_subject TEXT NOT NULL,
+	label TEXT NOT NULL DEFAULT '',
+	started_at {{time}} NOT NULL,
+	heartbeat_at {{time}} NOT NULL,
+	ended_at {{time}},
+	end_reason TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX agent_sessions_open ON agent_sessions (account_id, ended_at, heartbeat_at);
+CREATE INDEX agent_sessions_idle ON agent_sessions (heartbeat_at) WHERE ended_at IS NULL;
+CREATE TABLE agent_requests (
+	approval_id TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	agent_id TEXT NOT NULL REFERENCES agents(id),
+	idempotency_key TEXT NOT NULL,
+	arguments_sha256 TEXT NOT NULL,
+	session_id TEXT NOT NULL DEFAULT '',
+	method TEXT NOT NULL DEFAULT '',
+	item_id TEXT NOT NULL DEFAULT '',
+	column_key TEXT NOT NULL DEFAULT '',
+	executed BOOLEAN NOT NULL DEFAULT FALSE,
+	result TEXT NOT NULL DEFAULT '',
+	delivered_at {{time}},
+	created_at {{time}} NOT NULL
+);
+CREATE UNIQUE INDEX agent_requests_key ON agent_requests (agent_id, idempotency_key);
+CREATE INDEX agent_requests_session ON agent_requests (session_id, delivered_at);
+CREATE TABLE work_columns (
+	id TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	key TEXT NOT NULL,
+	name TEXT NOT NULL,
+	position INTEGER NOT NULL,
+	created_at {{time}} NOT NULL,
+	UNIQUE (account_id, key)
+);
+CREATE TABLE work_items (
+	id TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	column_key TEXT NOT NULL,
+	title TEXT NOT NULL,
+	description TEXT NOT NULL DEFAULT '',
+	created_at {{time}} NOT NULL,
+	updated_at {{time}} NOT NULL
+);
+CREATE INDEX work_items_column ON work_items (account_id, column_key, created_at);
+CREATE TABLE work_item_history (
+	seq {{serial}},
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	item_id TEXT NOT NULL,
+	at {{time}} NOT NULL,
+	actor_kind TEXT NOT NULL,
+	actor TEXT NOT NULL,
+	action TEXT NOT NULL,
+	from_column TEXT NOT NULL DEFAULT '',
+	to_column TEXT NOT NULL DEFAULT '',
+	approval_id TEXT NOT NULL DEFAULT '',
+	note TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX work_item_history_item ON work_item_history (account_id, item_id, seq)
+`},
 }

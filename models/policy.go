@@ -143,8 +143,8 @@ func (s *Store) checkScope(ctx context.Context, accountID string, sc PolicyScope
 		switch {
 		case k == KindPullRequest || k == KindRoll || k == KindRun || k == KindAutoApprove:
 			return out, Invalid(field, "%s asks always ask a person: a policy cannot cover them", k)
-		case !slices.Contains(AskKinds, k):
-			return out, Invalid(field, "unknown kind %q: one of review, document, decision", k)
+		case !slices.Contains(AskKinds, k) && !slices.Contains(RequestKinds, k):
+			return out, Invalid(field, "unknown kind %q: one of review, document, decision, %s", k, strings.Join(RequestKinds, ", "))
 		case slices.Contains(out.AskKinds, k):
 			return out, Invalid(field, "%q is named twice", k)
 		}
@@ -383,6 +383,9 @@ func (s *Store) autoApprove(tx *gorm.DB, a *Approval) (bool, error) {
 	if slices.Contains(NeverAutoApproved, a.Kind) {
 		return false, nil
 	}
+	if a.IsRequest() && !RequestAutoApprovable(a) {
+		return false, nil // a question is answered, and a command approved, only by a person
+	}
 	var p Policy
 	err := tx.Table("policies").Where("account_id = ?", a.AccountID).Order("created_at DESC, id DESC").Take(&p).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -406,6 +409,9 @@ func (s *Store) autoApprove(tx *gorm.DB, a *Approval) (bool, error) {
 		return false, err
 	}
 	scope := p.ScopeOf()
+	if a.IsRequest() && !slices.Contains(scope.AskKinds, a.Kind) {
+		return false, nil // an advisory request is covered only when the policy names its kind
+	}
 	if len(scope.AskKinds) > 0 && !slices.Contains(scope.AskKinds, a.Kind) ||
 		a.Priority > scope.MaxPriority ||
 		len(scope.Requesters) > 0 && !slices.Contains(scope.Requesters, a.RequesterSubject) {

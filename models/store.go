@@ -30,12 +30,14 @@ type Store struct {
 	changes *Changes
 	// sessionIdle ends a web session unused for this long (COUNTERSIGN_SESSION_IDLE_WEB).
 	sessionIdle time.Duration
+	// agentIdle ends an agent session that has not heartbeated for this long (COUNTERSIGN_SESSION_IDLE).
+	agentIdle time.Duration
 }
 
 // NewStore wraps an opened, migrated database. askTTL is an ask's life unless
 // its kind sets a shorter one.
 func NewStore(db *gorm.DB, dialect Dialect, askTTL time.Duration) *Store {
-	s := &Store{db: db, dialect: dialect, askTTL: askTTL, changes: newChanges(), sessionIdle: DefaultSessionIdle}
+	s := &Store{db: db, dialect: dialect, askTTL: askTTL, changes: newChanges(), sessionIdle: DefaultSessionIdle, agentIdle: DefaultAgentIdle}
 	if dialect == SQLite {
 		s.group = newWriteGroup()
 	}

@@ -1,8 +1,11 @@
 package models
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 
+	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -11,20 +14,42 @@ type Verdict string
 
 // The verdict vocabulary, declared here once. An option is
 // "option:<index>"; a question's signed form is "question:<sha256 of its
-// text>" (see Decision.Signed). A new way to answer is added here, and only
+// text>" (see Decision.Signed). A request's question is answered with
+// "choice:<index>" of its choices, or with free text, signed as
+// "answer:<lower-case hex sha256 of the text>". A new way to answer is added here, and only
 // here: ParseVerdict reads it, Decide records it.
 const (
 	VerdictApprove  Verdict = "approve"
 	VerdictDeny     Verdict = "deny"
 	VerdictNotMine  Verdict = "not_mine"
 	VerdictQuestion Verdict = "question"
+	VerdictAnswer   Verdict = "answer" // a free-text answer, before its text is hashed
 	optionPrefix            = "option:"
+	choicePrefix            = "choice:"
+	answerPrefix            = "answer:"
 )
+
+// AnswerVerdict is the signed verdict of a free-text answer.
+func AnswerVerdict(text string) Verdict {
+	sum := sha256.Sum256([]byte(text))
+	return Verdict(answerPrefix + hex.EncodeToString(sum[:]))
+}
+
+// choiceIndex reads the index of a "choice:<index>" decision.
+func choiceIndex(decision string) (int, bool) {
+	if !strings.HasPrefix(decision, choicePrefix) {
+		return 0, false
+	}
+	return parseIndex(strings.TrimPrefix(decision, choicePrefix))
+}
+
+// isAnswer says whether a decision is a free-text answer.
+func isAnswer(decision string) bool { return strings.HasPrefix(decision, answerPrefix) }
 
 // Decision is a person's answer, with the proof that they gave it.
 type Decision struct {
-	Verdict Verdict // approve, deny, not_mine, question, or option:<index>
-	Note    string  // the question's text for question; the chosen option's text; optional otherwise
+	Verdict Verdict // approve, deny, not_mine, question, option:<index>, choice:<index> or answer:<sha256>
+	Note    string  // the question's text for question; the chosen option's or choice's text; the answer's text; optional otherwise
 	// The signature, already verified by the caller: the nonce it covered is
 	// spent and the passkey's counter moves in the decision's transaction.
 	Proof        []byte // the proof, kept whole (JSON)
@@ -50,10 +75,34 @@ func (d Decision) Signed() string {
 // check a choice here, so that the two never disagree.
 func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
 	d := Decision{Verdict: choice, Note: text}
+	var question *ask.Question
+	if r := a.Request(); r != nil {
+		question = r.Question
+	}
 	switch {
 	case choice == VerdictApprove:
 		if a.Kind == KindDecision {
 			return d, Invalid("decision", "a decision ask is approved by picking one of its options")
+		}
+		if question != nil {
+			return d, Invalid("decision", "a question is answered: pick one of its choices or write an answer")
+		}
+	case strings.HasPrefix(string(choice), choicePrefix):
+		idx, ok := choiceIndex(string(choice))
+		if question == nil || question.Free() || !ok || idx >= len(question.Choices) || !proof.ValidDecision(string(choice)) {
+			return d, Invalid("decision", "%q is not a choice of approval %s", choice, a.ID)
+		}
+		d.Note = question.Choices[idx]
+	case choice == VerdictAnswer || strings.HasPrefix(string(choice), answerPrefix):
+		if question == nil || !question.Free() {
+			return d, Invalid("decision", "approval %s asks no free-text question", a.ID)
+		}
+		if strings.TrimSpace(text) == "" {
+			return d, Invalid("answer", "write your answer")
+		}
+		d.Verdict = AnswerVerdict(text)
+		if choice != VerdictAnswer && choice != d.Verdict {
+			return d, Invalid("answer", "the answer's text does not hash to the signed decision %q", choice)
 		}
 	case choice == VerdictDeny, choice == VerdictNotMine:
 	case choice == VerdictQuestion:
@@ -69,12 +118,15 @@ func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
 		}
 		d.Note = opts[idx]
 	default:
-		return d, Invalid("decision", "must be approve, deny, not_mine, question or option:<index>, not %q", choice)
+		return d, Invalid("decision", "must be approve, deny, not_mine, question, option:<index>, choice:<index> or answer, not %q", choice)
 	}
 	if n := runeCount(d.Note); n > NoteLimit {
 		field := "note"
-		if choice == VerdictQuestion {
+		switch {
+		case choice == VerdictQuestion:
 			field = "question"
+		case isAnswer(string(d.Verdict)):
+			field = "answer"
 		}
 		return d, Invalid(field, "at most %d characters (got %d)", NoteLimit, n)
 	}

@@ -59,6 +59,13 @@ func QuestionDecision(text string) string {
 	return "question:" + hex.EncodeToString(sum[:])
 }
 
+// AnswerDecision is the decision string of a free-text answer to a request's
+// question: its text is hashed so the signature covers exactly what was answered.
+func AnswerDecision(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return "answer:" + hex.EncodeToString(sum[:])
+}
+
 // ValidDecision says whether d is a decision string of the layout.
 func ValidDecision(d string) bool {
 	switch {
@@ -67,8 +74,11 @@ func ValidDecision(d string) bool {
 	case strings.HasPrefix(d, "option:"):
 		n, err := strconv.Atoi(strings.TrimPrefix(d, "option:"))
 		return err == nil && n >= 0 && n < 100 && strconv.Itoa(n) == strings.TrimPrefix(d, "option:")
-	case strings.HasPrefix(d, "question:"):
-		h := strings.TrimPrefix(d, "question:")
+	case strings.HasPrefix(d, "choice:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(d, "choice:"))
+		return err == nil && n >= 0 && n < 100 && strconv.Itoa(n) == strings.TrimPrefix(d, "choice:")
+	case strings.HasPrefix(d, "question:"), strings.HasPrefix(d, "answer:"):
+		_, h, _ := strings.Cut(d, ":")
 		_, err := hex.DecodeString(h)
 		return err == nil && len(h) == 64 && strings.ToLower(h) == h
 	}
@@ -127,6 +137,7 @@ type Unsigned struct {
 	AccountID string    `json:"account_id"`
 	DecidedAt time.Time `json:"decided_at"`
 	Question  string    `json:"question,omitempty"` // the text a question decision hashes
+	Answer    string    `json:"answer,omitempty"`   // the text an answer decision hashes
 }
 
 // Keys is an export of an account's registered device keys (countersign keys export).
@@ -346,6 +357,9 @@ func Verify(p *Proof, want Expect) (*Result, error) {
 	}
 	if strings.HasPrefix(p.Decision, "question:") && p.Unsigned.Question != "" && QuestionDecision(p.Unsigned.Question) != p.Decision {
 		return nil, fail("question", "the question text beside the proof does not hash to the signed decision")
+	}
+	if strings.HasPrefix(p.Decision, "answer:") && p.Unsigned.Answer != "" && AnswerDecision(p.Unsigned.Answer) != p.Decision {
+		return nil, fail("answer", "the answer text beside the proof does not hash to the signed decision")
 	}
 	origin, err := ExpectedOrigin(p.RPID, want.Origin)
 	if err != nil {

@@ -339,3 +339,14 @@ func TestChallengeLayoutMatchesTheGoldenVectors(t *testing.T) {
 		})
 	}
 }
+
+func TestRequestDecisionsAreOfTheLayout(t *testing.T) {
+	for d, want := range map[string]bool{
+		"choice:0": true, "choice:5": true, "choice:99": true, "choice:01": false, "choice:100": false, "choice:": false, "choice:-1": false,
+		proof.AnswerDecision("call it Atlas"): true, "answer:" + strings.Repeat("A", 64): false, "answer:" + strings.Repeat("a", 63): false,
+	} {
+		if got := proof.ValidDecision(d); got != want {
+			t.Errorf("ValidDecision(%q) = %t, want %t", d, got, want)
+		}
+	}
+}

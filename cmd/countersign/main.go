@@ -31,6 +31,12 @@ Usage:
   countersign keys export [--account NAME] [--out FILE]
                                                write the account's device keys, for verify --keys
   countersign vapid                            print the Web Push (VAPID) public key
+  countersign work column add --key KEY --name NAME [--account NAME]
+  countersign work column remove KEY [--account NAME]
+  countersign work item add --column KEY --title TITLE [--description TEXT] [--account NAME]
+                                               the new item's id alone on the last line
+  countersign work item remove ID [--account NAME]
+  countersign work list [--account NAME]       the board's columns and items, with their ids
   countersign audit verify [--account NAME] [--seal]
                                                check the audit log against its hash chain; exit 0 intact, 1 not
   countersign verify PROOF.json [--keys KEYS.json] [--rp-id ID] [--origin ORIGIN]
@@ -96,6 +102,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return keysCommand(ctx, cfg, args, out)
 	case "audit":
 		return auditCommand(ctx, cfg, args, out)
+	case "work":
+		return workCommand(ctx, cfg, args, out)
 	}
 	return usageError{fmt.Sprintf("unknown command %q; run countersign help", cmd)}
 }

@@ -1,0 +1,68 @@
+package models_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/app"
+	"github.com/countersign/countersign/apptest"
+	"github.com/countersign/countersign/models"
+)
+
+// BenchmarkSessionHeartbeat measures session_heartbeat's store call with
+// 10,000 open sessions in the account, one heartbeat at a time, and reports
+// its p50 and p99 (the target: p99 ≤ 2 ms). Run with
+// go test ./models -run '^$' -bench SessionHeartbeat.
+func BenchmarkSessionHeartbeat(b *testing.B) {
+	for _, db := range []apptest.Database{apptest.SQLite, apptest.Postgres} {
+		b.Run(string(db), func(b *testing.B) {
+			if db == apptest.Postgres && os.Getenv(apptest.PostgresEnv) == "" {
+				b.Skip("no PostgreSQL")
+			}
+			ctx := context.Background()
+			s, err := openBenchStore(b, db)
+			if err != nil {
+				b.Fatal(err)
+			}
+			acct, _ := s.AccountByName(ctx, models.DefaultAccountName)
+			agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids := make([]string, 10000)
+			for i := range ids {
+				ss, err := s.StartSession(ctx, agent, "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids[i] = ss.ID
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := range b.N {
+				start := time.Now()
+				if _, err := s.Heartbeat(ctx, agent, ids[i%len(ids)]); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		})
+	}
+}
+
+func openBenchStore(b *testing.B, db apptest.Database) (*models.Store, error) {
+	b.Helper()
+	ctx := context.Background()
+	s, err := app.OpenStore(ctx, apptest.Config(b, db, nil), apptest.Logger())
+	if err != nil {
+		return nil, err
+	}
+	return s, s.EnsureDefaultAccount(ctx)
+}
