@@ -2,10 +2,13 @@ package models_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 )
@@ -86,6 +89,84 @@ func TestAWriteWakesTheSenderWhenItQueuedPushes(t *testing.T) {
 		}
 		if n := wakes.Load(); n != 1 {
 			t.Errorf("cancelling the pushed ask of a disabled agent woke the sender %d times, want 1", n)
+		}
+	})
+}
+
+// Two instances claiming from one outbox at once never lease the same push:
+// each job goes to exactly one sender (PostgreSQL's SKIP LOCKED).
+func TestTwoInstancesClaimEachPushOnce(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		if db == apptest.SQLite {
+			t.Skip("SQLite serves one instance")
+		}
+		ctx := context.Background()
+		cfg := apptest.Config(t, db, nil)
+		var stores []*models.Store
+		for range 2 {
+			s, err := app.OpenStore(ctx, cfg, apptest.Logger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.EnsureDefaultAccount(ctx); err != nil {
+				t.Fatal(err)
+			}
+			stores = append(stores, s)
+		}
+		s := stores[0]
+		acct, err := s.AccountByName(ctx, models.DefaultAccountName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ada, _ := s.AddMember(ctx, acct.ID, "ada", "Ada", models.RoleOwner)
+		for d := range 5 {
+			endpoint := fmt.Sprintf("https://fcm.googleapis.com/fcm/send/ada-%d", d)
+			if _, err := s.SavePushSubscription(ctx, ada.ID, models.PushSubscription{Endpoint: endpoint, P256dh: "key", Auth: "auth"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range 40 {
+			fileAsk(t, s, agent, n+1)
+		}
+		var total int64
+		if err := s.DB().Table("push_jobs").Count(&total).Error; err != nil || total < 100 {
+			t.Fatalf("%d push jobs queued (%v), want at least 100", total, err)
+		}
+
+		var mu sync.Mutex
+		claimed := map[int64]int{}
+		var wg sync.WaitGroup
+		for _, store := range []*models.Store{stores[0], stores[1], stores[0], stores[1]} {
+			wg.Go(func() {
+				for {
+					jobs, err := store.ClaimPushJobs(ctx, 8, time.Minute)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(jobs) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, j := range jobs {
+						claimed[j.Seq]++
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		for seq, n := range claimed {
+			if n != 1 {
+				t.Errorf("push job %d was claimed %d times", seq, n)
+			}
+		}
+		if int64(len(claimed)) != total {
+			t.Errorf("%d of %d push jobs were claimed", len(claimed), total)
 		}
 	})
 }
