@@ -72,9 +72,17 @@ func DatabaseURL(t testing.TB, db Database) string {
 	if base == "" {
 		t.Fatalf("%s is not set", PostgresEnv)
 	}
+	return DatabaseOn(t, base)
+}
+
+// DatabaseOn returns the URL of a new, empty database on the PostgreSQL
+// server at base (postgres://user:pass@host:port/db), dropped when the test
+// ends.
+func DatabaseOn(t testing.TB, base string) string {
+	t.Helper()
 	admin, err := gorm.Open(postgres.Open(base), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
-		t.Fatalf("connect to %s: %v", PostgresEnv, err)
+		t.Fatalf("connect to %s: %v", base, err)
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
@@ -90,7 +98,7 @@ func DatabaseURL(t testing.TB, db Database) string {
 	})
 	u, err := url.Parse(base)
 	if err != nil {
-		t.Fatalf("parse %s: %v", PostgresEnv, err)
+		t.Fatalf("parse %s: %v", base, err)
 	}
 	u.Path = "/" + name
 	return u.String()

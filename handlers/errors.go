@@ -45,6 +45,10 @@ func (h *Handlers) errorHandler(err error, c echo.Context) {
 		status, code, msg = http.StatusRequestEntityTooLarge, "REQUEST_ENTITY_TOO_LARGE", fmt.Sprintf("the request body is over %d bytes", over.Limit)
 	case errors.As(err, &refusal):
 		status, code, field, msg = statusOf[refusal.Code], string(refusal.Code), refusal.Field, refusal.Msg
+	case models.DatabaseUnavailable(err):
+		status, code, msg = http.StatusServiceUnavailable, "UNAVAILABLE", "The database is unavailable for a moment. Try again in a few seconds."
+		c.Response().Header().Set("Retry-After", "5")
+		h.log.Warn("request failed: the database is unavailable", "method", c.Request().Method, "path", c.Path(), "err", err)
 	case errors.As(err, &he):
 		status, code = he.Code, strings.ToUpper(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
 		if m, ok := he.Message.(string); ok {

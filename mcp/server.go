@@ -199,6 +199,10 @@ func (s *Server) refusal(tool string, err error) error {
 	if models.CodeOf(err) != "" {
 		return err
 	}
+	if models.DatabaseUnavailable(err) {
+		s.log.Warn("tool failed: the database is unavailable", "tool", tool, "err", err)
+		return models.Refuse(models.ResourceExhausted, "", "the database is unavailable for a moment (restarting or unreachable); retry in a few seconds")
+	}
 	s.log.Error("tool failed", "tool", tool, "err", err)
 	return fmt.Errorf("INTERNAL: %s failed inside Countersign; nothing you sent was wrong, try again shortly", tool)
 }
