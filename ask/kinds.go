@@ -15,8 +15,9 @@ const (
 	KindDecision    = "decision"
 	KindRun         = "run"
 	KindAutoApprove = "auto_approve"
+	KindToolCall    = "tool_call"
 )
 
 // Kinds are the kinds approvals_create files, in the order the seed names
-// them. An auto_approve ask is filed by approvals_request_auto_approve only.
-var Kinds = []string{KindPullRequest, KindRoll, KindReview, KindDocument, KindDecision, KindRun}
+// them, then tool_call (seed 002: a gated MCP tool call). An auto_approve ask is filed by approvals_request_auto_approve only.
+var Kinds = []string{KindPullRequest, KindRoll, KindReview, KindDocument, KindDecision, KindRun, KindToolCall}
