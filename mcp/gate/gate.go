@@ -360,6 +360,9 @@ func (g *governor) ask(ctx context.Context, req ApprovalRequest) (Decision, *App
 	}
 	select {
 	case a := <-answers:
+		if w, ok := a.d.tracker.(withdrawer); ok && a.d.approved && (!time.Now().Before(req.Deadline) || ctx.Err() != nil || !a.d.named()) {
+			w.Withdraw(context.WithoutCancel(ctx)) // a yes the gate refuses: the approver sees it did not run
+		}
 		switch {
 		case !time.Now().Before(req.Deadline):
 			return refuse("", ReasonLate, "")
@@ -379,6 +382,12 @@ func (g *governor) ask(ctx context.Context, req ApprovalRequest) (Decision, *App
 		}
 		return refuse("", ReasonTimeout, fmt.Sprintf("no answer within %s", g.opts.ApprovalTimeout))
 	}
+}
+
+// withdrawer is a tracker that can mark an approval the gate refused after
+// all (too late, or naming nobody) as not acted on.
+type withdrawer interface {
+	Withdraw(ctx context.Context)
 }
 
 // callError is the failure of a call that ran: a protocol error or an
