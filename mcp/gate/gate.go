@@ -116,6 +116,10 @@ func When[In any](pred func(In) bool) Rule[In] { return Rule[In]{when: pred} }
 // asks says whether the rule asks for anything at all.
 func (r Rule[In]) asks() bool { return r.always || r.when != nil }
 
+// Asks says whether the rule asks a person for any call at all: whether it
+// needs a sink.
+func (r Rule[In]) Asks() bool { return r.asks() }
+
 // Args are a tool's arguments as a generic JSON object, for the rules of
 // tools somebody else wrote.
 type Args = map[string]any
