@@ -45,7 +45,9 @@ func Start(ctx context.Context, t mcp.Transport, opts Options) (*Proxy, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "countersign-gate", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: p.relayProgress,
 		ToolListChangedHandler:      func(ctx context.Context, _ *mcp.ToolListChangedRequest) { p.logErr("sync tools", p.syncTools(ctx)) },
-		PromptListChangedHandler:    func(ctx context.Context, _ *mcp.PromptListChangedRequest) { p.logErr("sync prompts", p.syncPrompts(ctx)) },
+		PromptListChangedHandler: func(ctx context.Context, _ *mcp.PromptListChangedRequest) {
+			p.logErr("sync prompts", p.syncPrompts(ctx))
+		},
 		ResourceListChangedHandler: func(ctx context.Context, _ *mcp.ResourceListChangedRequest) {
 			p.logErr("sync resources", p.syncResources(ctx))
 		},
