@@ -138,6 +138,13 @@ func checkShape(v any, t reflect.Type, path string) error {
 			}
 		}
 		return nil
+	case reflect.Map:
+		// A map member (tool_call arguments) is any JSON object: what it
+		// holds is somebody else's tool's business, shown to the person whole.
+		if _, ok := v.(map[string]any); !ok {
+			return Invalid(path, "must be an object, not %s", jsonType(v))
+		}
+		return nil
 	case reflect.Struct:
 		obj, ok := v.(map[string]any)
 		if !ok {

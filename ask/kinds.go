@@ -15,11 +15,12 @@ const (
 	KindDecision    = "decision"
 	KindRun         = "run"
 	KindAutoApprove = "auto_approve"
+	KindToolCall    = "tool_call"
 )
 
 // Kinds are the kinds approvals_create files, in the order the seed names
-// them. An auto_approve ask is filed by approvals_request_auto_approve only.
-var Kinds = []string{KindPullRequest, KindRoll, KindReview, KindDocument, KindDecision, KindRun}
+// them, then tool_call (seed 002: a gated MCP tool call). An auto_approve ask is filed by approvals_request_auto_approve only.
+var Kinds = []string{KindPullRequest, KindRoll, KindReview, KindDocument, KindDecision, KindRun, KindToolCall}
 
 // Kinds of request an agent files with approval_request (seed 000): a change
 // to its work, its memory or a person's life, or a request to the person,

@@ -64,6 +64,11 @@ package ask
 //     call's asked_of argument here: the caller must do that.
 //   - review url: an absolute https URL with a host, no user info, at most
 //     2000 characters.
+//   - tool_call (seed 002, a call of an MCP tool the gate holds): server is
+//     one line of at most 200 characters; tool is a valid MCP tool name (1 to
+//     128 of A-Z a-z 0-9 _ - .); arguments is a JSON object (it may be empty,
+//     its members may be anything, null included) of at most 64 KiB in its
+//     canonical form.
 //   - document: document_id is required, one line, at most 200 characters;
 //     space_id optional (may be empty), same limits; version an integer >= 0,
 //     absent means 0, the current one.
@@ -178,6 +183,17 @@ type RunPayload struct {
 	Roll            *RollPayload `json:"roll"`
 }
 
+// ToolCallPayload is payload.tool_call: the exact call of an MCP tool a
+// person lets through the gate.
+type ToolCallPayload struct {
+	Server    string         `json:"server"`
+	Tool      string         `json:"tool"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+// MaxToolCallArguments bounds a tool_call's arguments, in canonical bytes.
+const MaxToolCallArguments = 64 << 10
+
 // ParsePayload validates the payload of an ask of the given kind, filed with
 // approvals_create, at time now, and returns it frozen: its canonical bytes,
 // their hash and the bindings the list filters use. Every refusal is a
@@ -274,8 +290,60 @@ func ParsePayload(kind string, raw json.RawMessage, now time.Time) (*Payload, er
 		}
 		p.Run = pin
 		p.ExpiresAt = pin.ExpiresAt
+	case KindToolCall:
+		var v ToolCallPayload
+		if err := decodeTyped(memberRaw, memberTree, path, &v); err != nil {
+			return nil, err
+		}
+		if err := checkToolCall(&v, memberRaw, path); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
+}
+
+// checkToolCall checks a tool_call: the server one line, the tool a valid MCP
+// tool name, the arguments an object of at most 64 KiB canonical.
+func checkToolCall(v *ToolCallPayload, raw json.RawMessage, path string) error {
+	if err := checkText(path+".server", v.Server, 200, true, true); err != nil {
+		return err
+	}
+	if err := CheckToolName(path+".tool", v.Tool); err != nil {
+		return err
+	}
+	if v.Arguments == nil {
+		return Invalid(path+".arguments", "required: the call's arguments, a JSON object ({} for none)")
+	}
+	var members struct {
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return Invalid(path+".arguments", "not valid JSON: %v", err)
+	}
+	canonical, _, err := CanonicalHash(members.Arguments)
+	if err != nil {
+		return Invalid(path+".arguments", "%v", err)
+	}
+	if len(canonical) > MaxToolCallArguments {
+		return Invalid(path+".arguments", "at most %d bytes in canonical form, got %d", MaxToolCallArguments, len(canonical))
+	}
+	return nil
+}
+
+// CheckToolName checks an MCP tool name: 1 to 128 ASCII letters, digits, _, - and ".".
+func CheckToolName(field, name string) error {
+	if name == "" {
+		return Invalid(field, "required: the MCP tool name, 1 to 128 of A-Z a-z 0-9 _ - .")
+	}
+	if len(name) > 128 {
+		return Invalid(field, "an MCP tool name has at most 128 characters, got %d", len(name))
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return Invalid(field, "not a valid MCP tool name: %q is not one of A-Z a-z 0-9 _ - .", r)
+		}
+	}
+	return nil
 }
 
 func checkPullRequest(v *PullRequestPayload, path string, p *Payload) error {

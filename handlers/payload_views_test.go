@@ -38,6 +38,7 @@ func TestEveryAcceptedPayloadHasAView(t *testing.T) {
 			"runner_id": "run_1", "argv": []string{"scripts/deploy.sh", "--fast"}, "effect": "remote",
 			"runner_public_key": "ed25519:AAAA", "expires_at": now.Add(30 * time.Minute).Unix(), "asked_of": "ada", "roll": roll,
 		}},
+		{models.KindToolCall, map[string]any{"server": "filesystem", "tool": "write_file", "arguments": map[string]any{"path": "/a", "content": "b"}}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			raw, _ := json.Marshal(map[string]any{tc.kind: tc.payload})
@@ -49,7 +50,7 @@ func TestEveryAcceptedPayloadHasAView(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the page cannot show a payload the validator accepts: %v", err)
 			}
-			if fmt.Sprint(view.PullRequest, view.Roll, view.Review, view.Document, view.Decision, view.Run) == "<nil> <nil> <nil> <nil> <nil> <nil>" {
+			if fmt.Sprint(view.PullRequest, view.Roll, view.Review, view.Document, view.Decision, view.Run, view.ToolCall) == "<nil> <nil> <nil> <nil> <nil> <nil> <nil>" {
 				t.Fatal("no view was filled")
 			}
 		})

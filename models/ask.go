@@ -17,6 +17,7 @@ const (
 	KindDecision    = ask.KindDecision
 	KindRun         = ask.KindRun
 	KindAutoApprove = ask.KindAutoApprove
+	KindToolCall    = ask.KindToolCall
 )
 
 // AskKinds are the kinds approvals_create files: ask.Kinds, the one list.

@@ -144,7 +144,7 @@ func (s *Store) checkScope(ctx context.Context, accountID string, sc PolicyScope
 		case k == KindPullRequest || k == KindRoll || k == KindRun || k == KindAutoApprove:
 			return out, Invalid(field, "%s asks always ask a person: a policy cannot cover them", k)
 		case !slices.Contains(AskKinds, k) && !slices.Contains(RequestKinds, k):
-			return out, Invalid(field, "unknown kind %q: one of review, document, decision, %s", k, strings.Join(RequestKinds, ", "))
+			return out, Invalid(field, "unknown kind %q: one of review, document, decision, tool_call, %s", k, strings.Join(RequestKinds, ", "))
 		case slices.Contains(out.AskKinds, k):
 			return out, Invalid(field, "%q is named twice", k)
 		}
@@ -451,9 +451,14 @@ func (s *Store) noteRequest(tx *gorm.DB, a *Approval) error {
 }
 
 // AskText is the text of an ask the always-ask classifier reads: its title,
-// summary, what approving and denying mean, and the explanation's words.
+// summary, what approving and denying mean, and the explanation's words; for
+// a tool_call, also the whole call (server, tool and arguments), so a
+// delete_* tool keeps asking whatever its ask's title says.
 func AskText(a *Approval) string {
 	parts := []string{a.Title, a.Summary, a.ApproveMeans, a.DenyMeans}
+	if a.Kind == KindToolCall {
+		parts = append(parts, a.Payload)
+	}
 	if a.Context != nil {
 		var c struct {
 			Explanation struct {

@@ -244,6 +244,8 @@ func TestEachKindRendersItsFields(t *testing.T) {
 			"effect": "production", "runner_public_key": "ed25519:AAAAkey", "expires_at": runExpiry.Unix(), "asked_of": "ada"},
 			[]string{"scripts/migrate.sh --to v42 'two words'", "migrate prod", strings.Repeat("e", 64), "runner-eu-1", "production", "ed25519:AAAAkey", "ada",
 				runExpiry.Format(time.RFC3339)}},
+		{"tool_call", map[string]any{"server": "filesystem", "tool": "write_file", "arguments": map[string]any{"path": "/srv/notes.txt", "content": "hello"}},
+			[]string{"write_file", "filesystem", "path", "/srv/notes.txt", "content", "hello"}},
 	}
 	for _, tc := range cases {
 		t.Run("a "+tc.kind+" ask shows "+strings.Join(tc.want, ", "), func(t *testing.T) {
@@ -589,5 +591,40 @@ func TestInboxRowsEscapeTextAndCountDown(t *testing.T) {
 	}
 	if c := findAll(links[0], func(n *html.Node) bool { _, ok := attr(n, "data-countdown"); return ok }); len(c) != 1 {
 		t.Errorf("no countdown in the row")
+	}
+}
+
+func TestAToolCallAskShowsItsArgumentsAsATableAndTheCanonicalJSON(t *testing.T) {
+	canonical := `{"tool_call":{"arguments":{"content":"\"'><script>alert(1)</script>","count":12345678901234567,"force":true,"opts":{"b":[1,null]},"path":"/etc/hosts"},"server":"filesystem","tool":"write_file"}}`
+	p, err := views.DecodePayload("tool_call", canonical)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := baseAsk(t)
+	a.Kind, a.Payload = "tool_call", p
+	page, doc := render(t, views.Approval(views.Page{Title: "ask"}, a))
+	tables := findAll(doc, hasAttr("data-testid", "arguments"))
+	if len(tables) != 1 {
+		t.Fatalf("%d argument tables, want 1", len(tables))
+	}
+	var rows [][2]string
+	for _, tr := range findAll(tables[0], func(n *html.Node) bool { return n.Data == "tr" }) {
+		cells := findAll(tr, func(n *html.Node) bool { return n.Data == "th" || n.Data == "td" })
+		if len(cells) == 2 && cells[1].Data == "td" {
+			rows = append(rows, [2]string{text(cells[0]), text(cells[1])})
+		}
+	}
+	want := [][2]string{{"content", xss}, {"count", "12345678901234567"}, {"force", "true"}, {"opts", `{"b":[1,null]}`}, {"path", "/etc/hosts"}}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Errorf("argument rows = %q, want %q", rows, want)
+	}
+	if c := findAll(doc, hasAttr("data-testid", "canonical")); len(c) != 1 || text(c[0]) != canonical {
+		t.Errorf("the canonical JSON shown is not the payload's canonical bytes")
+	}
+	if tool := findAll(doc, hasAttr("data-testid", "tool")); len(tool) != 1 || text(tool[0]) != "write_file" {
+		t.Errorf("the tool is not shown")
+	}
+	if strings.Contains(page, xss) {
+		t.Error("an argument reached the page unescaped")
 	}
 }

@@ -119,7 +119,8 @@ type Payload struct {
 	Decision    *Decision
 	Run         *Run
 	AutoApprove *AutoApprove
-	Canonical   string // the canonical JSON, shown as text only when no view fits
+	ToolCall    *ToolCall
+	Canonical   string // the canonical JSON, shown as text when no view fits, and beside a tool call's table
 }
 
 // The payload and context shapes are the validator's own (package ask), so
@@ -133,6 +134,7 @@ type (
 	Document        = ask.DocumentPayload
 	Decision        = ask.DecisionPayload
 	Run             = ask.RunPayload
+	ToolCall        = ask.ToolCallPayload
 	Context         = ask.Context
 	ContextDocument = ask.ContextDocument
 	ContextCommit   = ask.ContextCommit
@@ -266,6 +268,9 @@ func DecodePayload(kind, canonical string) (Payload, error) {
 	case ask.KindAutoApprove:
 		p.AutoApprove = &AutoApprove{}
 		target = p.AutoApprove
+	case ask.KindToolCall:
+		p.ToolCall = &ToolCall{}
+		target = p.ToolCall
 	default:
 		return p, nil
 	}
@@ -273,10 +278,45 @@ func DecodePayload(kind, canonical string) (Payload, error) {
 	// the canonical text: a person never signs a member the page hides.
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
+	dec.UseNumber() // a tool call's numbers are shown as sent, not as float64
 	if err := dec.Decode(target); err != nil {
 		return Payload{Canonical: canonical}, fmt.Errorf("payload.%s: %w", kind, err)
 	}
 	return p, nil
+}
+
+// ArgumentRow is one argument of a tool call as its table shows it.
+type ArgumentRow struct {
+	Name  string
+	Value string // a string as it is; any other value as compact JSON
+}
+
+// ArgumentRows are a tool call's arguments by name, for the readable table
+// beside the canonical JSON.
+func ArgumentRows(tc *ToolCall) []ArgumentRow {
+	names := make([]string, 0, len(tc.Arguments))
+	for name := range tc.Arguments {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	rows := make([]ArgumentRow, 0, len(names))
+	for _, name := range names {
+		row := ArgumentRow{Name: name}
+		if s, ok := tc.Arguments[name].(string); ok {
+			row.Value = s
+		} else {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(tc.Arguments[name]); err != nil {
+				row.Value = fmt.Sprint(tc.Arguments[name])
+			} else {
+				row.Value = strings.TrimSuffix(buf.String(), "\n")
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // riskClass is the CSS class of a risk level; none for a level it does not know.

@@ -43,6 +43,9 @@ Usage:
                  [--allow-self-asserted] [--allow-missing-payload]
                                                check a decision proof offline (docs/proof.md); exit 0 valid
                                                with a registered key and its payload, 1 not
+  countersign gate --rules gate.json [--timeout 45s] [--caller NAME] [--audit-log FILE] -- COMMAND ARGS...
+  countersign gate --rules gate.json --upstream URL [--upstream-header 'H: v'] --listen ADDR
+                                               an MCP proxy that holds the calls its rules name until a person approves
 
 Configuration is read from the environment:
 `
@@ -81,6 +84,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	if cmd == "verify" { // offline: no configuration, database or network
 		return verifyCommand(args, out)
+	}
+	if cmd == "gate" { // a proxy: no database; it reaches the service over MCP
+		return gateCommand(ctx, args, getenv, os.Stdin, out, os.Stderr)
 	}
 	cfg, err := app.LoadConfig(getenv)
 	if err != nil {

@@ -1,0 +1,67 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// The phases and decisions an audit event names.
+const (
+	PhaseAllowed = "allowed" // the tool ran and succeeded
+	PhaseRefused = "refused" // the tool never ran
+	PhaseError   = "error"   // the tool ran, or was to run, and failed
+
+	DecisionAllow = "allow"
+	DecisionDeny  = "deny"
+)
+
+// AuditEvent is one governed call, written once it is over. It is the only
+// place where both the caller and the approver appear: the downstream API
+// sees one service account.
+type AuditEvent struct {
+	Time       time.Time `json:"time"`       // when the call arrived
+	Tool       string    `json:"tool"`       // the tool called
+	Label      string    `json:"label"`      // the tool's audit label for these arguments
+	Caller     string    `json:"caller"`     // who called
+	Approver   string    `json:"approver"`   // the person who approved or declined, or ""
+	Phase      string    `json:"phase"`      // allowed, refused or error
+	Decision   string    `json:"decision"`   // allow or deny
+	Reason     string    `json:"reason"`     // why it was refused or failed, or ""
+	DurationMs int64     `json:"durationMs"` // from arrival to the end, the wait for a person included
+}
+
+// AuditFunc receives every audit event. It must not block for long: the
+// caller's answer waits for it.
+type AuditFunc func(ctx context.Context, e AuditEvent)
+
+// SlogAudit writes audit events to a logger at level Info, one attribute per
+// member. It is the default, on slog.Default().
+func SlogAudit(log *slog.Logger) AuditFunc {
+	return func(ctx context.Context, e AuditEvent) {
+		log.LogAttrs(ctx, slog.LevelInfo, "gate",
+			slog.Time("time", e.Time), slog.String("tool", e.Tool), slog.String("label", e.Label),
+			slog.String("caller", e.Caller), slog.String("approver", e.Approver), slog.String("phase", e.Phase),
+			slog.String("decision", e.Decision), slog.String("reason", e.Reason), slog.Int64("durationMs", e.DurationMs))
+	}
+}
+
+// JSONLines writes audit events to w as one JSON object a line. A failed
+// write is reported to onError (which may be nil).
+func JSONLines(w io.Writer, onError func(error)) AuditFunc {
+	var mu sync.Mutex
+	return func(_ context.Context, e AuditEvent) {
+		b, err := json.Marshal(e)
+		if err == nil {
+			mu.Lock()
+			_, err = w.Write(append(b, '\n'))
+			mu.Unlock()
+		}
+		if err != nil && onError != nil {
+			onError(err)
+		}
+	}
+}

@@ -1,0 +1,325 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// CountersignOptions say how the Countersign sink reaches the service.
+type CountersignOptions struct {
+	// URL is the service's base URL, as people open it; the sink talks to
+	// its /mcp endpoint.
+	URL string
+	// Token is an agent token with the approvals read and write scopes.
+	Token string
+	// Server names the gated server on every ask ("filesystem"); "" uses
+	// the gate's server name.
+	Server string
+	// AskedOf is the subject of the person to ask; "" asks the account's
+	// owners and admins.
+	AskedOf string
+	// HTTPClient sends the requests; nil means http.DefaultClient. The token
+	// is added to every request.
+	HTTPClient *http.Client
+}
+
+// Countersign is a sink that asks a person through a Countersign service:
+// each call becomes an ask of kind tool_call, whose payload (server, tool,
+// arguments) is frozen and hashed, so the person signs the exact arguments.
+// The answer arrives through the ask's resource subscription; the sink
+// returns the decider's subject as By with the signed proof. A call not
+// answered in time has its ask withdrawn, and an approved call reports
+// started, then done or failed, on the ask's timeline.
+type Countersign struct {
+	opts    CountersignOptions
+	session *mcp.ClientSession
+
+	mu      sync.Mutex
+	waiters map[string]chan struct{} // approval resource URI → woken on change
+}
+
+const approvalURIPrefix = "countersign://approvals/"
+
+// NewCountersign connects to the service and checks that it answers and
+// that the token may file asks and read their answers, so that a gate
+// wired to it fails at start, never at the first destructive call.
+func NewCountersign(ctx context.Context, opts CountersignOptions) (*Countersign, error) {
+	if opts.URL == "" {
+		return nil, errors.New("countersign sink: no service URL")
+	}
+	if opts.Token == "" {
+		return nil, errors.New("countersign sink: no agent token")
+	}
+	base := opts.HTTPClient
+	if base == nil {
+		base = http.DefaultClient
+	}
+	transport := base.Transport
+	if transport == nil {
+		transport = http.DefaultTransport
+	}
+	client := *base
+	client.Transport = bearer{token: opts.Token, next: transport}
+	c := &Countersign{opts: opts, waiters: map[string]chan struct{}{}}
+	endpoint := strings.TrimRight(opts.URL, "/") + "/mcp"
+	cli := mcp.NewClient(&mcp.Implementation{Name: "countersign-gate", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: c.updated,
+	})
+	session, err := cli.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &client, MaxRetries: -1}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("countersign sink: %s does not answer with this token: %w", endpoint, err)
+	}
+	c.session = session
+	if err := c.check(ctx); err != nil {
+		session.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// check makes sure the token sees the tools the sink calls and may read
+// approvals as resources.
+func (c *Countersign) check(ctx context.Context) error {
+	seen := map[string]bool{}
+	for t, err := range c.session.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("countersign sink: list tools: %w", err)
+		}
+		seen[t.Name] = true
+	}
+	for _, need := range []string{"approvals_create", "approvals_get", "approvals_add_progress"} {
+		if !seen[need] {
+			return fmt.Errorf("countersign sink: this token may not file asks and read their answers (%s is not among its tools): it needs the scopes mcp:read, mcp:write, approvals:read and approvals:write", need)
+		}
+	}
+	if _, err := c.session.ListResourceTemplates(ctx, nil); err != nil {
+		return fmt.Errorf("countersign sink: this token may not subscribe to asks: %w", err)
+	}
+	return nil
+}
+
+// Close ends the sink's session.
+func (c *Countersign) Close() error { return c.session.Close() }
+
+func (c *Countersign) updated(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+	c.mu.Lock()
+	w := c.waiters[req.Params.URI]
+	c.mu.Unlock()
+	if w != nil {
+		select {
+		case w <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
+}
+
+// approval is what the sink reads of an ask.
+type approval struct {
+	ApprovalID string          `json:"approval_id"`
+	Status     string          `json:"status"`
+	Decision   string          `json:"decision"`
+	DecidedBy  string          `json:"decided_by"`
+	Note       string          `json:"note"`
+	Proof      json.RawMessage `json:"proof"`
+	Payload    json.RawMessage `json:"payload"`
+}
+
+// RequestApproval files the call as a tool_call ask and waits for the
+// person's answer until ctx ends; it is an ApprovalFunc.
+func (c *Countersign) RequestApproval(ctx context.Context, req ApprovalRequest) (Decision, error) {
+	server := c.opts.Server
+	if server == "" {
+		server = req.Server
+	}
+	if server == "" {
+		server = "mcp"
+	}
+	args := req.Arguments
+	if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	payload, err := json.Marshal(map[string]any{"tool_call": map[string]any{"server": server, "tool": req.Tool, "arguments": args}})
+	if err != nil {
+		return Decision{}, fmt.Errorf("countersign sink: payload: %w", err)
+	}
+	caller := req.Caller
+	if caller == "" {
+		caller = "A caller"
+	}
+	summary := caller + " calls " + req.Tool + " on " + server
+	if req.Label != "" {
+		summary += " (" + req.Label + ")"
+	}
+	summary += "; the call waits for your answer until " + req.Deadline.UTC().Format("15:04:05 MST") + ", then is refused."
+	create := map[string]any{
+		"kind":          "tool_call",
+		"title":         clipText("Call "+req.Tool+" on "+server, 120),
+		"summary":       clipText(summary, 500),
+		"approve_means": clipText("The call runs once, with exactly these arguments, and "+caller+" gets its result", 300),
+		"deny_means":    "The call is refused and nothing runs",
+		"agent":         clipText("gate: "+server, 64),
+		"payload":       json.RawMessage(payload),
+	}
+	if c.opts.AskedOf != "" {
+		create["asked_of"] = c.opts.AskedOf
+	}
+	var filed approval
+	if err := c.call(ctx, "approvals_create", create, &filed); err != nil {
+		return Decision{}, err
+	}
+	uri := approvalURIPrefix + filed.ApprovalID
+	wake := make(chan struct{}, 1)
+	c.mu.Lock()
+	c.waiters[uri] = wake
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.waiters, uri)
+		c.mu.Unlock()
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = c.session.Unsubscribe(uctx, &mcp.UnsubscribeParams{URI: uri}) // the ask is over either way
+	}()
+	if err := c.session.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		c.withdraw(ctx, filed.ApprovalID, "pending")
+		return Decision{}, fmt.Errorf("countersign sink: subscribe to %s: %w", uri, err)
+	}
+	a := filed
+	for {
+		// Read after subscribing: an answer given before the subscription
+		// took is seen here, later ones wake the loop.
+		if err := c.call(ctx, "approvals_get", map[string]any{"approval_id": filed.ApprovalID}, &a); err != nil {
+			if ctx.Err() != nil {
+				c.withdraw(ctx, filed.ApprovalID, a.Status)
+				return Decision{}, ctx.Err()
+			}
+			return Decision{}, err
+		}
+		switch a.Status {
+		case "approved":
+			if ctx.Err() != nil { // decided, but after the caller was told no
+				c.withdraw(ctx, filed.ApprovalID, a.Status)
+				return Decision{}, ctx.Err()
+			}
+			tr := &askTracker{c: c, id: a.ApprovalID, payload: a.Payload}
+			return Approve(a.DecidedBy).WithProof(a.Proof).WithTracker(tr), nil
+		case "denied":
+			return Deny(a.DecidedBy, a.Note), nil
+		case "pending", "question":
+		default:
+			return Deny("", "the ask is "+a.Status), nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			c.withdraw(ctx, filed.ApprovalID, a.Status)
+			return Decision{}, ctx.Err()
+		}
+	}
+}
+
+// withdraw marks an ask nobody waits for any more stale, only from the state
+// last read, so an answer that landed in between is seen and withdrawn too.
+func (c *Countersign) withdraw(ctx context.Context, id, last string) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	note := "withdrawn: the caller was told no (no answer in time); the call did not run"
+	for range 3 {
+		if last != "pending" && last != "question" && last != "approved" {
+			return
+		}
+		err := c.call(wctx, "approvals_add_progress", map[string]any{"approval_id": id, "step": "stale", "expected_state": last, "note": note}, nil)
+		if err == nil {
+			return
+		}
+		var a approval
+		if c.call(wctx, "approvals_get", map[string]any{"approval_id": id}, &a) != nil || a.Status == last {
+			return
+		}
+		last = a.Status
+	}
+}
+
+// call calls a tool of the service and decodes its structured content into out.
+func (c *Countersign) call(ctx context.Context, tool string, args any, out any) error {
+	res, err := c.session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return fmt.Errorf("countersign sink: %s: %w", tool, err)
+	}
+	if res.IsError {
+		msg := ""
+		if len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+				msg = tc.Text
+			}
+		}
+		return fmt.Errorf("countersign sink: %s refused: %s", tool, msg)
+	}
+	if out == nil {
+		return nil
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return fmt.Errorf("countersign sink: %s result: %w", tool, err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("countersign sink: %s result: %w", tool, err)
+	}
+	return nil
+}
+
+// askTracker reports an approved call's start and end on its ask.
+type askTracker struct {
+	c       *Countersign
+	id      string
+	payload json.RawMessage
+}
+
+// Started reports step started with the payload as the gate sees it: the
+// exact payload approved, so the ask moves to in_progress.
+func (t *askTracker) Started(ctx context.Context) error {
+	return t.c.call(ctx, "approvals_add_progress", map[string]any{"approval_id": t.id, "step": "started", "observed": t.payload}, nil)
+}
+
+// Finished reports done, or failed with the tool's error text.
+func (t *askTracker) Finished(ctx context.Context, callErr error) {
+	args := map[string]any{"approval_id": t.id, "step": "done"}
+	if callErr != nil {
+		args["step"], args["note"] = "failed", clipText(callErr.Error(), 500)
+	}
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_ = t.c.call(fctx, "approvals_add_progress", args, nil) // the call is over; the timeline misses one step at worst
+}
+
+// Withdraw marks an approved ask stale when the gate refused its yes after all.
+func (t *askTracker) Withdraw(ctx context.Context) { t.c.withdraw(ctx, t.id, "approved") }
+
+// clipText cuts s to at most n runes.
+func clipText(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}

@@ -1,0 +1,272 @@
+package gate_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/apptest"
+	"github.com/countersign/countersign/mcp/gate"
+	"github.com/countersign/countersign/models"
+)
+
+// service is a running Countersign with an owner, ada, signed in with a
+// passkey, and an agent token for the gate.
+type service struct {
+	env   *apptest.Env
+	ada   *apptest.Browser
+	token string
+}
+
+func startService(t *testing.T, db apptest.Database) *service {
+	t.Helper()
+	env := apptest.StartWeb(t, db, nil)
+	invite, _, err := env.Store.CreateInvite(context.Background(), models.NewInvite{AccountID: env.Account.ID, Role: models.RoleOwner, By: models.OperatorInviter("test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ada := apptest.NewBrowser(t, env.URL)
+	if r := ada.AcceptInvite(invite, "ada"); r.Status != http.StatusOK {
+		t.Fatalf("ada accepts the invite: %s", r)
+	}
+	_, token := env.Agent(env.Account.ID, "gate")
+	return &service{env: env, ada: ada, token: token}
+}
+
+// openAsk waits for the one open ask and returns it.
+func (s *service) openAsk(t *testing.T) models.Approval {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		list, _, err := s.env.Store.ListApprovals(context.Background(), s.env.Account.ID, models.ListFilter{Status: "open"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) == 1 {
+			return list[0]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no ask was filed")
+	return models.Approval{}
+}
+
+func (s *service) steps(t *testing.T, id string) []string {
+	t.Helper()
+	events, err := s.env.Store.Timeline(context.Background(), s.env.Account.ID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	for _, e := range events {
+		steps = append(steps, e.Step)
+	}
+	return steps
+}
+
+func TestTheCountersignSink(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		s := startService(t, db)
+		sink, err := gate.NewCountersign(context.Background(), gate.CountersignOptions{URL: s.env.URL, Token: s.token, Server: "filesystem"})
+		if err != nil {
+			t.Fatalf("NewCountersign: %v", err)
+		}
+		t.Cleanup(func() { sink.Close() })
+		tests := []struct {
+			name        string
+			path        string
+			answer      string // approve, deny, or "" for silence
+			timeout     time.Duration
+			wantText    string
+			wantWritten int32
+			wantStatus  models.Status
+			wantSteps   []string // after created
+			wantEvent   gate.AuditEvent
+			wantRefusal *gate.ApprovalRefusedError
+		}{
+			{
+				name: "the person approves: the call runs, the ask says started then done, the audit names both",
+				path: "/srv/a.txt", answer: "approve", timeout: 30 * time.Second,
+				wantText: "wrote /srv/a.txt", wantWritten: 1, wantStatus: models.StatusDone,
+				wantSteps: []string{"approved", "started", "done"},
+				wantEvent: gate.AuditEvent{Tool: "write_file", Caller: "alice", Approver: "ada", Phase: "allowed", Decision: "allow"},
+			},
+			{
+				name: "the call fails after the approve: the ask says failed with the tool's error",
+				path: "/broken", answer: "approve", timeout: 30 * time.Second,
+				wantText: "disk full", wantWritten: 1, wantStatus: models.StatusFailed,
+				wantSteps: []string{"approved", "started", "failed"},
+				wantEvent: gate.AuditEvent{Tool: "write_file", Caller: "alice", Approver: "ada", Phase: "error", Decision: "allow", Reason: "tool_error: disk full"},
+			},
+			{
+				name: "the person denies: refused, nothing runs, the refusal names her",
+				path: "/srv/b.txt", answer: "deny", timeout: 30 * time.Second,
+				wantText: gate.RefusalText, wantStatus: models.StatusDenied, wantSteps: []string{"denied"},
+				wantEvent:   gate.AuditEvent{Tool: "write_file", Caller: "alice", Approver: "ada", Phase: "refused", Decision: "deny", Reason: "denied"},
+				wantRefusal: &gate.ApprovalRefusedError{Tool: "write_file", By: "ada", Reason: gate.ReasonDenied},
+			},
+			{
+				name: "silence: refused at the timeout and the ask is withdrawn",
+				path: "/srv/c.txt", timeout: 1500 * time.Millisecond,
+				wantText: gate.RefusalText, wantStatus: models.StatusStale, wantSteps: []string{"stale"},
+				wantEvent:   gate.AuditEvent{Tool: "write_file", Caller: "alice", Phase: "refused", Decision: "deny", Reason: "timeout: no answer within 1.5s"},
+				wantRefusal: &gate.ApprovalRefusedError{Tool: "write_file", Reason: gate.ReasonTimeout, Detail: "no answer within 1.5s"},
+			},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				var written atomic.Int32
+				srv := mcp.NewServer(&mcp.Implementation{Name: "filesystem", Version: "1"}, nil)
+				mcp.AddTool(srv, &mcp.Tool{Name: "write_file"}, func(ctx context.Context, req *mcp.CallToolRequest, in writeFile) (*mcp.CallToolResult, any, error) {
+					written.Add(1)
+					if in.Path == "/broken" {
+						return nil, nil, errors.New("disk full")
+					}
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wrote " + in.Path}}}, nil, nil
+				})
+				var mu sync.Mutex
+				var events []gate.AuditEvent
+				var refusal error
+				var decision gate.Decision
+				err := gate.Gate(context.Background(), srv, gate.Options{
+					Server: "filesystem", ApprovalTimeout: tc.timeout,
+					OnApproval: func(ctx context.Context, req gate.ApprovalRequest) (gate.Decision, error) {
+						d, err := sink.RequestApproval(ctx, req)
+						mu.Lock()
+						decision = d
+						mu.Unlock()
+						return d, err
+					},
+					Audit:  func(_ context.Context, e gate.AuditEvent) { mu.Lock(); events = append(events, e); mu.Unlock() },
+					Caller: func(context.Context, mcp.Request) gate.Caller { return gate.Caller{Name: "alice"} },
+				}, gate.Rules{Approval: map[string]gate.Rule[gate.Args]{"write_file": gate.Always[gate.Args]()}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+					return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+						res, err := next(ctx, method, req)
+						if r, ok := res.(*mcp.CallToolResult); ok {
+							mu.Lock()
+							refusal = r.GetError()
+							mu.Unlock()
+						}
+						return res, err
+					}
+				})
+				cs := connect(t, srv, "alice")
+				type result struct {
+					res *mcp.CallToolResult
+					err error
+				}
+				done := make(chan result, 1)
+				go func() {
+					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": tc.path, "content": "x"}})
+					done <- result{res, err}
+				}()
+				a := s.openAsk(t)
+				if a.Kind != "tool_call" || !strings.Contains(a.Payload, `"tool":"write_file"`) || !strings.Contains(a.Payload, `"path":"`+tc.path+`"`) || !strings.Contains(a.Payload, `"server":"filesystem"`) {
+					t.Errorf("filed %s %s, want a tool_call of write_file on filesystem with the call's arguments", a.Kind, a.Payload)
+				}
+				if tc.answer != "" {
+					if r := s.ada.Decide(a.ID, tc.answer, ""); r.Status != http.StatusOK {
+						t.Fatalf("ada answers %s: %s", tc.answer, r)
+					}
+				}
+				r := <-done
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				if text(r.res) != tc.wantText || written.Load() != tc.wantWritten {
+					t.Errorf("result %q, written %d; want %q, %d", text(r.res), written.Load(), tc.wantText, tc.wantWritten)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				// The caller is told no at the deadline; the withdrawal follows.
+				var got *models.Approval
+				for wait := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+					if got, err = s.env.Store.GetApproval(context.Background(), s.env.Account.ID, a.ID); err != nil {
+						t.Fatal(err)
+					}
+					if got.Status == tc.wantStatus || time.Now().After(wait) {
+						break
+					}
+				}
+				if got.Status != tc.wantStatus {
+					t.Errorf("the ask is %s, want %s", got.Status, tc.wantStatus)
+				}
+				if steps := s.steps(t, a.ID); !slices.Equal(steps[1:], tc.wantSteps) {
+					t.Errorf("timeline = %v, want created then %v", steps, tc.wantSteps)
+				}
+				if len(events) != 1 {
+					t.Fatalf("%d audit events, want 1", len(events))
+				}
+				ev := events[0]
+				if ev.Tool != tc.wantEvent.Tool || ev.Caller != tc.wantEvent.Caller || ev.Approver != tc.wantEvent.Approver ||
+					ev.Phase != tc.wantEvent.Phase || ev.Decision != tc.wantEvent.Decision || !strings.HasPrefix(ev.Reason, tc.wantEvent.Reason) {
+					t.Errorf("audit event = %+v, want %+v", ev, tc.wantEvent)
+				}
+				if tc.answer == "" {
+					// An approve after the timeout changes nothing: the ask is withdrawn.
+					if r := s.ada.Decide(a.ID, "approve", ""); r.Status == http.StatusOK {
+						t.Errorf("ada approved the withdrawn ask: %s", r)
+					}
+					if written.Load() != 0 {
+						t.Error("the call ran after a late approve")
+					}
+				}
+				if tc.answer == "approve" && (decision.By() != "ada" || len(decision.Proof()) == 0) {
+					t.Errorf("decision by %q with proof %s, want ada and her signed proof", decision.By(), decision.Proof())
+				}
+				var refused *gate.ApprovalRefusedError
+				if errors.As(refusal, &refused) != (tc.wantRefusal != nil) {
+					t.Fatalf("refusal = %v, want %v", refusal, tc.wantRefusal)
+				}
+				if tc.wantRefusal != nil && (refused.Tool != tc.wantRefusal.Tool || refused.By != tc.wantRefusal.By || refused.Reason != tc.wantRefusal.Reason) {
+					t.Errorf("refusal = %+v, want %+v", *refused, *tc.wantRefusal)
+				}
+			})
+		}
+	})
+}
+
+func TestNewCountersignFailsAtStart(t *testing.T) {
+	s := startService(t, apptest.SQLite)
+	_, readOnly := s.env.Agent(s.env.Account.ID, "reader", models.ScopeMCPRead, models.ScopeApprovalsRead)
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unreachable := "http://" + closed.Addr().String()
+	closed.Close()
+	tests := []struct {
+		name, url, token, wantErr string
+	}{
+		{"a server that does not answer", unreachable, s.token, "does not answer"},
+		{"a token the server refuses", s.env.URL, "cs_not_a_token", "does not answer with this token"},
+		{"a token that may not file asks", s.env.URL, readOnly, "may not file asks"},
+		{"no token", s.env.URL, "", "no agent token"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			c, err := gate.NewCountersign(ctx, gate.CountersignOptions{URL: tc.url, Token: tc.token})
+			if err == nil {
+				c.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("NewCountersign = %v, want an error saying %q", err, tc.wantErr)
+			}
+		})
+	}
+}

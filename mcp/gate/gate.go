@@ -1,0 +1,439 @@
+// Package gate puts a named person's answer in front of MCP tools (seed 002).
+//
+// A tool is declared with a permission, an audit label and an approval rule:
+// always, or a predicate over the call's arguments when only some of them
+// warrant a person. A call the rule names waits for OnApproval's decision
+// before it runs. Silence past ApprovalTimeout, an error from the sink, a yes
+// naming nobody and an answer after the deadline are refusals, and the
+// handler never runs; the caller reads
+// {"error":"forbidden","reason":"approval_refused"}. A gated tool the caller
+// may use stays in tools/list; a tool the caller lacks the permission for does
+// not, and is refused on call. Every governed call ends in one audit event.
+//
+// NewServer builds a server of tools declared with Define; Gate puts the same
+// rules in front of the tools of a server somebody else wrote. Nothing here is
+// durable: a process that dies mid-question takes the request with it, and
+// the call did not happen.
+//
+// The package depends on the MCP go-sdk and the standard library only, so
+// any Go MCP server can import it.
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultApprovalTimeout is how long a call waits for an answer: under the
+// 60 s idle timeout most proxies ship with.
+const DefaultApprovalTimeout = 45 * time.Second
+
+// RefusalText is exactly what a caller reads when a call needing approval is
+// refused: the text content of the result, and its structured content unless
+// the tool's output schema would not take it.
+const RefusalText = `{"error":"forbidden","reason":"approval_refused"}`
+
+// permissionRefusalText is what a caller reads when it lacks the tool's permission.
+const permissionRefusalText = `{"error":"forbidden","reason":"permission_denied"}`
+
+// Options configure the gate: where approvals are asked, how long a call
+// waits, where audit events go and how a caller is known.
+type Options struct {
+	// OnApproval asks for a decision. Required when any tool has an
+	// approval rule: construction fails without it.
+	OnApproval ApprovalFunc
+	// ApprovalTimeout counts from the call's arrival; 0 means 45 s.
+	ApprovalTimeout time.Duration
+	// Audit receives every audit event; nil means SlogAudit(slog.Default()).
+	Audit AuditFunc
+	// Caller says who is calling and what they may do; nil means
+	// TokenCaller (the bearer token's user and scopes).
+	Caller func(ctx context.Context, req mcp.Request) Caller
+	// Server names the server in approval requests; "" means the
+	// implementation's name.
+	Server string
+}
+
+// Caller is who is calling, with the permissions they hold.
+type Caller struct {
+	Name        string
+	Permissions []string
+}
+
+// may says whether the caller holds permission ("" is no permission at all).
+func (c Caller) may(permission string) bool {
+	return permission == "" || slices.Contains(c.Permissions, permission)
+}
+
+// TokenCaller is the default Caller: the user and scopes of the bearer token
+// the go-sdk's auth middleware verified, or, without a token, the client's
+// name with no permissions.
+func TokenCaller(_ context.Context, req mcp.Request) Caller {
+	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+		return Caller{Name: extra.TokenInfo.UserID, Permissions: extra.TokenInfo.Scopes}
+	}
+	return Caller{Name: ClientName(req)}
+}
+
+// ClientName is the clientInfo.name the caller's session introduced itself
+// with, or "".
+func ClientName(req mcp.Request) string {
+	ss, ok := req.GetSession().(*mcp.ServerSession)
+	if !ok || ss == nil {
+		return ""
+	}
+	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+		return p.ClientInfo.Name
+	}
+	return ""
+}
+
+// Rule says which calls of a tool need a person's approval: none (the zero
+// Rule), all (Always), or those whose arguments a predicate picks (When).
+type Rule[In any] struct {
+	always bool
+	when   func(In) bool
+}
+
+// Always is a rule that asks for every call.
+func Always[In any]() Rule[In] { return Rule[In]{always: true} }
+
+// When is a rule that asks for the calls whose arguments pred picks: only
+// the destructive half of the argument space warrants a person.
+func When[In any](pred func(In) bool) Rule[In] { return Rule[In]{when: pred} }
+
+// asks says whether the rule asks for anything at all.
+func (r Rule[In]) asks() bool { return r.always || r.when != nil }
+
+// Asks says whether the rule asks a person for any call at all: whether it
+// needs a sink.
+func (r Rule[In]) Asks() bool { return r.asks() }
+
+// Args are a tool's arguments as a generic JSON object, for the rules of
+// tools somebody else wrote.
+type Args = map[string]any
+
+// governed is what the gate knows of one tool.
+type governed struct {
+	name       string
+	permission string
+	label      func(args json.RawMessage) string
+	// needsApproval says whether these arguments need a person; an error
+	// means they do not read against the tool's input schema.
+	needsApproval func(args json.RawMessage, input *jsonschema.Resolved) (bool, error)
+	asks          bool
+}
+
+// governor applies the rules to calls on one server.
+type governor struct {
+	opts    Options
+	tools   map[string]*governed
+	mu      sync.Mutex
+	schemas map[string]toolSchemas // learnt from tools/list
+}
+
+type toolSchemas struct {
+	input, output *jsonschema.Resolved
+}
+
+func newGovernor(server string, opts Options, tools map[string]*governed) (*governor, error) {
+	var asking []string
+	for name, t := range tools {
+		if t.asks {
+			asking = append(asking, name)
+		}
+	}
+	sort.Strings(asking)
+	if len(asking) > 0 && opts.OnApproval == nil {
+		return nil, fmt.Errorf("gate: %s need approval but no OnApproval sink is wired: a call would have nowhere to ask", strings.Join(asking, ", "))
+	}
+	if opts.ApprovalTimeout < 0 {
+		return nil, fmt.Errorf("gate: ApprovalTimeout %s is negative", opts.ApprovalTimeout)
+	}
+	if opts.ApprovalTimeout == 0 {
+		opts.ApprovalTimeout = DefaultApprovalTimeout
+	}
+	if opts.Audit == nil {
+		opts.Audit = SlogAudit(slog.Default())
+	}
+	if opts.Caller == nil {
+		opts.Caller = TokenCaller
+	}
+	if opts.Server == "" {
+		opts.Server = server
+	}
+	return &governor{opts: opts, tools: tools, schemas: map[string]toolSchemas{}}, nil
+}
+
+// learn reads the schemas of a list of tools, for the rules over typed
+// arguments and the refusal's structured content.
+func (g *governor) learn(tools []*mcp.Tool) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, t := range tools {
+		var s toolSchemas
+		var err error
+		if s.input, err = resolve(t.InputSchema); err != nil {
+			return fmt.Errorf("gate: input schema of %s: %w", t.Name, err)
+		}
+		if s.output, err = resolve(t.OutputSchema); err != nil {
+			return fmt.Errorf("gate: output schema of %s: %w", t.Name, err)
+		}
+		g.schemas[t.Name] = s
+	}
+	return nil
+}
+
+func (g *governor) schemasOf(tool string) toolSchemas {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.schemas[tool]
+}
+
+// resolve reads a schema in any of the forms a tool may carry it.
+func resolve(schema any) (*jsonschema.Resolved, error) {
+	if schema == nil {
+		return nil, nil
+	}
+	s, ok := schema.(*jsonschema.Schema)
+	if !ok {
+		b, err := json.Marshal(schema)
+		if err != nil {
+			return nil, err
+		}
+		if string(b) == "null" {
+			return nil, nil
+		}
+		s = new(jsonschema.Schema)
+		if err := json.Unmarshal(b, s); err != nil {
+			return nil, err
+		}
+	} else if s == nil {
+		return nil, nil
+	}
+	return s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: false})
+}
+
+// middleware hides the tools a caller may not use from tools/list and
+// governs every call of a tool the gate knows.
+func (g *governor) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list":
+			res, err := next(ctx, method, req)
+			list, ok := res.(*mcp.ListToolsResult)
+			if err != nil || !ok {
+				return res, err
+			}
+			if err := g.learn(list.Tools); err != nil {
+				return nil, err
+			}
+			caller := g.opts.Caller(ctx, req)
+			list.Tools = slices.DeleteFunc(slices.Clone(list.Tools), func(t *mcp.Tool) bool {
+				gt := g.tools[t.Name]
+				return gt != nil && !caller.may(gt.permission)
+			})
+			return list, nil
+		case "tools/call":
+			call, ok := req.(*mcp.CallToolRequest)
+			if !ok || g.tools[call.Params.Name] == nil {
+				return next(ctx, method, req)
+			}
+			return g.call(ctx, call, func(ctx context.Context) (*mcp.CallToolResult, error) {
+				res, err := next(ctx, method, req)
+				if err != nil {
+					return nil, err
+				}
+				r, ok := res.(*mcp.CallToolResult)
+				if !ok {
+					return nil, fmt.Errorf("gate: tools/call answered %T", res)
+				}
+				return r, nil
+			})
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// call governs one call: the permission, then the approval when the rule
+// asks for one, then the handler, then the audit event.
+func (g *governor) call(ctx context.Context, req *mcp.CallToolRequest, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	t := g.tools[req.Params.Name]
+	args := req.Params.Arguments
+	caller := g.opts.Caller(ctx, req)
+	ev := AuditEvent{Time: start.UTC(), Tool: t.name, Caller: caller.Name}
+	finish := func(phase, decision, approver, reason string) {
+		ev.Phase, ev.Decision, ev.Approver, ev.Reason = phase, decision, approver, reason
+		ev.DurationMs = time.Since(start).Milliseconds()
+		g.opts.Audit(ctx, ev)
+	}
+	if t.label != nil {
+		ev.Label = t.label(args)
+	}
+	if !caller.may(t.permission) {
+		finish(PhaseRefused, DecisionDeny, "", ReasonPermissionDenied)
+		return forbidden(permissionRefusalText, &PermissionError{Tool: t.name, Permission: t.permission}, nil), nil
+	}
+	schemas := g.schemasOf(t.name)
+	needs, err := needsApproval(t, args, schemas.input)
+	if err != nil {
+		finish(PhaseRefused, DecisionDeny, "", ReasonInvalidArguments+": "+err.Error())
+		var res mcp.CallToolResult
+		res.SetError(fmt.Errorf("validating \"arguments\": %w", err))
+		return &res, nil
+	}
+	if !needs {
+		res, err := run(ctx)
+		if failed := callError(res, err); failed != nil {
+			finish(PhaseError, DecisionAllow, "", ReasonToolError+": "+failed.Error())
+		} else {
+			finish(PhaseAllowed, DecisionAllow, "", "")
+		}
+		return res, err
+	}
+	d, refused := g.ask(ctx, ApprovalRequest{
+		Server: g.opts.Server, Caller: caller.Name, Tool: t.name, Label: ev.Label,
+		Arguments: args, Deadline: start.Add(g.opts.ApprovalTimeout),
+	})
+	if refused == nil && d.tracker != nil {
+		if err := d.tracker.Started(ctx); err != nil {
+			refused = &ApprovalRefusedError{Tool: t.name, Reason: ReasonStartRefused, Detail: err.Error()}
+		}
+	}
+	if refused != nil {
+		finish(PhaseRefused, DecisionDeny, refused.By, refused.auditReason())
+		return forbidden(RefusalText, refused, schemas.output), nil
+	}
+	res, err := run(ctx)
+	failed := callError(res, err)
+	if d.tracker != nil {
+		d.tracker.Finished(context.WithoutCancel(ctx), failed)
+	}
+	if failed != nil {
+		finish(PhaseError, DecisionAllow, d.by, ReasonToolError+": "+failed.Error())
+	} else {
+		finish(PhaseAllowed, DecisionAllow, d.by, "")
+	}
+	return res, err
+}
+
+// needsApproval applies a tool's rule; a rule that panics asks, since when
+// in doubt a person decides.
+func needsApproval(t *governed, args json.RawMessage, input *jsonschema.Resolved) (need bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			need, err = true, nil
+		}
+	}()
+	return t.needsApproval(args, input)
+}
+
+// ask waits for the sink's decision until the deadline. Only a named yes
+// that arrives in time lets the call through; everything else is a refusal.
+func (g *governor) ask(ctx context.Context, req ApprovalRequest) (Decision, *ApprovalRefusedError) {
+	actx, cancel := context.WithDeadline(ctx, req.Deadline)
+	defer cancel()
+	type answer struct {
+		d   Decision
+		err error
+	}
+	answers := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				answers <- answer{err: fmt.Errorf("OnApproval panicked: %v", p)}
+			}
+		}()
+		d, err := g.opts.OnApproval(actx, req)
+		answers <- answer{d, err}
+	}()
+	refuse := func(by, reason, detail string) (Decision, *ApprovalRefusedError) {
+		return Decision{}, &ApprovalRefusedError{Tool: req.Tool, By: by, Reason: reason, Detail: detail}
+	}
+	select {
+	case a := <-answers:
+		if w, ok := a.d.tracker.(withdrawer); ok && a.d.approved && (!time.Now().Before(req.Deadline) || ctx.Err() != nil || !a.d.named()) {
+			w.Withdraw(context.WithoutCancel(ctx)) // a yes the gate refuses: the approver sees it did not run
+		}
+		switch {
+		case !time.Now().Before(req.Deadline):
+			return refuse("", ReasonLate, "")
+		case ctx.Err() != nil:
+			return refuse("", ReasonCancelled, "")
+		case a.err != nil:
+			return refuse("", ReasonSinkError, a.err.Error())
+		case !a.d.approved:
+			return refuse(a.d.by, ReasonDenied, a.d.reason)
+		case !a.d.named():
+			return refuse("", ReasonAnonymous, "") // an approval that names nobody is not a second pair of eyes
+		}
+		return a.d, nil
+	case <-actx.Done():
+		if ctx.Err() != nil {
+			return refuse("", ReasonCancelled, "")
+		}
+		return refuse("", ReasonTimeout, fmt.Sprintf("no answer within %s", g.opts.ApprovalTimeout))
+	}
+}
+
+// withdrawer is a tracker that can mark an approval the gate refused after
+// all (too late, or naming nobody) as not acted on.
+type withdrawer interface {
+	Withdraw(ctx context.Context)
+}
+
+// callError is the failure of a call that ran: a protocol error or an
+// isError result, or nil.
+func callError(res *mcp.CallToolResult, err error) error {
+	if err != nil {
+		return err
+	}
+	if res == nil || !res.IsError {
+		return nil
+	}
+	if e := res.GetError(); e != nil {
+		return e
+	}
+	var texts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			texts = append(texts, tc.Text)
+		}
+	}
+	return errors.New(strings.Join(texts, "\n"))
+}
+
+// forbidden is a refusal result: text exactly as given, the same object as
+// structured content unless the output schema would not take it, and err
+// for server middleware (GetError).
+func forbidden(text string, err error, output *jsonschema.Resolved) *mcp.CallToolResult {
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+	var obj map[string]any
+	if json.Unmarshal([]byte(text), &obj) == nil && (output == nil || output.Validate(obj) == nil) {
+		res.StructuredContent = json.RawMessage(text)
+	}
+	res.SetError(err)
+	return res
+}
+
+// PermissionError is the refusal of a call by a caller who lacks the tool's permission.
+type PermissionError struct {
+	Tool       string
+	Permission string
+}
+
+func (e *PermissionError) Error() string {
+	return e.Tool + " needs the permission " + e.Permission
+}

@@ -1,0 +1,267 @@
+package proxy_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/mcp/gate"
+	"github.com/countersign/countersign/mcp/gate/proxy"
+)
+
+type pathArgs struct {
+	Path string `json:"path"`
+}
+
+type moveArgs struct {
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+}
+
+// upstream is somebody else's server: tools, a prompt and a resource.
+func upstream(ran *atomic.Int32) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "filesystem", Version: "9"}, &mcp.ServerOptions{Instructions: "be careful"})
+	mcp.AddTool(srv, &mcp.Tool{Name: "read_text_file", Description: "Read a file."}, func(ctx context.Context, req *mcp.CallToolRequest, in pathArgs) (*mcp.CallToolResult, any, error) {
+		if token := req.Params.GetProgressToken(); token != nil {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 0.5, Total: 1, Message: "halfway"})
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "contents of " + in.Path}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "write_file", Description: "Write a file."}, func(ctx context.Context, req *mcp.CallToolRequest, in pathArgs) (*mcp.CallToolResult, any, error) {
+		ran.Add(1)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wrote " + in.Path}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "move_file", Description: "Move a file."}, func(ctx context.Context, req *mcp.CallToolRequest, in moveArgs) (*mcp.CallToolResult, any, error) {
+		ran.Add(1)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "moved to " + in.Destination}}}, nil, nil
+	})
+	srv.AddPrompt(&mcp.Prompt{Name: "summarize"}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "summarize it"}}}}, nil
+	})
+	srv.AddResource(&mcp.Resource{Name: "readme", URI: "file:///README", MIMEType: "text/plain"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "hello"}}}, nil
+	})
+	return srv
+}
+
+const rulesJSON = `{"server": "filesystem", "timeout": "45s", "tools": {
+	"write_file": {"approval": true},
+	"move_file": {"approval": "args.destination.startsWith('/etc')"},
+	"read_text_file": {"approval": false}}}`
+
+type world struct {
+	proxy    *proxy.Proxy
+	client   *mcp.ClientSession
+	upstream *mcp.ClientSession
+	up       *mcp.Server
+	ran      atomic.Int32
+	asked    atomic.Int32
+	progress chan *mcp.ProgressNotificationParams
+}
+
+func start(t *testing.T, rules string, answer gate.ApprovalFunc) (*world, error) {
+	t.Helper()
+	w := &world{progress: make(chan *mcp.ProgressNotificationParams, 4)}
+	r, err := proxy.ParseRules([]byte(rules))
+	if err != nil {
+		return nil, err
+	}
+	up := upstream(&w.ran)
+	w.up = up
+	upClient, upServer := mcp.NewInMemoryTransports()
+	if _, err := up.Connect(context.Background(), upServer, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := proxy.Start(context.Background(), upClient, proxy.Options{Rules: r, Gate: gate.Options{
+		OnApproval: func(ctx context.Context, req gate.ApprovalRequest) (gate.Decision, error) {
+			w.asked.Add(1)
+			return answer(ctx, req)
+		},
+		Audit: func(context.Context, gate.AuditEvent) {},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { p.Close() })
+	w.proxy = p
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := p.Server.Connect(context.Background(), st, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.client, err = mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { w.progress <- req.Params },
+	}).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.client.Close() })
+	// The same upstream, directly, to compare the tool lists.
+	dc, ds := mcp.NewInMemoryTransports()
+	if _, err := up.Connect(context.Background(), ds, nil); err != nil {
+		t.Fatal(err)
+	}
+	if w.upstream, err = mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil).Connect(context.Background(), dc, nil); err != nil {
+		t.Fatal(err)
+	}
+	return w, nil
+}
+
+func approve(context.Context, gate.ApprovalRequest) (gate.Decision, error) {
+	return gate.Approve("ada"), nil
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	if len(res.Content) == 0 {
+		return ""
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+		return tc.Text
+	}
+	return ""
+}
+
+func TestTheProxyListsTheUpstreamsToolsUnchanged(t *testing.T) {
+	w, err := start(t, rulesJSON, approve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	via, err := w.client.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := w.upstream.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(via.Tools)
+	b, _ := json.Marshal(direct.Tools)
+	if string(a) != string(b) {
+		t.Errorf("through the proxy:\n%s\ndirect:\n%s", a, b)
+	}
+	if init := w.client.InitializeResult(); init.ServerInfo.Name != "filesystem" || init.Instructions != "be careful" {
+		t.Errorf("the proxy introduces itself as %+v with %q", init.ServerInfo, init.Instructions)
+	}
+}
+
+func TestTheProxyGatesWhatTheRulesName(t *testing.T) {
+	tests := []struct {
+		name      string
+		tool      string
+		args      map[string]any
+		answer    gate.ApprovalFunc
+		wantText  string
+		wantAsked bool
+		wantRan   int32
+	}{
+		{"a call of a tool with approval true asks and runs on a yes", "write_file", map[string]any{"path": "/a"}, approve, "wrote /a", true, 1},
+		{"a no refuses it with the forbidden JSON", "write_file", map[string]any{"path": "/a"}, func(context.Context, gate.ApprovalRequest) (gate.Decision, error) {
+			return gate.Deny("ada", "no"), nil
+		}, gate.RefusalText, true, 0},
+		{"the CEL predicate asks for a move into /etc", "move_file", map[string]any{"source": "/tmp/x", "destination": "/etc/x"}, approve, "moved to /etc/x", true, 1},
+		{"the CEL predicate lets a move elsewhere through", "move_file", map[string]any{"source": "/tmp/x", "destination": "/tmp/y"}, approve, "moved to /tmp/y", false, 1},
+		{"approval false passes straight through", "read_text_file", map[string]any{"path": "/a"}, approve, "contents of /a", false, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := start(t, rulesJSON, tc.answer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := w.client.CallTool(context.Background(), &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if textOf(res) != tc.wantText || (w.asked.Load() == 1) != tc.wantAsked || w.ran.Load() != tc.wantRan {
+				t.Errorf("text %q asked %d ran %d; want %q, asked %t, ran %d", textOf(res), w.asked.Load(), w.ran.Load(), tc.wantText, tc.wantAsked, tc.wantRan)
+			}
+		})
+	}
+}
+
+func TestTheProxyPassesPromptsResourcesAndProgress(t *testing.T) {
+	w, err := start(t, rulesJSON, approve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	prompt, err := w.client.GetPrompt(ctx, &mcp.GetPromptParams{Name: "summarize"})
+	if err != nil || len(prompt.Messages) != 1 || prompt.Messages[0].Content.(*mcp.TextContent).Text != "summarize it" {
+		t.Errorf("prompt = %+v, %v", prompt, err)
+	}
+	read, err := w.client.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///README"})
+	if err != nil || len(read.Contents) != 1 || read.Contents[0].Text != "hello" {
+		t.Errorf("resource = %+v, %v", read, err)
+	}
+	params := &mcp.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": "/a"}}
+	params.SetProgressToken("tok-1")
+	if _, err := w.client.CallTool(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-w.progress:
+		if p.ProgressToken != "tok-1" || p.Message != "halfway" || p.Progress != 0.5 {
+			t.Errorf("progress = %+v", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the upstream's progress did not reach the caller")
+	}
+}
+
+func TestTheProxyRelaysToolListChanges(t *testing.T) {
+	w, err := start(t, rulesJSON, approve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcp.AddTool(w.up, &mcp.Tool{Name: "tree", Description: "List a tree."}, func(ctx context.Context, req *mcp.CallToolRequest, in pathArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "tree of " + in.Path}}}, nil, nil
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		res, err := w.client.CallTool(context.Background(), &mcp.CallToolParams{Name: "tree", Arguments: map[string]any{"path": "/"}})
+		if err == nil && textOf(res) == "tree of /" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a tool the upstream added is not offered: %v %v", res, err)
+		}
+	}
+}
+
+func TestTheProxyRefusesToStart(t *testing.T) {
+	tests := []struct {
+		name, rules, wantErr string
+	}{
+		{"a rule naming a tool the upstream does not offer", `{"tools": {"delete_file": {"approval": true}}}`, "delete_file, which the server does not offer"},
+		{"a predicate that does not compile", `{"tools": {"move_file": {"approval": "args.destination.startsWith("}}}`, "tool move_file: approval predicate"},
+		{"a predicate that is not a bool", `{"tools": {"move_file": {"approval": "'yes'"}}}`, "not a bool"},
+		{"an approval that is neither", `{"tools": {"move_file": {"approval": 3}}}`, "must be true, false or a CEL predicate"},
+		{"a timeout that is not a duration", `{"timeout": "soon", "tools": {}}`, "timeout"},
+		{"an unknown member", `{"tools": {}, "toolz": {}}`, "unknown field"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := start(t, tc.rules, approve)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("start = %v, want an error saying %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestParseRulesReadsTheTimeout(t *testing.T) {
+	r, err := proxy.ParseRules([]byte(rulesJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Server != "filesystem" || r.Timeout != 45*time.Second || !r.Approval["write_file"].Asks() || r.Approval["read_text_file"].Asks() {
+		t.Errorf("rules = %+v", r)
+	}
+	if reflect.ValueOf(r.Approval["move_file"]).IsZero() {
+		t.Error("move_file has no rule")
+	}
+}
