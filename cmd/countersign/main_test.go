@@ -527,8 +527,9 @@ func TestTheTypeScriptSDKWorksAgainstTheBinary(t *testing.T) {
 		if r.code != 0 || !sum.OK {
 			t.Fatalf("mcp-sdk-check.mjs exited %d: %s\nstderr:\n%s", r.code, sum.Error, r.stderr)
 		}
-		wantTools := []string{"approvals_add_progress", "approvals_create", "approvals_get", "approvals_get_auto_approve_policy",
-			"approvals_list", "approvals_request_auto_approve", "approvals_revoke_auto_approve_policy"}
+		wantTools := []string{"approval_request", "approval_status", "approvals_add_progress", "approvals_create", "approvals_get",
+			"approvals_get_auto_approve_policy", "approvals_list", "approvals_request_auto_approve", "approvals_revoke_auto_approve_policy",
+			"session_end", "session_heartbeat", "session_start", "work_list"}
 		if !slices.Equal(sum.Tools, wantTools) {
 			t.Fatalf("tools = %v, want %v", sum.Tools, wantTools)
 		}
