@@ -63,6 +63,8 @@ const (
 	EventStep            Event = "step"
 	EventDone            Event = "done"
 	EventFailed          Event = "failed"
+	// EventRunnerDisabled fails closed a run whose runner was disabled before it ended.
+	EventRunnerDisabled Event = "runner_gone"
 )
 
 // transition is one row of the state table.
@@ -90,6 +92,7 @@ var lifecycle = map[Event]transition{
 	EventStep:            {from: []Status{StatusInProgress}, to: StatusInProgress},
 	EventDone:            {from: []Status{StatusInProgress}, to: StatusDone},
 	EventFailed:          {from: []Status{StatusInProgress}, to: StatusFailed},
+	EventRunnerDisabled:  {from: []Status{StatusPending, StatusQuestion, StatusApproved, StatusInProgress}, to: StatusFailed},
 }
 
 // Actor kinds on the timeline.
@@ -151,6 +154,11 @@ func (s *Store) move(tx *gorm.DB, a *Approval, ch change) error {
 	}
 	if err := s.approvalChanged(tx, ev); err != nil {
 		return err
+	}
+	if a.RunnerID != "" {
+		if err := s.changed(tx, Change{Kind: RunsChanged, AccountID: a.AccountID, RunnerID: a.RunnerID}); err != nil {
+			return err
+		}
 	}
 	if a.Status == StatusPending && t.to != StatusPending {
 		if err := s.killChallenges(tx, a.ID); err != nil {

@@ -262,4 +262,21 @@ CREATE INDEX web_sessions_expiry ON web_sessions (expires_at)
 	{12, "decision challenges by ask: an ask that leaves pending deletes its unspent nonces", `
 CREATE INDEX decision_challenges_approval ON decision_challenges (approval_id)
 `},
+	{14, "runners: enrolled executors of pinned runs, each with its Ed25519 key and token; the runner a run names", `
+CREATE TABLE runners (
+	id TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	name TEXT NOT NULL,
+	public_key TEXT NOT NULL,
+	token_hash TEXT NOT NULL UNIQUE,
+	disabled BOOLEAN NOT NULL DEFAULT FALSE,
+	disabled_by TEXT NOT NULL DEFAULT '',
+	disabled_at {{time}},
+	created_by TEXT NOT NULL DEFAULT '',
+	created_at {{time}} NOT NULL,
+	UNIQUE (account_id, name)
+);
+ALTER TABLE approvals ADD COLUMN runner_id TEXT NOT NULL DEFAULT '';
+CREATE INDEX approvals_runner ON approvals (runner_id, seq) WHERE runner_id <> ''
+`},
 }

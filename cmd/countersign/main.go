@@ -30,6 +30,18 @@ Usage:
                                                the existing person S accepts with their own passkey; URL on the last line
   countersign keys export [--account NAME] [--out FILE]
                                                write the account's device keys, for verify --keys
+  countersign runner init --dir D [--scripts S]
+                                               on a runner host: its key pair and approved scripts folder;
+                                               the public key alone on the last line
+  countersign runner enroll --name N --public-key KEY [--account NAME]
+                                               enroll a runner: its id, then its token, on the last two lines
+  countersign runner list [--account NAME]
+  countersign runner disable NAME [--account NAME]
+                                               its token stops; its runs that have not ended fail
+  countersign runner trust --dir D --keys KEYS.json
+                                               on a runner host: pin the device keys it accepts decisions from
+  countersign runner serve --dir D --server URL [--token-file F] [--time-limit 10m]
+                                               on a runner host: run approved pinned runs once each (docs/runner.md)
   countersign vapid                            print the Web Push (VAPID) public key
   countersign audit verify [--account NAME] [--seal]
                                                check the audit log against its hash chain; exit 0 intact, 1 not
@@ -76,6 +88,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if cmd == "verify" { // offline: no configuration, database or network
 		return verifyCommand(args, out)
 	}
+	if cmd == "runner" { // the runner host's commands need no server configuration
+		if handled, err := runnerHostCommand(ctx, args, getenv, out, log); handled {
+			return err
+		}
+	}
 	cfg, err := app.LoadConfig(getenv)
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
@@ -96,6 +113,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return keysCommand(ctx, cfg, args, out)
 	case "audit":
 		return auditCommand(ctx, cfg, args, out)
+	case "runner":
+		return runnerCommand(ctx, cfg, args, out)
 	}
 	return usageError{fmt.Sprintf("unknown command %q; run countersign help", cmd)}
 }
