@@ -163,11 +163,11 @@ Do not use it to read one ask's timeline or proof: use approvals_get. Titles, su
 // AddProgressInput is the input of approvals_add_progress.
 type AddProgressInput struct {
 	AccountArg
-	ApprovalID    string          `json:"approval_id" jsonschema:"The approval's id (appr_…)."`
-	Step          string          `json:"step" jsonschema:"started, step, answered, done, failed or stale."`
-	ExpectedState string          `json:"expected_state,omitempty" jsonschema:"Optional compare-and-set: pending, question, approved or in_progress, the state you last read. In another state nothing is recorded and the call fails with FAILED_PRECONDITION naming it."`
-	Note          string          `json:"note,omitempty" jsonschema:"At most 500 characters. answered needs one."`
-	Observed      json.RawMessage `json:"observed,omitempty" jsonschema:"For started: the payload as you see it now. A different one makes the approval stale and you must not proceed."`
+	ApprovalID    string           `json:"approval_id" jsonschema:"The approval's id (appr_…)."`
+	Step          string           `json:"step" jsonschema:"started, step, answered, done, failed or stale."`
+	ExpectedState string           `json:"expected_state,omitempty" jsonschema:"Optional compare-and-set: pending, question, approved or in_progress, the state you last read. In another state nothing is recorded and the call fails with FAILED_PRECONDITION naming it."`
+	Note          string           `json:"note,omitempty" jsonschema:"At most 500 characters. answered needs one."`
+	Observed      json.RawMessage  `json:"observed,omitempty" jsonschema:"For started: the payload as you see it now. A different one makes the approval stale and you must not proceed."`
 	Runner        *RunnerSignature `json:"runner,omitempty" jsonschema:"Required for started, step, done and failed on a pinned run, and accepted from no one else: the named runner's signature (docs/runner.md)."`
 }
 
