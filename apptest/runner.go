@@ -7,10 +7,13 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/proof"
 )
 
 // Join invites subject to the account with role and accepts the invite in
@@ -83,4 +86,34 @@ func RunAsk(r *TestRunner, askedOf string, scriptSHA256 string, argv []string, e
 		}},
 		"context": map[string]any{"no_context_reason": "a test run"},
 	}
+}
+
+// KeysExport is what countersign keys export writes for the account: its
+// device keys, for a runner to pin.
+func (e *Env) KeysExport(accountID string) []byte {
+	e.t.Helper()
+	ctx := context.Background()
+	keys, subjects, err := e.Store.AccountDeviceKeys(ctx, accountID)
+	if err != nil {
+		e.t.Fatalf("device keys: %v", err)
+	}
+	u, err := url.Parse(e.URL)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	export := proof.Keys{Format: proof.KeysFormat, AccountID: accountID, RPID: u.Hostname(), Exported: e.Store.Now(), Keys: []proof.DeviceKey{}}
+	for i, k := range keys {
+		id, err1 := base64.RawURLEncoding.DecodeString(k.ID)
+		pub, err2 := base64.RawURLEncoding.DecodeString(k.PublicKey)
+		if err1 != nil || err2 != nil {
+			e.t.Fatalf("device key %s: %v %v", k.ID, err1, err2)
+		}
+		export.Keys = append(export.Keys, proof.DeviceKey{CredentialID: id, PublicKey: pub, Person: subjects[i], Name: k.Name,
+			CreatedAt: k.CreatedAt, Removed: k.RemovedAt != nil})
+	}
+	b, err := json.Marshal(export)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return b
 }
