@@ -70,10 +70,15 @@ func ScriptSHA256(script []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// RunAsk is the approvals_create arguments of a pinned run of r, asked of
-// askedOf, running argv of the script with scriptSHA256, expiring ahead
-// from now.
-func RunAsk(r *TestRunner, askedOf string, scriptSHA256 string, argv []string, effect string, ahead time.Duration) map[string]any {
+// Ask is the approvals_create arguments of a pinned run of r (see RunAsk).
+func (r *TestRunner) Ask(askedOf, scriptSHA256 string, argv []string, effect string, ahead time.Duration) map[string]any {
+	return RunAsk(r.Runner.ID, r.PublicKey(), askedOf, scriptSHA256, argv, effect, ahead)
+}
+
+// RunAsk is the approvals_create arguments of a pinned run of the runner
+// with runnerID and publicKey, asked of askedOf, running argv of the script
+// with scriptSHA256, expiring ahead from now.
+func RunAsk(runnerID, publicKey, askedOf, scriptSHA256 string, argv []string, effect string, ahead time.Duration) map[string]any {
 	return map[string]any{
 		"kind":          "run",
 		"title":         "Run " + argv[0],
@@ -81,8 +86,8 @@ func RunAsk(r *TestRunner, askedOf string, scriptSHA256 string, argv []string, e
 		"approve_means": "the runner runs it once",
 		"deny_means":    "nothing runs",
 		"payload": map[string]any{"run": map[string]any{
-			"cmd": "./" + argv[0], "script_sha256": scriptSHA256, "runner_id": r.Runner.ID, "argv": argv,
-			"effect": effect, "runner_public_key": r.PublicKey(), "expires_at": time.Now().Add(ahead).Unix(), "asked_of": askedOf,
+			"cmd": "./" + argv[0], "script_sha256": scriptSHA256, "runner_id": runnerID, "argv": argv,
+			"effect": effect, "runner_public_key": publicKey, "expires_at": time.Now().Add(ahead).Unix(), "asked_of": askedOf,
 		}},
 		"context": map[string]any{"no_context_reason": "a test run"},
 	}

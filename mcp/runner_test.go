@@ -38,7 +38,7 @@ func newRunScene(t *testing.T, db apptest.Database) *runScene {
 // run files a pinned run of r and returns its id and payload hash.
 func (s *runScene) run(t *testing.T, r *apptest.TestRunner) (string, string) {
 	t.Helper()
-	out := s.agent.OK("approvals_create", apptest.RunAsk(r, "ada", specSHA64, []string{"deploy.sh", "api"}, "remote", 30*time.Minute))
+	out := s.agent.OK("approvals_create", r.Ask("ada", specSHA64, []string{"deploy.sh", "api"}, "remote", 30*time.Minute))
 	return out["approval_id"].(string), out["payload_sha256"].(string)
 }
 
@@ -82,7 +82,7 @@ func TestARunnerTokenReadsOnlyItsRunsAndCallsNothingElse(t *testing.T) {
 		if want := []string{"approvals_add_progress", "approvals_get", "approvals_list"}; !slices.Equal(names, want) {
 			t.Errorf("a runner's tools/list = %v, want %v", names, want)
 		}
-		specRefused(t, c.Call("approvals_create", apptest.RunAsk(s.r1, "ada", specSHA64, []string{"x.sh"}, "remote", 30*time.Minute)), models.PermissionDenied, "")
+		specRefused(t, c.Call("approvals_create", s.r1.Ask("ada", specSHA64, []string{"x.sh"}, "remote", 30*time.Minute)), models.PermissionDenied, "")
 		specRefused(t, c.Call("approvals_revoke_auto_approve_policy", map[string]any{"policy_id": "pol_x"}), models.PermissionDenied, "")
 
 		if got := c.OK("approvals_get", map[string]any{"approval_id": mine}); got["approval_id"] != mine {
@@ -126,7 +126,7 @@ func TestFilingARunNeedsAnEnrolledEnabledRunnerOfTheAccountWithItsKey(t *testing
 			t.Fatal(err)
 		}
 		withKey := func(r *apptest.TestRunner, key string) map[string]any {
-			args := apptest.RunAsk(r, "ada", specSHA64, []string{"deploy.sh"}, "remote", 30*time.Minute)
+			args := r.Ask("ada", specSHA64, []string{"deploy.sh"}, "remote", 30*time.Minute)
 			args["payload"].(map[string]any)["run"].(map[string]any)["runner_public_key"] = key
 			return args
 		}
@@ -135,8 +135,8 @@ func TestFilingARunNeedsAnEnrolledEnabledRunnerOfTheAccountWithItsKey(t *testing
 			args  map[string]any
 			field string
 		}{
-			{"a runner of another account", apptest.RunAsk(foreign, "ada", specSHA64, []string{"deploy.sh"}, "remote", 30*time.Minute), "payload.run.runner_id"},
-			{"a disabled runner", apptest.RunAsk(gone, "ada", specSHA64, []string{"deploy.sh"}, "remote", 30*time.Minute), "payload.run.runner_id"},
+			{"a runner of another account", foreign.Ask("ada", specSHA64, []string{"deploy.sh"}, "remote", 30*time.Minute), "payload.run.runner_id"},
+			{"a disabled runner", gone.Ask("ada", specSHA64, []string{"deploy.sh"}, "remote", 30*time.Minute), "payload.run.runner_id"},
 			{"another runner's key", withKey(s.r1, s.r2.PublicKey()), "payload.run.runner_public_key"},
 			{"a key that is no key", withKey(s.r1, "ed25519:AAAA"), "payload.run.runner_public_key"},
 		}
@@ -281,7 +281,7 @@ func TestDisablingARunnerFailsItsRunsThatHaveNotEnded(t *testing.T) {
 		if last := ev[len(ev)-1]; last.Step != "runner_gone" || !strings.Contains(last.Note, "host-1") {
 			t.Errorf("last event %s %q", last.Step, last.Note)
 		}
-		specRefused(t, s.agent.Call("approvals_create", apptest.RunAsk(s.r1, "ada", specSHA64, []string{"x.sh"}, "remote", 30*time.Minute)),
+		specRefused(t, s.agent.Call("approvals_create", s.r1.Ask("ada", specSHA64, []string{"x.sh"}, "remote", 30*time.Minute)),
 			models.FailedPrecondition, "payload.run.runner_id")
 	})
 }

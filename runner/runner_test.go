@@ -65,7 +65,7 @@ func (s *hostScene) writeScript(t *testing.T, name, body string) string {
 func (s *hostScene) file(t *testing.T, arg0, sha, askedOf string, ahead time.Duration) (string, string) {
 	t.Helper()
 	marker := filepath.Join(s.out, fmt.Sprintf("marker-%d", time.Now().UnixNano()))
-	out := s.agent.OK("approvals_create", apptest.RunAsk(s.enroled, askedOf, sha, []string{arg0, "world", marker}, "remote", ahead))
+	out := s.agent.OK("approvals_create", s.enroled.Ask(askedOf, sha, []string{arg0, "world", marker}, "remote", ahead))
 	return out["approval_id"].(string), marker
 }
 
