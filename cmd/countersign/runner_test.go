@@ -19,7 +19,6 @@ import (
 	"github.com/countersign/countersign/proof"
 )
 
-
 // lastLines are the last n lines of out.
 func lastLines(out string, n int) []string {
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
