@@ -203,4 +203,23 @@ func TestKillNineOfTheRunnerMidRunReportsFailedOnRestartAndNeverRunsAgain(t *tes
 	if raw, _ := os.ReadFile(marker); strings.Count(string(raw), "started") != 1 {
 		t.Errorf("the script started %d times, want once:\n%s", strings.Count(string(raw), "started"), raw)
 	}
+
+	t.Run("countersign verify accepts the agent's approvals_get answer and refuses it with a report changed", func(t *testing.T) {
+		got := agent.Call("approvals_get", map[string]any{"approval_id": id})
+		answer := filepath.Join(t.TempDir(), "answer.json")
+		if err := os.WriteFile(answer, []byte(got.Text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ok := cli(t, nil, "verify", answer, "--keys", keys, "--origin", env.URL)
+		if ok.code != 0 || !strings.Contains(ok.stdout, "VALID: the decision and all 2 runner report(s) verify") {
+			t.Errorf("verify of the answer:\n%s", ok)
+		}
+		changed := strings.Replace(got.Text, "runner restarted; not run again", "done, all fine", 1)
+		if err := os.WriteFile(answer, []byte(changed), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if bad := cli(t, nil, "verify", answer, "--keys", keys, "--origin", env.URL); bad.code != 1 || !strings.Contains(bad.stdout, "NOT VALID") {
+			t.Errorf("verify of an answer with a changed note:\n%s", bad)
+		}
+	})
 }
