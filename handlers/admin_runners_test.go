@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
@@ -74,4 +75,32 @@ func TestEnrollingARunnerOnTheRunnersPageShowsItsIdAndTokenOnce(t *testing.T) {
 			}
 		})
 	})
+}
+
+func TestTheAskPageOfAProductionRunShowsItUnmistakably(t *testing.T) {
+	f := newFixture(t, apptest.SQLite)
+	r := f.env.EnrollRunner(f.env.Account.ID, "deploy-eu")
+	c := f.env.Connect(f.token)
+	sha := strings.Repeat("ab", 32)
+	out := c.OK("approvals_create", r.Ask("ada", sha, []string{"migrate.sh", "--to", "v42"}, "production", 10*time.Minute))
+	b := signIn(t, f.env, f.owner)
+	res, body := b.get("/approvals/" + out["approval_id"].(string))
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("ask page: %d", res.StatusCode)
+	}
+	page := parseHTML(t, body)
+	for testid, want := range map[string]string{
+		"argv":        "migrate.sh --to v42",
+		"effect":      "PRODUCTION: this run changes production",
+		"runner-name": "deploy-eu",
+	} {
+		if el := elements(page, byAttr("data-testid", testid)); len(el) != 1 || textOf(el[0]) != want {
+			t.Errorf("%s: %d elements, want one reading %q", testid, len(el), want)
+		}
+	}
+	for _, want := range []string{r.Runner.ID, sha, "data-countdown"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page does not show %s", want)
+		}
+	}
 }
