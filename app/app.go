@@ -55,6 +55,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 			sender.Wake()
 		case models.ApprovalChanged:
 			endpoint.ApprovalChanged(c.ApprovalID)
+		case models.RunsChanged:
+			endpoint.RunsChanged(c.RunnerID)
 		}
 	})
 	return &App{

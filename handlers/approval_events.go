@@ -29,6 +29,8 @@ type timelineData struct {
 	From  string    `json:"from"`
 	To    string    `json:"to"`
 	Note  string    `json:"note"`
+	// Signed: a runner's report that carries its signature.
+	Signed bool `json:"signed,omitempty"`
 }
 
 // ApprovalEvents streams, as Server-Sent Events, the timeline events of one
@@ -89,7 +91,7 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 		}
 		for _, e := range events {
 			data, err := json.Marshal(timelineData{Seq: e.Seq, At: e.At.UTC(), Actor: e.Actor, By: e.ActorKind, Step: e.Step,
-				From: string(e.FromStatus), To: string(e.ToStatus), Note: e.Note})
+				From: string(e.FromStatus), To: string(e.ToStatus), Note: e.Note, Signed: e.RunnerSignature() != nil})
 			if err != nil {
 				h.log.Error("live timeline", "approval", a.ID, "err", err)
 				return nil

@@ -23,7 +23,15 @@ func (h *Handlers) ApprovalShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.render(c, http.StatusOK, views.Approval(h.page(c, a.Title, ""), h.askView(a, events, v.member)))
+	view := h.askView(a, events, v.member)
+	if a.RunnerID != "" {
+		r, err := h.store.RunnerByID(ctx, v.account.ID, a.RunnerID)
+		if err != nil {
+			return err
+		}
+		view.RunnerName = r.Name
+	}
+	return h.render(c, http.StatusOK, views.Approval(h.page(c, a.Title, ""), view))
 }
 
 // askView reads an ask into what its page shows. The payload and context
@@ -57,5 +65,5 @@ func (h *Handlers) askView(a *models.Approval, events []models.TimelineEvent, m 
 
 func eventView(e models.TimelineEvent) views.Event {
 	return views.Event{Seq: e.Seq, At: e.At, Actor: e.Actor, By: e.ActorKind, Step: e.Step,
-		From: string(e.FromStatus), To: string(e.ToStatus), Note: e.Note}
+		From: string(e.FromStatus), To: string(e.ToStatus), Note: e.Note, RunnerSigned: e.RunnerSignature() != nil}
 }

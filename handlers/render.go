@@ -46,6 +46,7 @@ var flashes = map[string]string{
 	"member-updated":  "Member updated.",
 	"member-removed":  "Member removed.",
 	"agent-disabled":  "Agent disabled: its token stops working and its open asks are cancelled.",
+	"runner-disabled": "Runner disabled: its token stops working and its runs that had not ended failed.",
 	"agent-deleted":   "Agent deleted.",
 	"policy-revoked":  "Auto-approve is off: asks wait for you again.",
 }

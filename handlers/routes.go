@@ -122,6 +122,9 @@ func (h *Handlers) Routes(mcpEndpoint http.Handler) *echo.Echo {
 	admin.POST("/agents", h.AdminAgentCreate)
 	admin.POST("/agents/:name/disable", h.AdminAgentDisable)
 	admin.POST("/agents/:name/delete", h.AdminAgentDelete)
+	admin.GET("/runners", h.AdminRunners)
+	admin.POST("/runners", h.AdminRunnerEnroll)
+	admin.POST("/runners/:name/disable", h.AdminRunnerDisable)
 	admin.GET("/policies", h.AdminPolicies)
 	admin.GET("/audit", h.AdminAudit)
 	return e

@@ -32,21 +32,83 @@ func (s *Server) addResources() {
 		Name: "approval", Title: "An approval", URITemplate: approvalURITemplate, MIMEType: "application/json",
 		Description: `One approval of your account, as approvals_get returns it. Subscribe (resources/subscribe) to hear the moment it changes, a decision above all, instead of polling; then read it again.`,
 	}, s.readApproval)
+	s.mcp.AddResourceTemplate(&sdk.ResourceTemplate{
+		Name: "runs", Title: "A runner's active runs", URITemplate: runsURITemplate, MIMEType: "application/json",
+		Description: `For a runner's token only: its approved and in-progress runs, as approvals_list returns them. Subscribe to hear the moment one moves.`,
+	}, s.readRuns)
 }
 
 // findApproval resolves an approval URI for the caller: another account's
 // approval is not found, exactly like one that does not exist.
 func (s *Server) findApproval(ctx context.Context, req sdk.Request, uri string) (*models.Approval, error) {
-	agent := agentFrom(req)
+	agent, runner := agentFrom(req), runnerFrom(req)
 	id, ok := approvalIDOf(uri)
-	if agent == nil || !ok {
+	if (agent == nil && runner == nil) || !ok {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
-	a, err := s.store.GetApproval(ctx, agent.AccountID, id)
+	var (
+		a   *models.Approval
+		err error
+	)
+	if runner != nil {
+		a, err = s.runOf(ctx, runner, id)
+	} else {
+		a, err = s.store.GetApproval(ctx, agent.AccountID, id)
+	}
 	if models.CodeOf(err) == models.NotFound {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
 	return a, err
+}
+
+// A runner subscribes to its runs: the resource changes whenever a run that
+// names it moves, above all when a person approves one, so the runner lists
+// its runs again at once instead of waiting for its next poll.
+const (
+	runnerURIPrefix   = "countersign://runners/"
+	runsURITemplate   = runnerURIPrefix + "{runner_id}/runs"
+	runsURISuffix     = "/runs"
+	runsListPageLimit = 50
+)
+
+// RunsURI is the resource of the runs that name a runner.
+func RunsURI(runnerID string) string { return runnerURIPrefix + runnerID + runsURISuffix }
+
+// runnerOfURI resolves a runs URI for the caller: only the runner itself may
+// read or subscribe to it.
+func runnerOfURI(req sdk.Request, uri string) (*models.Runner, error) {
+	runner := runnerFrom(req)
+	if runner == nil || uri != RunsURI(runner.ID) {
+		return nil, sdk.ResourceNotFoundError(uri)
+	}
+	return runner, nil
+}
+
+func (s *Server) readRuns(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	runner, err := runnerOfURI(req, req.Params.URI)
+	if err != nil {
+		return nil, err
+	}
+	list, _, err := s.store.ListApprovals(ctx, runner.AccountID, models.ListFilter{RunnerID: runner.ID, Status: "active", PageSize: runsListPageLimit})
+	if err != nil {
+		return nil, err
+	}
+	out := &ListOutput{Approvals: make([]*ApprovalOut, 0, len(list))}
+	for i := range list {
+		out.Approvals = append(out.Approvals, approvalOut(&list[i]))
+	}
+	text, err := encodeResult(out)
+	if err != nil {
+		return nil, err
+	}
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(text)}}}, nil
+}
+
+// RunsChanged tells the runner subscribed to its runs that one of them moved.
+func (s *Server) RunsChanged(runnerID string) {
+	if err := s.mcp.ResourceUpdated(context.Background(), &sdk.ResourceUpdatedNotificationParams{URI: RunsURI(runnerID)}); err != nil {
+		s.log.Warn("tell a runner its runs changed", "runner", runnerID, "err", err)
+	}
 }
 
 func (s *Server) readApproval(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
@@ -67,6 +129,10 @@ func (s *Server) readApproval(ctx context.Context, req *sdk.ReadResourceRequest)
 
 // subscribe lets a session subscribe only to an approval it may read.
 func (s *Server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
+	if strings.HasPrefix(req.Params.URI, runnerURIPrefix) {
+		_, err := runnerOfURI(req, req.Params.URI)
+		return err
+	}
 	_, err := s.findApproval(ctx, req, req.Params.URI)
 	return err
 }

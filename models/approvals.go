@@ -49,6 +49,7 @@ type Approval struct {
 	PRNumber         int64 `gorm:"column:pr_number"`
 	Head             string
 	JobID            string
+	RunnerID         string // the runner a pinned run names; "" for every other ask
 	Priority         int
 	Version          int
 	ExpiresAt        time.Time
@@ -165,9 +166,12 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*Approval, error
 			return nil, err
 		}
 	}
+	runnerID := ""
 	if payload.Run != nil {
-		// Runners are enrolled by an admin; until this account has the named one, a pinned run cannot be filed.
-		return nil, Refuse(FailedPrecondition, "payload.run.runner_id", "runner %q is not enrolled in this account; an admin enrolls runners before pinned runs can be asked for", payload.Run.RunnerID)
+		if err := s.checkRunner(ctx, agent.AccountID, payload.Run.RunnerID, payload.Run.RunnerPublicKey); err != nil {
+			return nil, err
+		}
+		runnerID = payload.Run.RunnerID
 	}
 	expires := now.Add(s.askTTL)
 	if !payload.ExpiresAt.IsZero() && payload.ExpiresAt.Before(expires) {
@@ -181,7 +185,7 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*Approval, error
 		AgentLabel: in.AgentLabel, RequesterID: agent.ID, RequesterSubject: agent.Subject, AskedOf: askedOf,
 		Status: StatusPending, Supersedes: in.Supersedes,
 		RepoKey: strings.ToLower(payload.Repo), PRNumber: payload.Number, Head: payload.Head, JobID: actx.JobID,
-		Version: 1, ExpiresAt: expires, CreatedAt: now, UpdatedAt: now,
+		RunnerID: runnerID, Version: 1, ExpiresAt: expires, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := s.file(ctx, a); err != nil {
 		return nil, err
@@ -293,6 +297,7 @@ type ListFilter struct {
 	Head          string
 	PayloadSHA256 string
 	JobID         string
+	RunnerID      string // only the runs that name this runner
 	PageSize      int
 	PageToken     string
 }
@@ -366,6 +371,9 @@ func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilte
 	}
 	if f.JobID != "" {
 		q = q.Where("job_id = ?", f.JobID)
+	}
+	if f.RunnerID != "" {
+		q = q.Where("runner_id = ?", f.RunnerID)
 	}
 	if f.PageToken != "" {
 		after, ok := decodePageToken(f.PageToken)

@@ -18,7 +18,8 @@ var AuditSteps = []string{"created", string(EventApprove), string(EventAutoAppro
 	string(EventQuestion), string(EventAnswered), string(EventWithdraw), string(EventExpire), string(EventSupersede),
 	string(EventCancel), string(EventStarted), string(EventObservedChanged), string(EventStep), string(EventDone), string(EventFailed),
 	StepAutoApproveRequested, StepPolicyEnabled, StepPolicyReplaced, StepPolicyRevoked, StepPolicySkipped,
-	StepMemberJoined, StepPasskeyAdded, StepPasskeyRemoved}
+	StepMemberJoined, StepPasskeyAdded, StepPasskeyRemoved,
+	string(EventRunnerDisabled), StepRunnerEnrolled, StepRunnerDisabled}
 
 // AuditFilter narrows the audit log. Empty and zero fields are no filter.
 type AuditFilter struct {

@@ -27,6 +27,8 @@ const (
 	// person's in one account (removed from it) or in all (AccountID "":
 	// signed out everywhere).
 	SessionsEnded ChangeKind = "sessions"
+	// RunsChanged: a run that names RunnerID moved, so its runner reads its runs again.
+	RunsChanged ChangeKind = "runs"
 	// ChangesMissed: this instance may have missed changes (its PostgreSQL
 	// listener reconnected); a subscriber reads again what it shows.
 	ChangesMissed ChangeKind = "missed"
@@ -39,6 +41,7 @@ type Change struct {
 	ApprovalID string     `json:"id,omitempty"`  // ApprovalChanged
 	Seq        int64      `json:"seq,omitempty"` // ApprovalChanged: the timeline event it appended; shown up to it means current
 	PersonID   string     `json:"p,omitempty"`   // SessionsEnded
+	RunnerID   string     `json:"r,omitempty"`   // RunsChanged
 	// SessionHash is, for SessionsEnded of one session, its id hash.
 	SessionHash string `json:"s,omitempty"`
 }
@@ -135,7 +138,7 @@ func (s *Store) changed(tx *gorm.DB, c Change) error {
 	if m != nil {
 		i := slices.IndexFunc(m.changes, func(o Change) bool {
 			return o.Kind == c.Kind && o.AccountID == c.AccountID && o.ApprovalID == c.ApprovalID && o.PersonID == c.PersonID &&
-				o.SessionHash == c.SessionHash
+				o.SessionHash == c.SessionHash && o.RunnerID == c.RunnerID
 		})
 		if i >= 0 && m.changes[i].Seq >= c.Seq {
 			return nil

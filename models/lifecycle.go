@@ -65,6 +65,8 @@ const (
 	EventFailed          Event = "failed"
 	EventExecuted        Event = "executed"         // an approved request's command ran
 	EventNotExecuted     Event = "execution_failed" // an approved request's command could not run
+	// EventRunnerDisabled fails closed a run whose runner was disabled before it ended.
+	EventRunnerDisabled Event = "runner_gone"
 )
 
 // transition is one row of the state table.
@@ -94,6 +96,7 @@ var lifecycle = map[Event]transition{
 	EventFailed:          {from: []Status{StatusInProgress}, to: StatusFailed},
 	EventExecuted:        {from: []Status{StatusApproved}, to: StatusDone},
 	EventNotExecuted:     {from: []Status{StatusApproved}, to: StatusFailed},
+	EventRunnerDisabled:  {from: []Status{StatusPending, StatusQuestion, StatusApproved, StatusInProgress}, to: StatusFailed},
 }
 
 // Actor kinds on the timeline.
@@ -155,6 +158,11 @@ func (s *Store) move(tx *gorm.DB, a *Approval, ch change) error {
 	}
 	if err := s.approvalChanged(tx, ev); err != nil {
 		return err
+	}
+	if a.RunnerID != "" {
+		if err := s.changed(tx, Change{Kind: RunsChanged, AccountID: a.AccountID, RunnerID: a.RunnerID}); err != nil {
+			return err
+		}
 	}
 	if a.Status == StatusPending && t.to != StatusPending {
 		if err := s.killChallenges(tx, a.ID); err != nil {

@@ -327,4 +327,21 @@ CREATE TABLE work_item_history (
 );
 CREATE INDEX work_item_history_item ON work_item_history (account_id, item_id, seq)
 `},
+	{14, "runners: enrolled executors of pinned runs, each with its Ed25519 key and token; the runner a run names", `
+CREATE TABLE runners (
+	id TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	name TEXT NOT NULL,
+	public_key TEXT NOT NULL,
+	token_hash TEXT NOT NULL UNIQUE,
+	disabled BOOLEAN NOT NULL DEFAULT FALSE,
+	disabled_by TEXT NOT NULL DEFAULT '',
+	disabled_at {{time}},
+	created_by TEXT NOT NULL DEFAULT '',
+	created_at {{time}} NOT NULL,
+	UNIQUE (account_id, name)
+);
+ALTER TABLE approvals ADD COLUMN runner_id TEXT NOT NULL DEFAULT '';
+CREATE INDEX approvals_runner ON approvals (runner_id, seq) WHERE runner_id <> ''
+`},
 }

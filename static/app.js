@@ -401,6 +401,13 @@ function initLive() {
       const what = document.createElement("span");
       what.textContent = ` ${e.actor} \xB7 ${words(e.step)}${e.to && e.to !== e.from ? " \u2192 " + words(e.to) : ""}`;
       li.append(time, what);
+      if (e.signed) {
+        const badge = document.createElement("span");
+        badge.className = "badge status-approved";
+        badge.dataset.testid = "runner-signed";
+        badge.textContent = "signed by the runner";
+        li.append(" ", badge);
+      }
       if (e.note) {
         const note = document.createElement("q");
         note.textContent = e.note;

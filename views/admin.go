@@ -131,3 +131,28 @@ func inviteClass(state string) string {
 	}
 	return "status-expired"
 }
+
+// RunnersView is the account's runners.
+type RunnersView struct {
+	Runners     []RunnerRow
+	NewRunner   string // the name of a runner just enrolled
+	NewRunnerID string
+	Token       string // its token, shown once
+	MCPURL      string
+	ServerURL   string
+	Error       string
+}
+
+// RunnerRow is one runner.
+type RunnerRow struct {
+	ID         string
+	Name       string
+	PublicKey  string
+	Disabled   bool
+	DisabledBy string
+	CreatedAt  time.Time
+}
+
+func runnerPath(name, action string) templ.SafeURL {
+	return templ.SafeURL("/admin/runners/" + url.PathEscape(name) + "/" + action)
+}

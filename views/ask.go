@@ -45,6 +45,7 @@ type Ask struct {
 	Timeline      []Event
 	CanDecide     bool // pending, alive and the viewer may decide it
 	Now           time.Time
+	RunnerName    string // the enrolled name of the runner a pinned run names
 }
 
 // Event is one line of an ask's timeline.
@@ -57,6 +58,8 @@ type Event struct {
 	From  string
 	To    string
 	Note  string
+	// RunnerSigned: a runner's report carrying its signature.
+	RunnerSigned bool
 }
 
 // ShortHash is the first 12 characters of the payload hash, how people quote it.

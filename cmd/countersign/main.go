@@ -30,6 +30,18 @@ Usage:
                                                the existing person S accepts with their own passkey; URL on the last line
   countersign keys export [--account NAME] [--out FILE]
                                                write the account's device keys, for verify --keys
+  countersign runner init --dir D [--scripts S]
+                                               on a runner host: its key pair and approved scripts folder;
+                                               the public key alone on the last line
+  countersign runner enroll --name N --public-key KEY [--account NAME]
+                                               enroll a runner: its id, then its token, on the last two lines
+  countersign runner list [--account NAME]
+  countersign runner disable NAME [--account NAME]
+                                               its token stops; its runs that have not ended fail
+  countersign runner trust --dir D --keys KEYS.json
+                                               on a runner host: pin the device keys it accepts decisions from
+  countersign runner serve --dir D --server URL [--token-file F] [--time-limit 10m]
+                                               on a runner host: run approved pinned runs once each (docs/runner.md)
   countersign vapid                            print the Web Push (VAPID) public key
   countersign work column add --key KEY --name NAME [--account NAME]
   countersign work column remove KEY [--account NAME]
@@ -88,6 +100,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if cmd == "gate" { // a proxy: no database; it reaches the service over MCP
 		return gateCommand(ctx, args, getenv, os.Stdin, out, os.Stderr)
 	}
+	if cmd == "runner" { // the runner host's commands need no server configuration
+		if handled, err := runnerHostCommand(ctx, args, getenv, out, log); handled {
+			return err
+		}
+	}
 	cfg, err := app.LoadConfig(getenv)
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
@@ -110,6 +127,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return auditCommand(ctx, cfg, args, out)
 	case "work":
 		return workCommand(ctx, cfg, args, out)
+	case "runner":
+		return runnerCommand(ctx, cfg, args, out)
 	}
 	return usageError{fmt.Sprintf("unknown command %q; run countersign help", cmd)}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/countersign/countersign/proof"
 )
 
-const verifyUsage = "usage: countersign verify PROOF.json [--keys KEYS.json] [--rp-id ID] [--origin ORIGIN] [--allow-self-asserted] [--allow-missing-payload]"
+const verifyUsage = "usage: countersign verify PROOF.json|APPROVAL.json [--keys KEYS.json] [--rp-id ID] [--origin ORIGIN] [--allow-self-asserted] [--allow-missing-payload]"
 
 // verifyCommand checks a decision proof offline: it needs no configuration,
 // no database and no network. It exits 0 only when the proof is valid, its
@@ -51,6 +51,22 @@ func verifyCommand(args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("the proof is NOT valid: %w", err)
 	}
+	opts := verifyOptions{keysFile: *keysFile, rpID: *rpID, origin: *origin, allowSelf: *allowSelf, allowNoPayload: *allowNoPayload}
+	if answer, ok := readApprovalAnswer(raw); ok {
+		return verifyAnswer(answer, file, opts, out)
+	}
+	return verifyProof(raw, file, opts, out)
+}
+
+// verifyOptions are verify's flags.
+type verifyOptions struct {
+	keysFile, rpID, origin    string
+	allowSelf, allowNoPayload bool
+}
+
+// verifyProof checks one decision proof and prints what it shows.
+func verifyProof(raw []byte, file string, opts verifyOptions, out io.Writer) error {
+	keysFile, rpID, origin, allowSelf, allowNoPayload := &opts.keysFile, &opts.rpID, &opts.origin, &opts.allowSelf, &opts.allowNoPayload
 	p, err := proof.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("the proof in %s is NOT valid: it is not a countersign proof: %w", file, err)

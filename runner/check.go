@@ -1,0 +1,211 @@
+package runner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gowebpki/jcs"
+
+	"github.com/countersign/countersign/proof"
+)
+
+// Approval is an approval as approvals_get answers it: the members a runner
+// reads. Nothing in it is trusted until Check has verified it.
+type Approval struct {
+	ApprovalID    string          `json:"approval_id"`
+	Kind          string          `json:"kind"`
+	Status        string          `json:"status"`
+	Payload       json.RawMessage `json:"payload"`
+	PayloadSHA256 string          `json:"payload_sha256"`
+	Proof         json.RawMessage `json:"proof"`
+	Timeline      []Event         `json:"timeline"`
+}
+
+// Event is one line of an approval's timeline.
+type Event struct {
+	At     time.Time           `json:"at"`
+	Actor  string              `json:"actor"`
+	By     string              `json:"by"`
+	Step   string              `json:"step"`
+	From   string              `json:"from"`
+	To     string              `json:"to"`
+	Note   string              `json:"note"`
+	Runner *proof.RunnerReport `json:"runner"`
+}
+
+// RunPin is payload.run as a runner reads it.
+type RunPin struct {
+	Cmd             string      `json:"cmd"`
+	ScriptSHA256    string      `json:"script_sha256"`
+	RunnerID        string      `json:"runner_id"`
+	Argv            []string    `json:"argv"`
+	Effect          string      `json:"effect"`
+	RunnerPublicKey string      `json:"runner_public_key"`
+	ExpiresAt       json.Number `json:"expires_at"`
+	AskedOf         string      `json:"asked_of"`
+}
+
+// ReadPin reads payload.run of a run's payload.
+func ReadPin(payload []byte) (*RunPin, error) {
+	var p struct {
+		Run *RunPin `json:"run"`
+	}
+	if err := json.Unmarshal(payload, &p); err != nil || p.Run == nil {
+		return nil, errors.New("the payload is not a run")
+	}
+	return p.Run, nil
+}
+
+// Plan is a run that passed every check: what to execute, and what each
+// report signs.
+type Plan struct {
+	ApprovalID    string
+	PayloadSHA256 string
+	RunnerID      string
+	Script        string   // absolute, symlinks resolved, inside the scripts folder
+	Argv          []string // as approved; argv[0] relative to the scripts folder
+	ExpiresAt     time.Time
+}
+
+// Refusal is why a runner will not execute a run it is addressed to; the
+// run is claimed and reported failed with it, and never starts.
+type Refusal struct{ Reason string }
+
+func (r *Refusal) Error() string { return r.Reason }
+
+func refuse(format string, args ...any) *Refusal {
+	return &Refusal{Reason: fmt.Sprintf(format, args...)}
+}
+
+// ErrNotMine is a run that names another runner's key: this runner neither
+// claims nor reports on it.
+var ErrNotMine = errors.New("the run names another runner's public key")
+
+// Check decides, on the runner's own evidence only, whether a run may
+// execute now: the payload is a run that names this runner's key; it is
+// canonical and hashes to payload_sha256; the decision proof verifies
+// offline against the pinned device keys at origin, approves exactly this
+// approval and payload, and was signed by a key of the person asked; the run
+// has not expired; argv[0] resolves inside the scripts folder (no "..", no
+// symlink out) to a regular file whose SHA-256 is script_sha256. A run that
+// fails a check returns a *Refusal saying which; one for another runner
+// returns ErrNotMine.
+func (h *Host) Check(a *Approval, origin string, now time.Time) (*Plan, error) {
+	pin, err := ReadPin(a.Payload)
+	if err != nil {
+		return nil, refuse("%v", err)
+	}
+	if pin.RunnerPublicKey != h.PublicKey() {
+		return nil, ErrNotMine
+	}
+	canonical, err := jcs.Transform(a.Payload)
+	if err != nil {
+		return nil, refuse("the payload is not I-JSON: %v", err)
+	}
+	sum := sha256.Sum256(canonical)
+	payloadSHA := hex.EncodeToString(sum[:])
+	if payloadSHA != a.PayloadSHA256 {
+		return nil, refuse("the payload does not hash to payload_sha256: the server's copy and its hash disagree")
+	}
+	if len(a.Proof) == 0 || string(a.Proof) == "null" {
+		return nil, refuse("no decision proof: nobody's device signed an approve of this run")
+	}
+	p, err := proof.Parse(a.Proof)
+	if err != nil {
+		return nil, refuse("the decision proof is not a countersign proof: %v", err)
+	}
+	res, err := proof.Verify(p, proof.Expect{RPID: h.Trusted.RPID, Origin: origin, Keys: h.Trusted})
+	if err != nil {
+		return nil, refuse("the decision proof does not verify against the pinned device keys: %v", err)
+	}
+	switch {
+	case res.ApprovalID != a.ApprovalID:
+		return nil, refuse("the decision proof is for approval %s, not %s", res.ApprovalID, a.ApprovalID)
+	case res.PayloadSHA256 != payloadSHA:
+		return nil, refuse("the decision proof signs another payload (%s) than this run's (%s)", res.PayloadSHA256, payloadSHA)
+	case res.Decision != "approve":
+		return nil, refuse("the decision proof signs %q, not approve", res.Decision)
+	case res.KeyPerson != pin.AskedOf:
+		return nil, refuse("the decision was signed by a key of %s, but the run was asked of %s", res.KeyPerson, pin.AskedOf)
+	}
+	secs, err := strconv.ParseInt(pin.ExpiresAt.String(), 10, 64)
+	if err != nil {
+		return nil, refuse("expires_at is not unix seconds")
+	}
+	expires := time.Unix(secs, 0)
+	if !now.Before(expires) {
+		return nil, refuse("the run expired at %s; it is %s now", expires.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	if len(pin.Argv) == 0 {
+		return nil, refuse("argv is empty")
+	}
+	script, err := h.resolve(pin.Argv[0])
+	if err != nil {
+		return nil, err
+	}
+	got, err := fileSHA256(script)
+	if err != nil {
+		return nil, refuse("cannot read the script %s: %v", pin.Argv[0], err)
+	}
+	if got != pin.ScriptSHA256 {
+		return nil, refuse("the script %s changed: its SHA-256 is %s, the approved one %s", pin.Argv[0], got, pin.ScriptSHA256)
+	}
+	return &Plan{ApprovalID: a.ApprovalID, PayloadSHA256: payloadSHA, RunnerID: pin.RunnerID, Script: script,
+		Argv: pin.Argv, ExpiresAt: expires}, nil
+}
+
+// resolve finds argv[0] inside the scripts folder: a relative path with no
+// ".." segment, whose real path (symlinks resolved) is still inside the
+// folder's real path, and a regular file.
+func (h *Host) resolve(arg0 string) (string, error) {
+	if filepath.IsAbs(arg0) || strings.HasPrefix(arg0, "/") || strings.HasPrefix(arg0, `\`) {
+		return "", refuse("argv[0] %q is absolute; it must be a path inside the scripts folder", arg0)
+	}
+	for _, seg := range strings.FieldsFunc(arg0, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == ".." {
+			return "", refuse("argv[0] %q has a \"..\" segment; it must stay inside the scripts folder", arg0)
+		}
+	}
+	root, err := filepath.EvalSymlinks(h.Scripts)
+	if err != nil {
+		return "", refuse("the scripts folder %s: %v", h.Scripts, err)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(root, arg0))
+	if err != nil {
+		return "", refuse("argv[0] %q: %v", arg0, err)
+	}
+	rel, err := filepath.Rel(root, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", refuse("argv[0] %q leads outside the scripts folder (to %s, through a symlink)", arg0, real)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", refuse("argv[0] %q: %v", arg0, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", refuse("argv[0] %q is not a regular file", arg0)
+	}
+	return real, nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
