@@ -72,6 +72,7 @@ type Plan struct {
 	PayloadSHA256 string
 	RunnerID      string
 	Script        string   // absolute, symlinks resolved, inside the scripts folder
+	Code          []byte   // the script's bytes as read and hashed: what runs (see execute)
 	Argv          []string // as approved; argv[0] relative to the scripts folder
 	ExpiresAt     time.Time
 }
@@ -152,14 +153,15 @@ func (h *Host) Check(a *Approval, origin string, now time.Time) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	got, err := fileSHA256(script)
+	code, err := readScript(script)
 	if err != nil {
 		return nil, refuse("cannot read the script %s: %v", pin.Argv[0], err)
 	}
-	if got != pin.ScriptSHA256 {
+	codeSum := sha256.Sum256(code)
+	if got := hex.EncodeToString(codeSum[:]); got != pin.ScriptSHA256 {
 		return nil, refuse("the script %s changed: its SHA-256 is %s, the approved one %s", pin.Argv[0], got, pin.ScriptSHA256)
 	}
-	return &Plan{ApprovalID: a.ApprovalID, PayloadSHA256: payloadSHA, RunnerID: pin.RunnerID, Script: script,
+	return &Plan{ApprovalID: a.ApprovalID, PayloadSHA256: payloadSHA, RunnerID: pin.RunnerID, Script: script, Code: code,
 		Argv: pin.Argv, ExpiresAt: expires}, nil
 }
 
@@ -197,15 +199,22 @@ func (h *Host) resolve(arg0 string) (string, error) {
 	return real, nil
 }
 
-func fileSHA256(path string) (string, error) {
+// maxScript bounds the script a runner reads, hashes and keeps to run.
+const maxScript = 16 << 20
+
+// readScript reads the script once: the bytes hashed are the bytes run.
+func readScript(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
+	code, err := io.ReadAll(io.LimitReader(f, maxScript+1))
+	if err != nil {
+		return nil, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	if len(code) > maxScript {
+		return nil, fmt.Errorf("over %d bytes", maxScript)
+	}
+	return code, nil
 }

@@ -293,3 +293,32 @@ func TestFiftyRunnersSharingAKeyExecuteARunOnce(t *testing.T) {
 		t.Errorf("script started %d times, %d executions, %d started events; want 1 each", n, executions.Load(), started)
 	}
 }
+
+// What runs is what was hashed: a script swapped after the runner checked
+// it, and before it started, does not run; the checked bytes do.
+func TestAScriptSwappedAfterTheCheckDoesNotRun(t *testing.T) {
+	s := newHostScene(t, apptest.SQLite)
+	sha := s.writeScript(t, "hello.sh", script)
+	id, _ := s.file(t, "hello.sh", sha, "ada", 30*time.Minute)
+	swapped := filepath.Join(s.out, "swapped")
+	s.serve(t, s.dir, func(string) {
+		evil := "#!/bin/sh\ntouch " + swapped + "\necho swapped\n"
+		if err := os.WriteFile(filepath.Join(s.host.Scripts, "hello.sh"), []byte(evil), 0o755); err != nil {
+			t.Error(err)
+		}
+	})
+	s.approve(t, s.ada, id)
+	if a := s.ended(t, id); a.Status != models.StatusDone {
+		t.Fatalf("run ended %s", a.Status)
+	}
+	if _, err := os.Stat(swapped); err == nil {
+		t.Fatalf("the script swapped in after the check ran")
+	}
+	said := ""
+	for _, e := range s.timeline(t, id) {
+		said += e.Note + "\n"
+	}
+	if !strings.Contains(said, "hello world") || strings.Contains(said, "swapped") {
+		t.Fatalf("the run's notes %q: want the checked script's output", said)
+	}
+}

@@ -310,7 +310,9 @@ func (r *Runner) finish(ctx context.Context, j *journal, step, note string) erro
 
 // execute runs the plan's argv with no shell, a clean environment, the
 // scripts folder as working directory and the time limit, reporting its
-// output as signed step notes, and says how it ended.
+// output as signed step notes, and says how it ended. What runs is the
+// script's bytes that Check read and hashed, copied into a private folder:
+// a change to the file after the check cannot slip in between.
 func (r *Runner) execute(ctx context.Context, plan *Plan) (step, note string) {
 	if r.executed != nil {
 		r.executed(plan.ApprovalID)
@@ -321,16 +323,40 @@ func (r *Runner) execute(ctx context.Context, plan *Plan) (step, note string) {
 	if err != nil {
 		return "failed", clip("the scripts folder: "+err.Error(), 500)
 	}
-	cmd := exec.CommandContext(runCtx, plan.Script, plan.Argv[1:]...)
-	cmd.Args[0] = plan.Argv[0]
-	cmd.Dir = root
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "COUNTERSIGN_APPROVAL_ID=" + plan.ApprovalID}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	out, w := io.Pipe()
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
+	private, err := os.MkdirTemp("", "countersign-run-")
+	if err != nil {
+		return "failed", clip("a private copy of the script: "+err.Error(), 500)
+	}
+	defer os.RemoveAll(private)
+	verified := filepath.Join(private, filepath.Base(plan.Script))
+	if err := os.WriteFile(verified, plan.Code, 0o500); err != nil {
+		return "failed", clip("a private copy of the script: "+err.Error(), 500)
+	}
+	// A file just written may be "text file busy" for a moment, while a
+	// fork elsewhere in this process still holds its descriptor: try again.
+	var (
+		cmd *exec.Cmd
+		out *io.PipeReader
+		w   *io.PipeWriter
+	)
+	for try := 0; ; try++ {
+		cmd = exec.CommandContext(runCtx, verified, plan.Argv[1:]...)
+		cmd.Args[0] = plan.Argv[0]
+		cmd.Dir = root
+		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "COUNTERSIGN_APPROVAL_ID=" + plan.ApprovalID}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = 5 * time.Second
+		out, w = io.Pipe()
+		cmd.Stdout, cmd.Stderr = w, w
+		err = cmd.Start()
+		if !errors.Is(err, syscall.ETXTBSY) || try == 20 {
+			break
+		}
+		w.Close()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
 		return "failed", clip("the script did not start: "+err.Error(), 500)
 	}
 	waited := make(chan error, 1)
