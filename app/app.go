@@ -47,7 +47,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	store.SetPushCap(cfg.PushCap)
 	store.SetSessionIdle(cfg.SessionIdle)
 	sender := push.NewSender(store, keys, push.Options{Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log})
-	endpoint := mcp.New(store, mcp.Options{AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log})
+	endpoint := mcp.New(store, mcp.Options{AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log,
+		ResourceMetadataURL: cfg.BaseURL + handlers.ProtectedResourcePath + "/mcp"})
 	store.Changes().Subscribe(func(c models.Change) {
 		switch c.Kind {
 		case models.PushesQueued, models.ChangesMissed:

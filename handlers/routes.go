@@ -6,7 +6,6 @@ package handlers
 import (
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
 
 	"github.com/labstack/echo/v4"
@@ -53,8 +52,8 @@ const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 	"base-uri 'none'; frame-ancestors 'none'; form-action 'self'; object-src 'none'"
 
 // Routes builds the Echo app: public pages, the signed-in person's pages,
-// the admin pages, and the MCP endpoint for agents.
-func (h *Handlers) Routes(mcpEndpoint http.Handler) *echo.Echo {
+// the admin pages, and the MCP endpoint for agents with its metadata.
+func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = h.errorHandler
@@ -69,7 +68,8 @@ func (h *Handlers) Routes(mcpEndpoint http.Handler) *echo.Echo {
 	e.Use(limitBody)
 
 	e.GET("/healthz", h.Health)
-	e.Any("/mcp", echo.WrapHandler(mcpEndpoint))
+	e.Any("/mcp", echo.WrapHandler(agents))
+	h.wellKnownRoutes(e, agents)
 	h.staticRoutes(e)
 	// The service worker renews its push subscription without a session or
 	// a CSRF token, which it does not have: the old endpoint and its auth

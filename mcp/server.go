@@ -29,7 +29,10 @@ type Options struct {
 	AskBurst int
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64
-	Logger       *slog.Logger
+	// ResourceMetadataURL is where the endpoint's protected-resource
+	// metadata (RFC 9728) is served; every 401 and 403 names it.
+	ResourceMetadataURL string
+	Logger              *slog.Logger
 }
 
 // Server is the MCP endpoint: its tools, the scopes each needs, and the
@@ -41,6 +44,8 @@ type Server struct {
 	mcp     *sdk.Server
 	scopes  map[string][]string // tool name → scopes it needs
 	http    http.Handler
+	// resourceMetadata is Options.ResourceMetadataURL.
+	resourceMetadata string
 }
 
 // New builds the endpoint with every tool registered.
@@ -56,6 +61,8 @@ func New(store *models.Store, opts Options) *Server {
 		limiter: newAskLimiter(opts.AskRate, opts.AskBurst),
 		log:     opts.Logger,
 		scopes:  map[string][]string{},
+
+		resourceMetadata: opts.ResourceMetadataURL,
 	}
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "countersign", Title: "Countersign", Version: Version}, &sdk.ServerOptions{
 		Instructions:       instructions,
