@@ -80,7 +80,7 @@ func New(store *models.Store, opts Options) *Server {
 		Logger:         opts.Logger,
 		SessionTimeout: 30 * time.Minute,
 	})
-	s.http = s.authenticate(http.MaxBytesHandler(streamable, opts.MaxBodyBytes))
+	s.http = s.authenticate(http.MaxBytesHandler(rpcErrors(streamable), opts.MaxBodyBytes))
 	return s
 }
 
