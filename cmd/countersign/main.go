@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/countersign/countersign/app"
@@ -38,6 +39,9 @@ Usage:
                                                check a decision proof offline (docs/proof.md); exit 0 valid
                                                with a registered key and its payload, 1 not
 
+An admin command works on the database serve uses (it says which) and refuses to make a new
+SQLite file where serve has never run, unless given --init.
+
 Configuration is read from the environment:
 `
 
@@ -62,15 +66,15 @@ type usageError struct{ msg string }
 func (u usageError) Error() string { return u.msg }
 
 func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer, log *slog.Logger) error {
+	// --init may stand anywhere: it lets an admin command make a new database.
+	init := slices.Contains(args, "--init")
+	args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--init" })
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
 	if cmd == "help" || cmd == "-h" || cmd == "--help" {
-		fmt.Fprint(out, usage)
-		for _, s := range app.Settings {
-			fmt.Fprintf(out, "  %-26s %-22q %s\n", s.Name, s.Default, s.Meaning)
-		}
+		fmt.Fprint(out, usage, app.TextTable(110))
 		return nil
 	}
 	if cmd == "verify" { // offline: no configuration, database or network
@@ -79,6 +83,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	cfg, err := app.LoadConfig(getenv)
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
+	}
+	if cmd != "serve" {
+		// An admin command: say which database, and make none by mistake.
+		if err := app.CheckDatabase(cfg, init); err != nil {
+			return err
+		}
+		log.Info("database", "database", cfg.DatabaseName())
 	}
 	switch cmd {
 	case "serve":
