@@ -1,7 +1,7 @@
 # Countersign's build and test entry points. `make test` is the one command
 # that runs every check; CI runs exactly that (see .ci/run).
 
-.PHONY: run build test vet fmt-check generate check-generated fuzz
+.PHONY: run build test halves vet fmt-check generate check-generated fuzz
 
 run: generate
 	go run ./cmd/countersign
@@ -12,8 +12,19 @@ build: generate
 # The one test command: vet, formatting, the generated files and the fuzz
 # targets (in CI), the npm packages the JavaScript checks use, then every Go
 # test under the race detector (which needs a C compiler: gcc).
+# Its last line says which halves ran: the PostgreSQL tests skip without
+# COUNTERSIGN_TEST_POSTGRES_URL and the browser tests without Chromium
+# (outside CI, where both must run).
 test: $(if $(CI),check-generated) vet fmt-check $(if $(CI),fuzz) node_modules/.package-lock.json
 	CGO_ENABLED=1 go test -race -count=1 ./...
+	@$(MAKE) --no-print-directory halves
+
+CHROMIUM ?= /usr/lib/chromium/chromium
+halves:
+	@ran="SQLite"; skipped=""; \
+	if [ -n "$$COUNTERSIGN_TEST_POSTGRES_URL" ]; then ran="$$ran, PostgreSQL"; else skipped="$${skipped:+$$skipped; }PostgreSQL (COUNTERSIGN_TEST_POSTGRES_URL is unset)"; fi; \
+	if [ -x "$(CHROMIUM)" ]; then ran="$$ran, browser"; else skipped="$${skipped:+$$skipped; }browser ($(CHROMIUM) is missing)"; fi; \
+	echo "make test: the halves that ran: $$ran.$${skipped:+ Skipped: $$skipped.}"
 
 # Runs each fuzz target for FUZZTIME (issue 9: 60 s each in CI): the payload
 # validator, the payload's JCS hash, and reading and verifying a proof. Each

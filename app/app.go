@@ -2,9 +2,13 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -69,7 +73,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 }
 
 // SetupURL returns, while nobody has registered yet, a fresh owner invite
-// of the default account for the first person; "" once someone has.
+// of the default account for the first person; "" once someone has. The
+// link printed by an earlier start stops working: there is one setup link.
 func (a *App) SetupURL(ctx context.Context) (string, error) {
 	n, err := a.Store.CountPersons(ctx)
 	if err != nil || n > 0 {
@@ -78,6 +83,11 @@ func (a *App) SetupURL(ctx context.Context) (string, error) {
 	acct, err := a.Store.AccountByName(ctx, models.DefaultAccountName)
 	if err != nil {
 		return "", err
+	}
+	if n, err := a.Store.RevokeOpenInvites(ctx, acct.ID, models.SetupInviter); err != nil {
+		return "", err
+	} else if n > 0 {
+		a.log.Info("the setup link printed before this start no longer works", "revoked", n)
 	}
 	token, _, err := a.Store.CreateInvite(ctx, models.NewInvite{AccountID: acct.ID, Role: models.RoleOwner, By: models.OperatorInviter(models.SetupInviter)})
 	if err != nil {
@@ -88,6 +98,48 @@ func (a *App) SetupURL(ctx context.Context) (string, error) {
 
 // InviteURL is the page where an invite is accepted.
 func InviteURL(baseURL, token string) string { return baseURL + "/invite/" + token }
+
+// SQLiteFile is the SQLite database file under the data folder.
+const SQLiteFile = "countersign.db"
+
+// DatabaseName says which database cfg opens, for logs and the CLI: the
+// SQLite file's absolute path, or the PostgreSQL host and database (never
+// the password).
+func (c Config) DatabaseName() string {
+	if c.DatabaseURL == "" {
+		p, err := filepath.Abs(filepath.Join(c.Data, SQLiteFile))
+		if err != nil {
+			p = filepath.Join(c.Data, SQLiteFile)
+		}
+		return "sqlite " + p
+	}
+	u, err := url.Parse(c.DatabaseURL)
+	if err != nil {
+		return "postgres (an unreadable URL)"
+	}
+	return "postgres " + u.Host + u.Path
+}
+
+// ErrNoDatabase is returned by CheckDatabase when the SQLite file is missing.
+var ErrNoDatabase = errors.New("no database")
+
+// CheckDatabase refuses a missing SQLite file unless create: an admin
+// command on a data folder where serve never ran is most likely a mistyped
+// COUNTERSIGN_DATA, and would otherwise make an empty database there.
+func CheckDatabase(c Config, create bool) error {
+	if c.DatabaseURL != "" || create {
+		return nil
+	}
+	path := filepath.Join(c.Data, SQLiteFile)
+	_, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w at %s: countersign serve has never run with COUNTERSIGN_DATA=%s; check COUNTERSIGN_DATA, or pass --init to make a new database there", ErrNoDatabase, c.DatabaseName()[len("sqlite "):], c.Data)
+	case err != nil:
+		return fmt.Errorf("look for the database: %w", err)
+	}
+	return nil
+}
 
 // OpenStore opens the configured database, for the service and the CLI; log
 // hears of the migrations it applies.

@@ -37,7 +37,7 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	wg.Go(func() { a.Background(sweepCtx) })
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("countersign listening", "addr", ln.Addr().String(), "database", a.Store.Dialect(), "base_url", cfg.BaseURL)
+	log.Info("countersign listening", "addr", ln.Addr().String(), "database", cfg.DatabaseName(), "base_url", cfg.BaseURL)
 	if setup, err := a.SetupURL(ctx); err != nil {
 		log.Error("make the owner setup invite", "err", err)
 	} else if setup != "" {
