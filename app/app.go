@@ -10,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/mcp"
+	"github.com/countersign/countersign/metrics"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/push"
@@ -27,7 +29,12 @@ type App struct {
 	Push    *push.Sender
 	Keys    push.Keys
 	Handler http.Handler
-	log     *slog.Logger
+	// Metrics serves /metrics when COUNTERSIGN_METRICS_ADDR is set; else nil.
+	Metrics http.Handler
+	metrics *metrics.Metrics
+	// listening is set once the PostgreSQL change listener is connected.
+	listening atomic.Bool
+	log       *slog.Logger
 }
 
 // Open connects to the database, migrates it, makes the default account on
@@ -50,9 +57,19 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	store.SetPushCap(cfg.PushCap)
 	store.SetSessionIdle(cfg.SessionIdle)
-	sender := push.NewSender(store, keys, push.Options{Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log})
-	endpoint := mcp.New(store, mcp.Options{AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log,
+	var (
+		observe    *metrics.Metrics
+		mcpObserve mcp.Observer
+		pushed     func(string)
+	)
+	if cfg.MetricsAddr != "" {
+		observe = metrics.New(store, log)
+		mcpObserve, pushed = observe, observe.PushSent
+	}
+	sender := push.NewSender(store, keys, push.Options{Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log, Outcome: pushed})
+	endpoint := mcp.New(store, mcp.Options{AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log, Observer: mcpObserve,
 		ResourceMetadataURL: cfg.BaseURL + handlers.ProtectedResourcePath + "/mcp"})
+	a := &App{Config: cfg, Store: store, MCP: endpoint, Push: sender, Keys: keys, metrics: observe, log: log}
 	store.Changes().Subscribe(func(c models.Change) {
 		switch c.Kind {
 		case models.PushesQueued, models.ChangesMissed:
@@ -60,16 +77,31 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		case models.ApprovalChanged:
 			endpoint.ApprovalChanged(c.ApprovalID)
 		}
+		if c.Kind == models.ChangesMissed {
+			// The PostgreSQL listener publishes it each time LISTEN is in place.
+			a.listening.Store(true)
+		}
 	})
-	return &App{
-		Config:  cfg,
-		Store:   store,
-		MCP:     endpoint,
-		Push:    sender,
-		Keys:    keys,
-		Handler: handlers.New(store, rp, cfg.BaseURL, handlers.PushConfig{PublicKey: keys.Public, AllowedHosts: cfg.PushHosts}, log).Routes(endpoint),
-		log:     log,
-	}, nil
+	h := handlers.New(store, rp, cfg.BaseURL, handlers.PushConfig{PublicKey: keys.Public, AllowedHosts: cfg.PushHosts}, log)
+	if store.Dialect() == models.Postgres {
+		h.CheckReady(a.listenerReady)
+	}
+	if observe != nil {
+		h.Observe(observe)
+		a.Metrics = observe.Handler()
+	}
+	a.Handler = h.Routes(endpoint)
+	return a, nil
+}
+
+// listenerReady refuses until the PostgreSQL change listener has connected.
+// (It says nothing of a listener that lost its connection since: the
+// listener publishes no such change.)
+func (a *App) listenerReady(context.Context) error {
+	if !a.listening.Load() {
+		return errors.New("the change listener has not connected yet")
+	}
+	return nil
 }
 
 // SetupURL returns, while nobody has registered yet, a fresh owner invite
@@ -159,6 +191,9 @@ func (a *App) Background(ctx context.Context) {
 	wg.Go(func() { a.Sweep(ctx) })
 	wg.Go(func() { a.SealAudit(ctx) })
 	wg.Go(func() { a.Push.Run(ctx) })
+	if a.metrics != nil {
+		wg.Go(func() { a.metrics.Run(ctx) })
+	}
 	if a.Store.Dialect() == models.Postgres {
 		wg.Go(func() { a.Store.ListenPostgres(ctx, a.Config.DatabaseURL, a.log) })
 	}

@@ -32,6 +32,7 @@ type Config struct {
 	PushWorkers int           // COUNTERSIGN_PUSH_WORKERS
 	PushRetry   time.Duration // COUNTERSIGN_PUSH_RETRY
 	SessionIdle time.Duration // COUNTERSIGN_SESSION_IDLE_WEB
+	MetricsAddr string        // COUNTERSIGN_METRICS_ADDR
 }
 
 // Setting documents one environment variable. Meaning is Markdown (code in
@@ -59,6 +60,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_PUSH_WORKERS", "8", "Pushes in flight at once."},
 	{"COUNTERSIGN_PUSH_RETRY", "1s", "Wait before the first retry of a push the service refused for now; it doubles up to 10 minutes."},
 	{"COUNTERSIGN_SESSION_IDLE_WEB", "12h", "A web session unused this long ends; it ends 30 days after sign-in in any case. From `2m` to `720h`."},
+	{"COUNTERSIGN_METRICS_ADDR", "", "Empty: no metrics. Else the listen address (like `127.0.0.1:9090`) of a listener of its own that serves Prometheus metrics at `/metrics`; keep it off the public network."},
 	{"GOGC", "400", "Not Countersign's own: Go's garbage collector target. When it is unset `serve` uses 400, where the collector costs about a third of the CPU it does at Go's 100, for a heap of a few tens of MB (`docs/perf.md`)."},
 }
 
@@ -187,6 +189,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.SessionIdle, err = time.ParseDuration(get("COUNTERSIGN_SESSION_IDLE_WEB")); err != nil || c.SessionIdle < 2*time.Minute || c.SessionIdle > models.SessionAbsolute {
 		bad("COUNTERSIGN_SESSION_IDLE_WEB", "must be a duration from 2m to 720h, like 12h")
+	}
+	if c.MetricsAddr = get("COUNTERSIGN_METRICS_ADDR"); c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			bad("COUNTERSIGN_METRICS_ADDR", "%q is not host:port (like 127.0.0.1:9090)", c.MetricsAddr)
+		} else if c.MetricsAddr == c.Addr {
+			bad("COUNTERSIGN_METRICS_ADDR", "must differ from COUNTERSIGN_ADDR: metrics have a listener of their own")
+		}
 	}
 	return c, errors.Join(errs...)
 }

@@ -4,6 +4,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -28,6 +29,8 @@ type Handlers struct {
 	push      PushConfig
 	// ceremonies caps the passkey ceremonies started without a session, per client address.
 	ceremonies *addressLimiter
+	observer   RequestObserver             // nil: nobody counts requests
+	ready      func(context.Context) error // more that /readyz checks; nil: nothing more
 }
 
 // PushConfig is what the pages need of Web Push: the VAPID public key a
@@ -57,6 +60,7 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = h.errorHandler
+	e.Use(h.logRequests)
 	e.Use(middleware.Recover())
 	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
 		XSSProtection: "0", ContentTypeNosniff: "nosniff", XFrameOptions: "DENY",
@@ -68,6 +72,7 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	e.Use(limitBody)
 
 	e.GET("/healthz", h.Health)
+	e.GET("/readyz", h.Ready)
 	e.Any("/mcp", echo.WrapHandler(agents))
 	h.wellKnownRoutes(e, agents)
 	h.staticRoutes(e)

@@ -9,6 +9,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/requestlog"
 )
 
 type agentKey struct{}
@@ -47,6 +48,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.challenge(w, http.StatusUnauthorized, "invalid_token", "", "this agent is disabled; an admin must look at it")
 			return
 		}
+		requestlog.From(r.Context()).SetAgent(agent.Subject)
 		if need, why := httpScopes(r, agent); need != nil {
 			s.challenge(w, http.StatusForbidden, "insufficient_scope", strings.Join(need, " "), why)
 			return

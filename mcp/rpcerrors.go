@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/countersign/countersign/requestlog"
 )
 
 // JSON-RPC error codes the endpoint answers with at the HTTP level: the
@@ -47,10 +49,16 @@ func rpcErrors(next http.Handler) http.Handler {
 			var msg struct {
 				ID     json.RawMessage `json:"id"`
 				Method string          `json:"method"`
+				Params struct {
+					Name string `json:"name"`
+				} `json:"params"`
 			}
 			if json.Unmarshal(body, &msg) == nil {
 				if len(msg.ID) > 0 {
 					id = msg.ID
+				}
+				if msg.Method == "tools/call" {
+					requestlog.From(r.Context()).SetTool(msg.Params.Name)
 				}
 				if msg.Method != "" && msg.Method != "initialize" && r.Header.Get("Mcp-Session-Id") == "" && !newProtocol(r) {
 					writeRPCError(w, http.StatusBadRequest, id, codeNoSession, "Bad Request: no Mcp-Session-Id header; open a session with initialize first")

@@ -33,7 +33,20 @@ type Options struct {
 	// metadata (RFC 9728) is served; every 401 and 403 names it.
 	ResourceMetadataURL string
 	Logger              *slog.Logger
+	// Observer hears of tool calls and filed asks, for metrics; none: nobody.
+	Observer Observer
 }
+
+// Observer hears what the endpoint did, for metrics. Its methods must not block.
+type Observer interface {
+	ToolCalled(tool, code string) // code is OK or a refusal's code
+	AskFiled(kind string)
+}
+
+type noObserver struct{}
+
+func (noObserver) ToolCalled(string, string) {}
+func (noObserver) AskFiled(string)           {}
 
 // Server is the MCP endpoint: its tools, the scopes each needs, and the
 // store they call.
@@ -46,6 +59,7 @@ type Server struct {
 	http    http.Handler
 	// resourceMetadata is Options.ResourceMetadataURL.
 	resourceMetadata string
+	observe          Observer
 }
 
 // New builds the endpoint with every tool registered.
@@ -63,6 +77,10 @@ func New(store *models.Store, opts Options) *Server {
 		scopes:  map[string][]string{},
 
 		resourceMetadata: opts.ResourceMetadataURL,
+		observe:          opts.Observer,
+	}
+	if s.observe == nil {
+		s.observe = noObserver{}
 	}
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "countersign", Title: "Countersign", Version: Version}, &sdk.ServerOptions{
 		Instructions:       instructions,
@@ -139,29 +157,46 @@ func define[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes []strin
 	// MCP requires an output schema of type "object"; a pointer output infers ["null", "object"].
 	out.Type, out.Types = "object", nil
 	tool.OutputSchema = out
+	call := toolCall(s, tool, input, h)
 	run := func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		res := call(ctx, req)
+		code := "OK"
+		if res.IsError {
+			code = "INTERNAL"
+			if c := res.GetError(); c != nil && models.CodeOf(c) != "" {
+				code = string(models.CodeOf(c))
+			}
+		}
+		s.observe.ToolCalled(tool.Name, code)
+		return res, nil
+	}
+	return toolDef{tool: tool, scopes: scopes, add: func(srv *sdk.Server, t *sdk.Tool) { srv.AddTool(t, run) }}
+}
+
+// toolCall is a tool's body with the checks and the encoding around it.
+func toolCall[In accountScoped, Out any](s *Server, tool *sdk.Tool, input *jsonschema.Resolved, h handler[In, Out]) func(context.Context, *sdk.CallToolRequest) *sdk.CallToolResult {
+	return func(ctx context.Context, req *sdk.CallToolRequest) *sdk.CallToolResult {
 		agent := agentFrom(req)
 		if agent == nil {
-			return errorResult(models.Refuse(models.PermissionDenied, "", "no agent token on this call")), nil
+			return errorResult(models.Refuse(models.PermissionDenied, "", "no agent token on this call"))
 		}
 		in, err := decodeArguments[In](req.Params.Arguments, input)
 		if err != nil {
-			return errorResult(err), nil
+			return errorResult(err)
 		}
 		if id := in.account(); id != "" && id != agent.AccountID {
-			return errorResult(models.Refuse(models.PermissionDenied, "account_id", "this token works only on its own account; leave account_id empty")), nil
+			return errorResult(models.Refuse(models.PermissionDenied, "account_id", "this token works only on its own account; leave account_id empty"))
 		}
 		out, err := h(ctx, agent, in)
 		if err != nil {
-			return errorResult(s.refusal(tool.Name, err)), nil
+			return errorResult(s.refusal(tool.Name, err))
 		}
 		text, err := encodeResult(out)
 		if err != nil {
-			return errorResult(s.refusal(tool.Name, err)), nil
+			return errorResult(s.refusal(tool.Name, err))
 		}
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}, StructuredContent: text}, nil
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}, StructuredContent: text}
 	}
-	return toolDef{tool: tool, scopes: scopes, add: func(srv *sdk.Server, t *sdk.Tool) { srv.AddTool(t, run) }}
 }
 
 var rawMessageSchema = &jsonschema.Schema{Type: "object"}
@@ -206,6 +241,7 @@ func (s *Server) scopeMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			agent := agentFrom(req)
 			need, known := s.scopes[call.Params.Name]
 			if known && (agent == nil || !agent.HasScopes(need...)) {
+				s.observe.ToolCalled(call.Params.Name, string(models.PermissionDenied))
 				return errorResult(models.Refuse(models.PermissionDenied, "", "%s needs the scopes %s; this token does not hold them all",
 					call.Params.Name, strings.Join(need, " and "))), nil
 			}
