@@ -19,6 +19,7 @@ const usage = `countersign: an approvals service that agents and people trust.
 
 Usage:
   countersign [serve]                          run the service (the default)
+  countersign version                          print the version make build stamped
   countersign account create NAME              make an account
   countersign account set NAME --allow-private-evidence=true|false
   countersign account list
@@ -61,6 +62,9 @@ func main() {
 	}
 }
 
+// version is stamped by make build (-ldflags -X main.version=…).
+var version = "dev"
+
 type usageError struct{ msg string }
 
 func (u usageError) Error() string { return u.msg }
@@ -75,6 +79,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	if cmd == "help" || cmd == "-h" || cmd == "--help" {
 		fmt.Fprint(out, usage, app.TextTable(110))
+		return nil
+	}
+	if cmd == "version" || cmd == "--version" {
+		fmt.Fprintln(out, "countersign", version)
 		return nil
 	}
 	if cmd == "verify" { // offline: no configuration, database or network
