@@ -2,14 +2,20 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/mcp"
+	"github.com/countersign/countersign/metrics"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/push"
@@ -23,7 +29,12 @@ type App struct {
 	Push    *push.Sender
 	Keys    push.Keys
 	Handler http.Handler
-	log     *slog.Logger
+	// Metrics serves /metrics when COUNTERSIGN_METRICS_ADDR is set; else nil.
+	Metrics http.Handler
+	metrics *metrics.Metrics
+	// listening is set once the PostgreSQL change listener is connected.
+	listening atomic.Bool
+	log       *slog.Logger
 }
 
 // Open connects to the database, migrates it, makes the default account on
@@ -47,8 +58,19 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	store.SetPushCap(cfg.PushCap)
 	store.SetSessionIdle(cfg.SessionIdle)
 	store.SetAgentSessionIdle(cfg.AgentIdle)
-	sender := push.NewSender(store, keys, push.Options{Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log})
-	endpoint := mcp.New(store, mcp.Options{AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log})
+	var (
+		observe    *metrics.Metrics
+		mcpObserve mcp.Observer
+		pushed     func(string)
+	)
+	if cfg.MetricsAddr != "" {
+		observe = metrics.New(store, log)
+		mcpObserve, pushed = observe, observe.PushSent
+	}
+	sender := push.NewSender(store, keys, push.Options{Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log, Outcome: pushed})
+	endpoint := mcp.New(store, mcp.Options{AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log, Observer: mcpObserve,
+		ResourceMetadataURL: cfg.BaseURL + handlers.ProtectedResourcePath + "/mcp"})
+	a := &App{Config: cfg, Store: store, MCP: endpoint, Push: sender, Keys: keys, metrics: observe, log: log}
 	store.Changes().Subscribe(func(c models.Change) {
 		switch c.Kind {
 		case models.PushesQueued, models.ChangesMissed:
@@ -58,20 +80,36 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		case models.RunsChanged:
 			endpoint.RunsChanged(c.RunnerID)
 		}
+		if c.Kind == models.ChangesMissed {
+			// The PostgreSQL listener publishes it each time LISTEN is in place.
+			a.listening.Store(true)
+		}
 	})
-	return &App{
-		Config:  cfg,
-		Store:   store,
-		MCP:     endpoint,
-		Push:    sender,
-		Keys:    keys,
-		Handler: handlers.New(store, rp, cfg.BaseURL, handlers.PushConfig{PublicKey: keys.Public, AllowedHosts: cfg.PushHosts}, log).Routes(endpoint),
-		log:     log,
-	}, nil
+	h := handlers.New(store, rp, cfg.BaseURL, handlers.PushConfig{PublicKey: keys.Public, AllowedHosts: cfg.PushHosts}, log)
+	if store.Dialect() == models.Postgres {
+		h.CheckReady(a.listenerReady)
+	}
+	if observe != nil {
+		h.Observe(observe)
+		a.Metrics = observe.Handler()
+	}
+	a.Handler = h.Routes(endpoint)
+	return a, nil
+}
+
+// listenerReady refuses until the PostgreSQL change listener has connected.
+// (It says nothing of a listener that lost its connection since: the
+// listener publishes no such change.)
+func (a *App) listenerReady(context.Context) error {
+	if !a.listening.Load() {
+		return errors.New("the change listener has not connected yet")
+	}
+	return nil
 }
 
 // SetupURL returns, while nobody has registered yet, a fresh owner invite
-// of the default account for the first person; "" once someone has.
+// of the default account for the first person; "" once someone has. The
+// link printed by an earlier start stops working: there is one setup link.
 func (a *App) SetupURL(ctx context.Context) (string, error) {
 	n, err := a.Store.CountPersons(ctx)
 	if err != nil || n > 0 {
@@ -80,6 +118,11 @@ func (a *App) SetupURL(ctx context.Context) (string, error) {
 	acct, err := a.Store.AccountByName(ctx, models.DefaultAccountName)
 	if err != nil {
 		return "", err
+	}
+	if n, err := a.Store.RevokeOpenInvites(ctx, acct.ID, models.SetupInviter); err != nil {
+		return "", err
+	} else if n > 0 {
+		a.log.Info("the setup link printed before this start no longer works", "revoked", n)
 	}
 	token, _, err := a.Store.CreateInvite(ctx, models.NewInvite{AccountID: acct.ID, Role: models.RoleOwner, By: models.OperatorInviter(models.SetupInviter)})
 	if err != nil {
@@ -90,6 +133,48 @@ func (a *App) SetupURL(ctx context.Context) (string, error) {
 
 // InviteURL is the page where an invite is accepted.
 func InviteURL(baseURL, token string) string { return baseURL + "/invite/" + token }
+
+// SQLiteFile is the SQLite database file under the data folder.
+const SQLiteFile = "countersign.db"
+
+// DatabaseName says which database cfg opens, for logs and the CLI: the
+// SQLite file's absolute path, or the PostgreSQL host and database (never
+// the password).
+func (c Config) DatabaseName() string {
+	if c.DatabaseURL == "" {
+		p, err := filepath.Abs(filepath.Join(c.Data, SQLiteFile))
+		if err != nil {
+			p = filepath.Join(c.Data, SQLiteFile)
+		}
+		return "sqlite " + p
+	}
+	u, err := url.Parse(c.DatabaseURL)
+	if err != nil {
+		return "postgres (an unreadable URL)"
+	}
+	return "postgres " + u.Host + u.Path
+}
+
+// ErrNoDatabase is returned by CheckDatabase when the SQLite file is missing.
+var ErrNoDatabase = errors.New("no database")
+
+// CheckDatabase refuses a missing SQLite file unless create: an admin
+// command on a data folder where serve never ran is most likely a mistyped
+// COUNTERSIGN_DATA, and would otherwise make an empty database there.
+func CheckDatabase(c Config, create bool) error {
+	if c.DatabaseURL != "" || create {
+		return nil
+	}
+	path := filepath.Join(c.Data, SQLiteFile)
+	_, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w at %s: countersign serve has never run with COUNTERSIGN_DATA=%s; check COUNTERSIGN_DATA, or pass --init to make a new database there", ErrNoDatabase, c.DatabaseName()[len("sqlite "):], c.Data)
+	case err != nil:
+		return fmt.Errorf("look for the database: %w", err)
+	}
+	return nil
+}
 
 // OpenStore opens the configured database, for the service and the CLI; log
 // hears of the migrations it applies.
@@ -109,6 +194,9 @@ func (a *App) Background(ctx context.Context) {
 	wg.Go(func() { a.Sweep(ctx) })
 	wg.Go(func() { a.SealAudit(ctx) })
 	wg.Go(func() { a.Push.Run(ctx) })
+	if a.metrics != nil {
+		wg.Go(func() { a.metrics.Run(ctx) })
+	}
 	if a.Store.Dialect() == models.Postgres {
 		wg.Go(func() { a.Store.ListenPostgres(ctx, a.Config.DatabaseURL, a.log) })
 	}

@@ -33,30 +33,82 @@ type Config struct {
 	PushRetry   time.Duration // COUNTERSIGN_PUSH_RETRY
 	SessionIdle time.Duration // COUNTERSIGN_SESSION_IDLE_WEB
 	AgentIdle   time.Duration // COUNTERSIGN_SESSION_IDLE
+	MetricsAddr string        // COUNTERSIGN_METRICS_ADDR
 }
 
-// Setting documents one environment variable.
+// Setting documents one environment variable. Meaning is Markdown (code in
+// backquotes): the README's table and `countersign help` are both made from
+// it (MarkdownTable, TextTable), and a test holds the README to it.
 type Setting struct {
 	Name, Default, Meaning string
 }
 
-// Settings lists every variable with its default, for the README and --help.
+// Settings lists every variable with its default, for the README and help;
+// LoadConfig reads the defaults from here. GOGC is the Go runtime's, listed
+// because serve changes its default (TuneGC).
 var Settings = []Setting{
 	{"COUNTERSIGN_ADDR", ":8080", "Listen address."},
-	{"COUNTERSIGN_DATA", "./data", "Data folder: the SQLite file lives here."},
-	{"COUNTERSIGN_DATABASE_URL", "", "Empty for the embedded SQLite file; postgres://… for PostgreSQL."},
-	{"COUNTERSIGN_BASE_URL", "http://localhost:8080", "Public origin, for WebAuthn and links."},
-	{"COUNTERSIGN_ASK_TTL", "168h", "An ask's life unless its kind sets a shorter one."},
-	{"COUNTERSIGN_ASK_RATE", "60/m", "Asks one requester may file per second (s), minute (m) or hour (h)."},
+	{"COUNTERSIGN_DATA", "./data", "Data folder: the SQLite file `countersign.db` lives here."},
+	{"COUNTERSIGN_DATABASE_URL", "", "Empty for the embedded SQLite file; `postgres://user:pass@host/db` for PostgreSQL."},
+	{"COUNTERSIGN_BASE_URL", "http://localhost:8080", "The public origin people open. Passkeys are bound to its host (the WebAuthn RP ID): use `https://` in production, and `localhost`, not `127.0.0.1`, on your machine."},
+	{"COUNTERSIGN_ASK_TTL", "168h", "An ask's life unless its kind sets a shorter one (a run's `expires_at`)."},
+	{"COUNTERSIGN_ASK_RATE", "60/m", "Asks one requester may file per second (`s`), minute (`m`) or hour (`h`)."},
 	{"COUNTERSIGN_ASK_BURST", "20", "Asks one requester may file at once before the rate applies."},
 	{"COUNTERSIGN_SWEEP_EVERY", "15s", "How often open asks past their life are expired."},
-	{"COUNTERSIGN_PUSH_CONTACT", "", "VAPID contact (mailto:you@example.com or an https URL); empty: the base URL when https, else mailto:countersign@localhost."},
-	{"COUNTERSIGN_PUSH_CAP", "20/10m", "Ask pushes per person per window; past it one collapsed push says how many wait. off lifts it."},
-	{"COUNTERSIGN_PUSH_ALLOWED_HOSTS", "", "Comma-separated push service hosts allowed beside the browsers' own (FCM, Mozilla, Apple, Windows)."},
+	{"COUNTERSIGN_PUSH_CONTACT", "", "VAPID contact, `mailto:you@example.com` or an https URL; empty: the base URL when https, else `mailto:countersign@localhost`."},
+	{"COUNTERSIGN_PUSH_CAP", "20/10m", "Ask pushes per person per window; past it one collapsed push says how many wait. `off` lifts it."},
+	{"COUNTERSIGN_PUSH_ALLOWED_HOSTS", "", "Comma-separated push service hosts allowed beside the browsers' own (tests use a local one)."},
 	{"COUNTERSIGN_PUSH_WORKERS", "8", "Pushes in flight at once."},
-	{"COUNTERSIGN_PUSH_RETRY", "1s", "Wait before the first retry of a push the service refused for now (429, 5xx); it doubles up to 10m."},
-	{"COUNTERSIGN_SESSION_IDLE_WEB", "12h", "A web session unused this long ends (it ends 30 days after sign-in in any case)."},
-	{"COUNTERSIGN_SESSION_IDLE", "30m", "An agent session (session_start) that has not heartbeated this long ends by itself; any duration of 1s or more."},
+	{"COUNTERSIGN_PUSH_RETRY", "1s", "Wait before the first retry of a push the service refused for now; it doubles up to 10 minutes."},
+	{"COUNTERSIGN_SESSION_IDLE_WEB", "12h", "A web session unused this long ends; it ends 30 days after sign-in in any case. From `2m` to `720h`."},
+	{"COUNTERSIGN_SESSION_IDLE", "30m", "An agent session (`session_start`) that has not heartbeated this long ends by itself. Any Go duration of `1s` or more."},
+	{"COUNTERSIGN_METRICS_ADDR", "", "Empty: no metrics. Else the listen address (like `127.0.0.1:9090`) of a listener of its own that serves Prometheus metrics at `/metrics`; keep it off the public network."},
+	{"GOGC", "400", "Not Countersign's own: Go's garbage collector target. When it is unset `serve` uses 400, where the collector costs about a third of the CPU it does at Go's 100, for a heap of a few tens of MB (`docs/perf.md`)."},
+}
+
+// MarkdownTable is the README's configuration table, made from Settings.
+func MarkdownTable() string {
+	var b strings.Builder
+	b.WriteString("| Variable | Default | Meaning |\n|---|---|---|\n")
+	for _, s := range Settings {
+		def := "empty"
+		if s.Default != "" {
+			def = "`" + s.Default + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", s.Name, def, s.Meaning)
+	}
+	return b.String()
+}
+
+// TextTable is the configuration table for a terminal, made from Settings:
+// names and defaults in aligned columns, each meaning wrapped to width
+// under its own column, backquotes dropped.
+func TextTable(width int) string {
+	nameW, defW := len("VARIABLE"), len("DEFAULT")
+	for _, s := range Settings {
+		nameW, defW = max(nameW, len(s.Name)), max(defW, len(s.Default))
+	}
+	indent := 2 + nameW + 2 + defW + 2
+	var b strings.Builder
+	row := func(name, def, meaning string) {
+		line := fmt.Sprintf("  %-*s  %-*s  ", nameW, name, defW, def)
+		for i, word := range strings.Fields(meaning) {
+			if i > 0 && len(line)+1+len(word) > width {
+				b.WriteString(strings.TrimRight(line, " ") + "\n")
+				line = strings.Repeat(" ", indent-1)
+			}
+			if i > 0 {
+				line += " "
+			}
+			line += word
+		}
+		b.WriteString(line + "\n")
+	}
+	row("VARIABLE", "DEFAULT", "MEANING")
+	for _, s := range Settings {
+		row(s.Name, s.Default, strings.ReplaceAll(s.Meaning, "`", ""))
+	}
+	return b.String()
 }
 
 // LoadConfig reads the configuration through getenv and checks every value;
@@ -142,6 +194,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.AgentIdle, err = time.ParseDuration(get("COUNTERSIGN_SESSION_IDLE")); err != nil || c.AgentIdle < time.Second {
 		bad("COUNTERSIGN_SESSION_IDLE", "must be a duration of at least 1s, like 30m")
+	}
+	if c.MetricsAddr = get("COUNTERSIGN_METRICS_ADDR"); c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			bad("COUNTERSIGN_METRICS_ADDR", "%q is not host:port (like 127.0.0.1:9090)", c.MetricsAddr)
+		} else if c.MetricsAddr == c.Addr {
+			bad("COUNTERSIGN_METRICS_ADDR", "must differ from COUNTERSIGN_ADDR: metrics have a listener of their own")
+		}
 	}
 	return c, errors.Join(errs...)
 }

@@ -7,19 +7,52 @@ import (
 	"time"
 )
 
-func TestTheReadmeDocumentsEverySetting(t *testing.T) {
+// TestTheReadmeTableIsMadeFromSettings holds the README's configuration
+// table to Settings, the source countersign help prints from too.
+func TestTheReadmeTableIsMadeFromSettings(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	start := strings.Index(string(readme), "| Variable | Default | Meaning |")
+	if start < 0 {
+		t.Fatal("README.md has no configuration table")
+	}
+	table, _, _ := strings.Cut(string(readme[start:]), "\n\n")
+	if want := strings.TrimSuffix(MarkdownTable(), "\n"); table != want {
+		t.Errorf("README.md's configuration table is not MarkdownTable(); replace it with:\n%s", want)
+	}
 	for _, s := range Settings {
-		def := "empty"
-		if s.Default != "" {
-			def = "`" + s.Default + "`"
+		if !strings.Contains(table, "| `"+s.Name+"` |") {
+			t.Errorf("the table has no row for %s", s.Name)
 		}
-		row := "| `" + s.Name + "` | " + def + " |"
-		if !strings.Contains(string(readme), row) {
-			t.Errorf("README.md has no configuration row starting %q", row)
+	}
+}
+
+func TestTheTextTableAlignsEveryColumnAndKeepsEveryWord(t *testing.T) {
+	text := TextTable(100)
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	col := strings.Index(lines[0], "MEANING")
+	defCol := strings.Index(lines[0], "DEFAULT")
+	for _, l := range lines[1:] {
+		if len(l) > 100 && !strings.Contains(l[col:], " ") {
+			continue // one word longer than the width stays whole
+		}
+		if len(l) > 100 {
+			t.Errorf("line over 100 columns: %q", l)
+		}
+		if l[col-1] != ' ' || l[col] == ' ' || l[defCol-1] != ' ' {
+			t.Errorf("line %q: the meaning does not start at column %d", l, col)
+		}
+	}
+	for _, s := range Settings {
+		if !strings.Contains(text, "  "+s.Name+" ") {
+			t.Errorf("no row for %s", s.Name)
+		}
+		for _, w := range strings.Fields(strings.ReplaceAll(s.Meaning, "`", "")) {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: the word %q is missing", s.Name, w)
+			}
 		}
 	}
 }

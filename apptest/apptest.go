@@ -142,8 +142,14 @@ func Start(t testing.TB, db Database, overrides map[string]string) *Env {
 // StartWith runs the service with cfg behind an httptest server.
 func StartWith(t testing.TB, cfg app.Config) *Env {
 	t.Helper()
+	return StartLogged(t, cfg, Logger())
+}
+
+// StartLogged runs the service with cfg behind an httptest server, logging to log.
+func StartLogged(t testing.TB, cfg app.Config, log *slog.Logger) *Env {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
-	env := serve(t, cfg, srv)
+	env := serve(t, cfg, srv, log)
 	env.URL = srv.URL
 	return env
 }
@@ -159,10 +165,10 @@ func Logger() *slog.Logger {
 
 // serve opens the app with cfg, starts srv with it and the app's background
 // workers (expiry sweeper, push sender), and stops all of them when the test ends.
-func serve(t testing.TB, cfg app.Config, srv *httptest.Server) *Env {
+func serve(t testing.TB, cfg app.Config, srv *httptest.Server, log *slog.Logger) *Env {
 	t.Helper()
 	ctx := context.Background()
-	a, err := app.Open(ctx, cfg, Logger())
+	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		srv.Listener.Close()
 		t.Fatalf("open app: %v", err)

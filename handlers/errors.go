@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -56,6 +57,8 @@ func (h *Handlers) errorHandler(err error, c echo.Context) {
 		} else {
 			msg = http.StatusText(he.Code)
 		}
+	case errors.Is(err, context.Canceled) || errors.Is(c.Request().Context().Err(), context.Canceled):
+		return // the client went away: no answer reaches it, and nothing failed here
 	default:
 		h.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
 	}

@@ -4,9 +4,9 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
 
 	"github.com/labstack/echo/v4"
@@ -29,6 +29,8 @@ type Handlers struct {
 	push      PushConfig
 	// ceremonies caps the passkey ceremonies started without a session, per client address.
 	ceremonies *addressLimiter
+	observer   RequestObserver             // nil: nobody counts requests
+	ready      func(context.Context) error // more that /readyz checks; nil: nothing more
 }
 
 // PushConfig is what the pages need of Web Push: the VAPID public key a
@@ -53,11 +55,12 @@ const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 	"base-uri 'none'; frame-ancestors 'none'; form-action 'self'; object-src 'none'"
 
 // Routes builds the Echo app: public pages, the signed-in person's pages,
-// the admin pages, and the MCP endpoint for agents.
-func (h *Handlers) Routes(mcpEndpoint http.Handler) *echo.Echo {
+// the admin pages, and the MCP endpoint for agents with its metadata.
+func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = h.errorHandler
+	e.Use(h.logRequests)
 	e.Use(middleware.Recover())
 	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
 		XSSProtection: "0", ContentTypeNosniff: "nosniff", XFrameOptions: "DENY",
@@ -69,7 +72,9 @@ func (h *Handlers) Routes(mcpEndpoint http.Handler) *echo.Echo {
 	e.Use(limitBody)
 
 	e.GET("/healthz", h.Health)
-	e.Any("/mcp", echo.WrapHandler(mcpEndpoint))
+	e.GET("/readyz", h.Ready)
+	e.Any("/mcp", echo.WrapHandler(agents))
+	h.wellKnownRoutes(e, agents)
 	h.staticRoutes(e)
 	// The service worker renews its push subscription without a session or
 	// a CSRF token, which it does not have: the old endpoint and its auth

@@ -71,6 +71,7 @@ Do not use it to turn on auto-approve: use approvals_request_auto_approve. Next:
 			undo() // only filed asks count against the limit
 			return nil, err
 		}
+		s.observe.AskFiled(a.Kind)
 		return filedApproval(a), nil
 	})
 }

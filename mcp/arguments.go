@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -30,6 +32,9 @@ func decodeArguments[In any](raw json.RawMessage, schema *jsonschema.Resolved) (
 	if err := json.Unmarshal(raw, &v); err != nil || v == nil {
 		return in, models.Invalid("", "the arguments must be a JSON object")
 	}
+	if err := nullMembers(v, schema.Schema()); err != nil {
+		return in, err
+	}
 	if err := schema.Validate(v); err != nil {
 		field := ""
 		if m := schemaField.FindStringSubmatch(err.Error()); m != nil {
@@ -45,6 +50,52 @@ func decodeArguments[In any](raw json.RawMessage, schema *jsonschema.Resolved) (
 		return in, models.Invalid("", "%v", err)
 	}
 	return in, nil
+}
+
+// nullMembers refuses an argument sent as null, required or optional alike,
+// with INVALID_ARGUMENT naming it: null is not a value of any of them, and an
+// optional member means "none" by being left out, as inside a payload or a
+// context (package ask). (The schema validator would answer with a Go
+// reflection message.) The first in name order is named, so the answer is the
+// same on every try.
+func nullMembers(args map[string]any, schema *jsonschema.Schema) error {
+	for _, name := range slices.Sorted(maps.Keys(args)) {
+		prop, known := schema.Properties[name]
+		if args[name] != nil || !known {
+			continue
+		}
+		want := schemaKind(prop)
+		if slices.Contains(schema.Required, name) {
+			return models.Invalid(name, "must be %s, not null", want)
+		}
+		return models.Invalid(name, "must be %s, not null: leave an optional member out instead", want)
+	}
+	return nil
+}
+
+// schemaKind says in JSON's words what a property's schema type takes.
+func schemaKind(prop *jsonschema.Schema) string {
+	typ := prop.Type
+	for _, t := range prop.Types { // a Go slice infers ["null", "array"]
+		if t != "null" {
+			typ = t
+		}
+	}
+	switch typ {
+	case "string":
+		return "a string"
+	case "integer":
+		return "a whole number"
+	case "number":
+		return "a number"
+	case "boolean":
+		return "true or false"
+	case "array":
+		return "an array"
+	case "object":
+		return "an object"
+	}
+	return "a value"
 }
 
 // jsonKind says in JSON's words what a Go field of kind k takes.

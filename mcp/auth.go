@@ -9,6 +9,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/requestlog"
 )
 
 type (
@@ -20,7 +21,11 @@ type (
 // carries the bearer token of an enabled agent or an enabled runner. Every HTTP request is checked
 // again, so a token disabled mid-session stops at once. The agent rides to the
 // tools in the SDK's token info; its id binds the MCP session, so one agent's
-// session cannot be used with another's token.
+// session cannot be used with another's token. Every challenge names the
+// endpoint's protected-resource metadata (RFC 9728 §5.1). A token without the
+// scopes of an HTTP-level operation (see httpScopes) gets 403
+// insufficient_scope naming them (RFC 6750 §3.1); scopes of single tools are
+// checked per call, in scopeMiddleware.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	verified := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
 		if runner, ok := ctx.Value(runnerKey{}).(*models.Runner); ok {
@@ -33,22 +38,22 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		token, ok := bearerToken(r)
 		if !ok {
 			// RFC 6750 §3.1: a request without credentials gets no error code.
-			w.Header().Set("WWW-Authenticate", `Bearer realm="countersign"`)
-			http.Error(w, "send Authorization: Bearer <agent token>", http.StatusUnauthorized)
+			s.challenge(w, http.StatusUnauthorized, "", "", "send Authorization: Bearer <agent token>; an admin of Countersign makes agent tokens")
 			return
 		}
 		if models.IsRunnerToken(token) {
 			runner, err := s.store.RunnerByToken(r.Context(), token)
 			switch {
 			case models.CodeOf(err) == models.NotFound:
-				unauthorized(w, "invalid_token", "the token is not a runner token of this service")
+				s.challenge(w, http.StatusUnauthorized, "invalid_token", "", "the token is not a runner token of this service")
 				return
 			case err != nil:
 				s.log.Error("authenticate runner", "err", err)
+				w.Header().Set("Retry-After", "5")
 				http.Error(w, "the service cannot check tokens right now", http.StatusServiceUnavailable)
 				return
 			case runner.Disabled:
-				unauthorized(w, "invalid_token", "this runner is disabled; an admin must enroll it again")
+				s.challenge(w, http.StatusUnauthorized, "invalid_token", "", "this runner is disabled; an admin must enroll it again")
 				return
 			}
 			verified.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), runnerKey{}, runner)))
@@ -57,29 +62,65 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		agent, err := s.store.AgentByToken(r.Context(), token)
 		switch {
 		case models.CodeOf(err) == models.NotFound:
-			unauthorized(w, "invalid_token", "the token is not an agent token of this service")
+			s.challenge(w, http.StatusUnauthorized, "invalid_token", "", "the token is not an agent token of this service")
 			return
 		case err != nil:
 			s.log.Error("authenticate agent", "err", err)
+			w.Header().Set("Retry-After", "5")
 			http.Error(w, "the service cannot check tokens right now", http.StatusServiceUnavailable)
 			return
 		case agent.Disabled:
-			unauthorized(w, "invalid_token", "this agent is disabled; an admin must look at it")
+			s.challenge(w, http.StatusUnauthorized, "invalid_token", "", "this agent is disabled; an admin must look at it")
+			return
+		}
+		requestlog.From(r.Context()).SetAgent(agent.Subject)
+		if need, why := httpScopes(r, agent); need != nil {
+			s.challenge(w, http.StatusForbidden, "insufficient_scope", strings.Join(need, " "), why)
 			return
 		}
 		verified.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), agentKey{}, agent)))
 	})
 }
 
+// httpScopes returns the scopes an HTTP-level operation on /mcp needs and
+// the agent lacks, with why, or nil when it may go on. Any request needs one
+// of mcp:read and mcp:write (mcp:read is named, the least that opens a
+// session); the GET stream, which carries only the changes of subscribed
+// resources, needs the read scopes resources need.
+func httpScopes(r *http.Request, agent *models.Agent) ([]string, string) {
+	switch {
+	case !agent.HasScopes(models.ScopeMCPRead) && !agent.HasScopes(models.ScopeMCPWrite):
+		return []string{models.ScopeMCPRead}, "this token holds neither mcp:read nor mcp:write; MCP needs one of them"
+	case r.Method == http.MethodGet && !agent.HasScopes(readScopes...):
+		return readScopes, "the notification stream carries changes of resources, which need " + strings.Join(readScopes, " and ")
+	}
+	return nil, ""
+}
+
+// challenge answers status with a Bearer challenge: the realm, the metadata
+// URL, and the error code, the scope needed and desc when given.
+func (s *Server) challenge(w http.ResponseWriter, status int, code, scope, desc string) {
+	params := []string{`realm="countersign"`}
+	if s.resourceMetadata != "" {
+		params = append(params, `resource_metadata="`+s.resourceMetadata+`"`)
+	}
+	if code != "" {
+		params = append(params, `error="`+code+`"`)
+	}
+	if scope != "" {
+		params = append(params, `scope="`+scope+`"`)
+	}
+	if code != "" {
+		params = append(params, `error_description="`+desc+`"`)
+	}
+	w.Header().Set("WWW-Authenticate", "Bearer "+strings.Join(params, ", "))
+	http.Error(w, desc, status)
+}
+
 func bearerToken(r *http.Request) (string, bool) {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	token = strings.TrimSpace(token)
 	return token, ok && strings.EqualFold(scheme, "Bearer") && token != ""
-}
-
-func unauthorized(w http.ResponseWriter, code, desc string) {
-	w.Header().Set("WWW-Authenticate", `Bearer realm="countersign", error="`+code+`", error_description="`+desc+`"`)
-	http.Error(w, desc, http.StatusUnauthorized)
 }
 
 // runnerFrom returns the runner a request was authenticated as, or nil. A

@@ -29,8 +29,24 @@ type Options struct {
 	AskBurst int
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64
-	Logger       *slog.Logger
+	// ResourceMetadataURL is where the endpoint's protected-resource
+	// metadata (RFC 9728) is served; every 401 and 403 names it.
+	ResourceMetadataURL string
+	Logger              *slog.Logger
+	// Observer hears of tool calls and filed asks, for metrics; none: nobody.
+	Observer Observer
 }
+
+// Observer hears what the endpoint did, for metrics. Its methods must not block.
+type Observer interface {
+	ToolCalled(tool, code string) // code is OK or a refusal's code
+	AskFiled(kind string)
+}
+
+type noObserver struct{}
+
+func (noObserver) ToolCalled(string, string) {}
+func (noObserver) AskFiled(string)           {}
 
 // Server is the MCP endpoint: its tools, the scopes each needs, and the
 // store they call.
@@ -43,6 +59,9 @@ type Server struct {
 	// runnerTools are the tools a runner's token may see and call.
 	runnerTools map[string]bool
 	http        http.Handler
+	// resourceMetadata is Options.ResourceMetadataURL.
+	resourceMetadata string
+	observe          Observer
 }
 
 // New builds the endpoint with every tool registered.
@@ -59,7 +78,12 @@ func New(store *models.Store, opts Options) *Server {
 		log:     opts.Logger,
 		scopes:  map[string][]string{},
 
-		runnerTools: map[string]bool{},
+		runnerTools:      map[string]bool{},
+		resourceMetadata: opts.ResourceMetadataURL,
+		observe:          opts.Observer,
+	}
+	if s.observe == nil {
+		s.observe = noObserver{}
 	}
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "countersign", Title: "Countersign", Version: Version}, &sdk.ServerOptions{
 		Instructions:       instructions,
@@ -78,7 +102,7 @@ func New(store *models.Store, opts Options) *Server {
 		Logger:         opts.Logger,
 		SessionTimeout: 30 * time.Minute,
 	})
-	s.http = s.authenticate(http.MaxBytesHandler(streamable, opts.MaxBodyBytes))
+	s.http = s.authenticate(http.MaxBytesHandler(rpcErrors(streamable), opts.MaxBodyBytes))
 	return s
 }
 
@@ -164,10 +188,29 @@ func defineShared[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes [
 	// MCP requires an output schema of type "object"; a pointer output infers ["null", "object"].
 	out.Type, out.Types = "object", nil
 	tool.OutputSchema = out
+	call := toolCall(s, tool, input, h, rh)
 	run := func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		res := call(ctx, req)
+		code := "OK"
+		if res.IsError {
+			code = "INTERNAL"
+			if c := res.GetError(); c != nil && models.CodeOf(c) != "" {
+				code = string(models.CodeOf(c))
+			}
+		}
+		s.observe.ToolCalled(tool.Name, code)
+		return res, nil
+	}
+	return toolDef{tool: tool, scopes: scopes, runners: rh != nil, add: func(srv *sdk.Server, t *sdk.Tool) { srv.AddTool(t, run) }}
+}
+
+// toolCall is a tool's body with the checks and the encoding around it: the
+// caller is an agent, or a runner when the tool has a body for runners (rh).
+func toolCall[In accountScoped, Out any](s *Server, tool *sdk.Tool, input *jsonschema.Resolved, h handler[In, Out], rh runnerHandler[In, Out]) func(context.Context, *sdk.CallToolRequest) *sdk.CallToolResult {
+	return func(ctx context.Context, req *sdk.CallToolRequest) *sdk.CallToolResult {
 		agent, runner := agentFrom(req), runnerFrom(req)
 		if agent == nil && (runner == nil || rh == nil) {
-			return errorResult(models.Refuse(models.PermissionDenied, "", "no agent token on this call")), nil
+			return errorResult(models.Refuse(models.PermissionDenied, "", "no agent token on this call"))
 		}
 		var (
 			in  In
@@ -179,7 +222,7 @@ func defineShared[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes [
 			in, err = decodeArguments[In](req.Params.Arguments, input)
 		}
 		if err != nil {
-			return errorResult(err), nil
+			return errorResult(err)
 		}
 		account := ""
 		if agent != nil {
@@ -188,7 +231,7 @@ func defineShared[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes [
 			account = runner.AccountID
 		}
 		if id := in.account(); id != "" && id != account {
-			return errorResult(models.Refuse(models.PermissionDenied, "account_id", "this token works only on its own account; leave account_id empty")), nil
+			return errorResult(models.Refuse(models.PermissionDenied, "account_id", "this token works only on its own account; leave account_id empty"))
 		}
 		var out Out
 		if agent != nil {
@@ -197,15 +240,14 @@ func defineShared[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes [
 			out, err = rh(ctx, runner, in)
 		}
 		if err != nil {
-			return errorResult(s.refusal(tool.Name, err)), nil
+			return errorResult(s.refusal(tool.Name, err))
 		}
 		text, err := encodeResult(out)
 		if err != nil {
-			return errorResult(s.refusal(tool.Name, err)), nil
+			return errorResult(s.refusal(tool.Name, err))
 		}
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}, StructuredContent: text}, nil
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}, StructuredContent: text}
 	}
-	return toolDef{tool: tool, scopes: scopes, runners: rh != nil, add: func(srv *sdk.Server, t *sdk.Tool) { srv.AddTool(t, run) }}
 }
 
 var rawMessageSchema = &jsonschema.Schema{Type: "object"}
@@ -264,6 +306,7 @@ func (s *Server) scopeMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 				return next(ctx, method, req)
 			}
 			if known && (agent == nil || !agent.HasScopes(need...)) {
+				s.observe.ToolCalled(call.Params.Name, string(models.PermissionDenied))
 				return errorResult(models.Refuse(models.PermissionDenied, "", "%s needs the scopes %s; this token does not hold them all",
 					call.Params.Name, strings.Join(need, " and "))), nil
 			}

@@ -187,6 +187,25 @@ func inviteeFits(tx *gorm.DB, accountID string, kind InviteKind, subject string)
 	return nil
 }
 
+// RevokeOpenInvites ends, now, every unused and unexpired invite of the
+// account made by createdBy, and says how many it ended. The first start
+// revokes its earlier owner setup link (SetupInviter) before it prints a new
+// one, so only one works at a time.
+func (s *Store) RevokeOpenInvites(ctx context.Context, accountID, createdBy string) (int64, error) {
+	var n int64
+	now := s.now()
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		res := tx.Table("invites").Where("account_id = ? AND created_by = ? AND used_at IS NULL AND expires_at > ?", accountID, createdBy, now).
+			Update("expires_at", now)
+		n = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		return 0, fmt.Errorf("revoke invites: %w", err)
+	}
+	return n, nil
+}
+
 // InviteByToken finds an invite that can still be used.
 func (s *Store) InviteByToken(ctx context.Context, token string) (*Invite, error) {
 	var inv Invite

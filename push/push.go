@@ -102,6 +102,9 @@ type Options struct {
 	RetryBase    time.Duration // the first retry's wait; it doubles, to at most ten minutes
 	Lease        time.Duration // how long a claimed push is held before another sender may take it
 	Logger       *slog.Logger
+	// Outcome, when set, hears each attempt's outcome (delivered, gone,
+	// retry, failed), for metrics.
+	Outcome func(outcome string)
 }
 
 // Sender drains the push outbox.
@@ -190,28 +193,34 @@ func (s *Sender) Run(ctx context.Context) {
 
 // send delivers one push and records the outcome.
 func (s *Sender) send(ctx context.Context, j *models.PushTarget) {
-	if err := s.deliver(ctx, j); err != nil && ctx.Err() == nil {
+	outcome, err := s.deliver(ctx, j)
+	if err != nil && ctx.Err() == nil {
 		s.log.Error("record push outcome", "job", j.Seq, "err", err)
+	}
+	if err == nil && outcome != "" && s.opts.Outcome != nil {
+		s.opts.Outcome(outcome)
 	}
 }
 
-func (s *Sender) deliver(ctx context.Context, j *models.PushTarget) error {
+// deliver sends one push and records its outcome, which it returns: "" when
+// it recorded none (shutting down, or a read failed).
+func (s *Sender) deliver(ctx context.Context, j *models.PushTarget) (string, error) {
 	now := s.store.Now()
 	ttl := int(j.ExpiresAt.Sub(now).Seconds())
 	if ttl <= 0 {
-		return s.store.PushRetry(ctx, j, j.ExpiresAt, "expired before it was sent")
+		return "retry", s.store.PushRetry(ctx, j, j.ExpiresAt, "expired before it was sent")
 	}
 	if !Allowed(j.Endpoint, s.opts.AllowedHosts) {
-		return s.store.PushFailed(ctx, j, "the endpoint is not on a known push service")
+		return "failed", s.store.PushFailed(ctx, j, "the endpoint is not on a known push service")
 	}
 	body := []byte(j.Body)
 	if j.Event == models.PushCollapsed {
 		n, err := s.store.WaitingFor(ctx, j.PersonID)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if n == 0 {
-			return s.store.PushDelivered(ctx, j) // nothing waits any more
+			return "delivered", s.store.PushDelivered(ctx, j) // nothing waits any more
 		}
 		body, _ = json.Marshal(models.PushMessage{Event: models.PushCollapsed, Title: waitingTitle(n), URL: "/", Waiting: n})
 	}
@@ -230,31 +239,31 @@ func (s *Sender) deliver(ctx context.Context, j *models.PushTarget) error {
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil // shutting down: the lease runs out and another try follows
+			return "", nil // shutting down: the lease runs out and another try follows
 		}
 		var netErr net.Error
 		if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "connection") {
-			return s.store.PushRetry(ctx, j, now.Add(s.backoff(j.Attempts)), err.Error())
+			return "retry", s.store.PushRetry(ctx, j, now.Add(s.backoff(j.Attempts)), err.Error())
 		}
-		return s.store.PushFailed(ctx, j, err.Error()) // a bad subscription key: no retry mends it
+		return "failed", s.store.PushFailed(ctx, j, err.Error()) // a bad subscription key: no retry mends it
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 	res.Body.Close()
 	switch code := res.StatusCode; {
 	case code >= 200 && code < 300:
-		return s.store.PushDelivered(ctx, j)
+		return "delivered", s.store.PushDelivered(ctx, j)
 	case code == http.StatusNotFound || code == http.StatusGone:
 		s.log.Info("push subscription gone", "status", code, "subscription", j.SubscriptionID)
-		return s.store.PushGone(ctx, j)
+		return "gone", s.store.PushGone(ctx, j)
 	case code == http.StatusTooManyRequests || code >= 500:
 		wait := s.backoff(j.Attempts)
 		if ra := retryAfter(res.Header.Get("Retry-After"), now); ra > wait {
 			wait = ra
 		}
-		return s.store.PushRetry(ctx, j, now.Add(wait), res.Status)
+		return "retry", s.store.PushRetry(ctx, j, now.Add(wait), res.Status)
 	default:
 		s.log.Warn("push refused", "status", code, "subscription", j.SubscriptionID)
-		return s.store.PushFailed(ctx, j, res.Status)
+		return "failed", s.store.PushFailed(ctx, j, res.Status)
 	}
 }
 

@@ -119,7 +119,7 @@ func agentCommand(ctx context.Context, cfg app.Config, args []string, out io.Wri
 	}
 	switch sub {
 	case "create":
-		if *name == "" || len(positional) > 0 {
+		if *name == "" || *scopes == "" || len(positional) > 0 {
 			return usageError{"usage: countersign agent create --name NAME --scopes mcp:read,mcp:write,approvals:read,approvals:write [--account NAME]"}
 		}
 		agent, token, err := store.CreateAgent(ctx, acct.ID, *name, strings.Split(*scopes, ","))

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/countersign/countersign/app"
@@ -18,6 +19,7 @@ const usage = `countersign: an approvals service that agents and people trust.
 
 Usage:
   countersign [serve]                          run the service (the default)
+  countersign version                          print the version make build stamped
   countersign account create NAME              make an account
   countersign account set NAME --allow-private-evidence=true|false
   countersign account list
@@ -59,6 +61,9 @@ Usage:
   countersign gate --rules gate.json --upstream URL [--upstream-header 'H: v'] --listen ADDR
                                                an MCP proxy that holds the calls its rules name until a person approves
 
+An admin command works on the database serve uses (it says which) and refuses to make a new
+SQLite file where serve has never run, unless given --init.
+
 Configuration is read from the environment:
 `
 
@@ -78,20 +83,27 @@ func main() {
 	}
 }
 
+// version is stamped by make build (-ldflags -X main.version=…).
+var version = "dev"
+
 type usageError struct{ msg string }
 
 func (u usageError) Error() string { return u.msg }
 
 func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer, log *slog.Logger) error {
+	// --init may stand anywhere: it lets an admin command make a new database.
+	init := slices.Contains(args, "--init")
+	args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--init" })
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
 	if cmd == "help" || cmd == "-h" || cmd == "--help" {
-		fmt.Fprint(out, usage)
-		for _, s := range app.Settings {
-			fmt.Fprintf(out, "  %-26s %-22q %s\n", s.Name, s.Default, s.Meaning)
-		}
+		fmt.Fprint(out, usage, app.TextTable(110))
+		return nil
+	}
+	if cmd == "version" || cmd == "--version" {
+		fmt.Fprintln(out, "countersign", version)
 		return nil
 	}
 	if cmd == "verify" { // offline: no configuration, database or network
@@ -108,6 +120,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	cfg, err := app.LoadConfig(getenv)
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
+	}
+	if cmd != "serve" {
+		// An admin command: say which database, and make none by mistake.
+		if err := app.CheckDatabase(cfg, init); err != nil {
+			return err
+		}
+		log.Info("database", "database", cfg.DatabaseName())
 	}
 	switch cmd {
 	case "serve":

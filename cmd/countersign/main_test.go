@@ -192,7 +192,7 @@ func TestAgentCommands(t *testing.T) {
 	data := t.TempDir()
 	env := map[string]string{"COUNTERSIGN_DATA": data}
 
-	created := mustCLI(t, env, "agent", "create", "--name", "bot", "--scopes", "mcp:read,approvals:read")
+	created := mustCLI(t, env, "agent", "create", "--init", "--name", "bot", "--scopes", "mcp:read,approvals:read")
 	lines := strings.Split(strings.TrimRight(created.stdout, "\n"), "\n")
 	token := lines[len(lines)-1]
 	if !regexp.MustCompile(`^` + models.TokenPrefix + `[a-z2-7]{40,}$`).MatchString(token) {
@@ -276,7 +276,7 @@ func TestAgentCommands(t *testing.T) {
 func TestAccountCommands(t *testing.T) {
 	env := map[string]string{"COUNTERSIGN_DATA": t.TempDir()}
 
-	created := mustCLI(t, env, "account", "create", "acme")
+	created := mustCLI(t, env, "--init", "account", "create", "acme")
 	m := regexp.MustCompile(`account acme created \((acct_[a-z2-7]+)\)`).FindStringSubmatch(created.stdout)
 	if m == nil {
 		t.Fatalf("create says:\n%s", created)
@@ -584,4 +584,106 @@ func mustConfig(t *testing.T, env map[string]string) app.Config {
 		t.Fatalf("config: %v", err)
 	}
 	return cfg
+}
+
+func TestAnAdminCommandSaysWhichDatabaseAndMakesNoneWhereServeNeverRan(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "mistyped")
+	env := map[string]string{"COUNTERSIGN_DATA": data}
+	file, err := filepath.Abs(filepath.Join(data, "countersign.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"agent", "list"}, {"account", "create", "acme"}, {"vapid"}, {"invite", "--role", "owner"}} {
+		r := cli(t, env, args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "no database at "+file) || !strings.Contains(r.stderr, "--init") {
+			t.Errorf("%v on a folder where serve never ran:\n%s\nwant exit 1 naming %s and --init", args, r, file)
+		}
+		if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%v made %s (stat: %v)", args, data, err)
+		}
+	}
+	// --init makes it, and says where; later commands need no --init.
+	r := mustCLI(t, env, "account", "create", "acme", "--init")
+	if !strings.Contains(r.stderr, "database=\"sqlite "+file+"\"") && !strings.Contains(r.stderr, "database=sqlite "+file) {
+		t.Errorf("account create --init does not say it opened %s:\n%s", file, r)
+	}
+	if r := mustCLI(t, env, "account", "list"); !strings.Contains(r.stdout, "acme") || !strings.Contains(r.stderr, file) {
+		t.Errorf("account list after --init:\n%s", r)
+	}
+}
+
+func TestHelpPrintsTheWholeConfigurationTable(t *testing.T) {
+	r := mustCLI(t, nil, "help")
+	if !strings.HasSuffix(r.stdout, app.TextTable(110)) {
+		t.Errorf("help does not end with the configuration table:\n%s", r.stdout)
+	}
+	for _, s := range app.Settings {
+		if !strings.Contains(r.stdout, "  "+s.Name+" ") {
+			t.Errorf("help has no row for %s", s.Name)
+		}
+	}
+	if !strings.Contains(r.stdout, "  GOGC ") {
+		t.Errorf("help leaves out GOGC")
+	}
+}
+
+func TestTheCLIsUsageAnswers(t *testing.T) {
+	if r := cli(t, nil, "verify", "--help"); r.code != 0 || !strings.Contains(r.stdout, "usage: countersign verify") || !strings.Contains(r.stdout, "-keys") {
+		t.Errorf("verify --help:\n%s\nwant exit 0 with the usage and the flags on stdout", r)
+	}
+	missing := filepath.Join(t.TempDir(), "nope.json")
+	if r := cli(t, nil, "verify", missing); r.code != 1 || !strings.Contains(r.stderr, "cannot read the proof file") || strings.Contains(r.stderr, "NOT valid") {
+		t.Errorf("verify of a file that is not there:\n%s\nwant it reported as unreadable, not as an invalid proof", r)
+	}
+	env := map[string]string{"COUNTERSIGN_DATA": t.TempDir()}
+	if r := cli(t, env, "agent", "create", "--init", "--name", "bot"); r.code != 2 || !strings.Contains(r.stderr, "usage: countersign agent create") {
+		t.Errorf("agent create without --scopes:\n%s\nwant exit 2 with the usage", r)
+	}
+}
+
+var setupLink = regexp.MustCompile(`setup_url=(\S+)`)
+
+// The owner setup link is one link: a restart before anyone registers
+// prints a new one and the earlier stops working.
+func TestARestartBeforeAnyoneRegistersLeavesOneSetupLink(t *testing.T) {
+	// The link is logged just after the listener starts: wait for it.
+	waitLink := func(s *server) []string {
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if m := setupLink.FindStringSubmatch(s.log.String()); m != nil {
+				return m
+			}
+		}
+		return nil
+	}
+	first := startServer(t, apptest.SQLite)
+	m := waitLink(first)
+	if m == nil {
+		t.Fatalf("no setup link in the first start's log:\n%s", first.log)
+	}
+	if err := first.stop(t); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	second := startServer(t, apptest.SQLite, first.env)
+	n := waitLink(second)
+	if n == nil || n[1] == m[1] {
+		t.Fatalf("the second start printed %v, want a new setup link:\n%s", n, second.log)
+	}
+	if !strings.Contains(second.log.String(), "no longer works") {
+		t.Errorf("the second start does not say the earlier link stopped working:\n%s", second.log)
+	}
+	get := func(link string) int {
+		path := link[strings.Index(link, "/invite/"):]
+		res, err := http.Get(second.URL + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := get(m[1]); code == http.StatusOK {
+		t.Errorf("the first start's link still opens the setup page")
+	}
+	if code := get(n[1]); code != http.StatusOK {
+		t.Errorf("the second start's link answers HTTP %d, want 200", code)
+	}
 }

@@ -35,9 +35,25 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	var wg sync.WaitGroup
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	wg.Go(func() { a.Background(sweepCtx) })
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("countersign listening", "addr", ln.Addr().String(), "database", a.Store.Dialect(), "base_url", cfg.BaseURL)
+	var metricsSrv *http.Server
+	if a.Metrics != nil {
+		// A listener of its own, so /metrics never faces the public origin.
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			stopSweep()
+			wg.Wait()
+			_ = srv.Close()
+			return fmt.Errorf("listen on COUNTERSIGN_METRICS_ADDR %s: %w", cfg.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", a.Metrics)
+		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+		go func() { errc <- metricsSrv.Serve(mln) }()
+		log.Info("metrics listening", "addr", mln.Addr().String())
+	}
+	log.Info("countersign listening", "addr", ln.Addr().String(), "database", cfg.DatabaseName(), "base_url", cfg.BaseURL)
 	if setup, err := a.SetupURL(ctx); err != nil {
 		log.Error("make the owner setup invite", "err", err)
 	} else if setup != "" {
@@ -53,6 +69,9 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	if metricsSrv != nil {
+		_ = metricsSrv.Close() // scrapes are short; nothing to drain
+	}
 	err = srv.Shutdown(shutdownCtx)
 	stopSweep()
 	wg.Wait()

@@ -13,7 +13,7 @@ import (
 
 func TestVapidPrintsTheStoredPublicKey(t *testing.T) {
 	env := map[string]string{"COUNTERSIGN_DATA": t.TempDir()}
-	first := strings.TrimSpace(mustCLI(t, env, "vapid").stdout)
+	first := strings.TrimSpace(mustCLI(t, env, "vapid", "--init").stdout)
 	raw, err := base64.RawURLEncoding.DecodeString(first)
 	if err != nil || len(raw) != 65 || raw[0] != 4 {
 		t.Fatalf("vapid printed %q, want an uncompressed P-256 point in base64url", first)

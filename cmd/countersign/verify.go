@@ -33,7 +33,12 @@ func verifyCommand(args []string, out io.Writer) error {
 	allowNoPayload := fs.Bool("allow-missing-payload", false, "accept a proof made before proofs carried their payload")
 	var files []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(out, verifyUsage)
+			fs.SetOutput(out)
+			fs.PrintDefaults()
+			return nil
+		} else if err != nil {
 			return usageError{fmt.Sprintf("verify: %v\n%s", err, verifyUsage)}
 		}
 		args = fs.Args()
@@ -49,7 +54,8 @@ func verifyCommand(args []string, out io.Writer) error {
 
 	raw, err := os.ReadFile(file)
 	if err != nil {
-		return fmt.Errorf("the proof is NOT valid: %w", err)
+		// Not a verdict on the proof: there was none to read.
+		return fmt.Errorf("cannot read the proof file: %w", err)
 	}
 	opts := verifyOptions{keysFile: *keysFile, rpID: *rpID, origin: *origin, allowSelf: *allowSelf, allowNoPayload: *allowNoPayload}
 	if answer, ok := readApprovalAnswer(raw); ok {
@@ -75,7 +81,7 @@ func verifyProof(raw []byte, file string, opts verifyOptions, out io.Writer) err
 	if *keysFile != "" {
 		raw, err := os.ReadFile(*keysFile)
 		if err != nil {
-			return err
+			return fmt.Errorf("cannot read the key export: %w", err)
 		}
 		if keys, err = proof.ParseKeys(raw); err != nil {
 			return fmt.Errorf("%s is not a key export: %w", *keysFile, err)

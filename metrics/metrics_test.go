@@ -1,0 +1,148 @@
+package metrics_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/apptest"
+	"github.com/countersign/countersign/models"
+)
+
+// scrape reads /metrics into series → value, a series named as Prometheus
+// writes it: name{label="value",…}.
+func scrape(t *testing.T, h http.Handler) map[string]float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("/metrics: HTTP %d", rec.Code)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(rec.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("series line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+func TestEveryNamedSeriesExistsAndMoves(t *testing.T) {
+	ps := apptest.NewPushService(t)
+	env := apptest.Start(t, apptest.SQLite, map[string]string{
+		"COUNTERSIGN_METRICS_ADDR":       "127.0.0.1:0",
+		"COUNTERSIGN_PUSH_ALLOWED_HOSTS": ps.Host(),
+	})
+	if env.App.Metrics == nil {
+		t.Fatal("COUNTERSIGN_METRICS_ADDR is set and the app has no metrics handler")
+	}
+	ctx := context.Background()
+	owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+	endpoint, p256dh, auth := ps.Subscribe("ada-phone")
+	if _, err := env.Store.SavePushSubscription(ctx, owner.ID, models.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	_, token := env.Agent(env.Account.ID, "bot")
+	c := env.Connect(token)
+	before := scrape(t, env.App.Metrics)
+
+	ask := c.OK("approvals_create", map[string]any{
+		"kind": "pull_request", "title": "Merge acme/web#900", "approve_means": "I merge #900", "deny_means": "#900 stays open",
+		"payload": map[string]any{"pull_request": map[string]any{"repo": "acme/web", "number": 900, "head": "abcdef1234567", "title": "Fix"}},
+		"context": map[string]any{"plan_id": "plan_1", "plan_item": "item_2"},
+	})
+	if r := c.Call("approvals_get", map[string]any{"approval_id": "appr_aaaaaaaaaaaaaaaaaaaa"}); !r.IsError {
+		t.Fatalf("a made-up approval was found: %s", r)
+	}
+	if _, err := env.Store.Decide(ctx, env.Account.ID, ask["approval_id"].(string), owner, models.Decision{Verdict: models.VerdictApprove}); err != nil {
+		t.Fatalf("decide: %v", err)
+	}
+	if res, err := http.Get(env.URL + "/healthz"); err != nil {
+		t.Fatal(err)
+	} else {
+		res.Body.Close()
+	}
+
+	want := map[string]string{ // series → what moves it
+		`countersign_asks_filed_total{kind="pull_request"}`:                  "an ask filed",
+		`countersign_mcp_calls_total{code="OK",tool="approvals_create"}`:     "a call that worked",
+		`countersign_mcp_calls_total{code="NOT_FOUND",tool="approvals_get"}`: "a refused call",
+		`countersign_transitions_total{status="approved"}`:                   "the approve",
+		`countersign_filed_to_decided_seconds_count{kind="pull_request"}`:    "the decision's wait",
+		`countersign_pushes_total{outcome="delivered"}`:                      "the ask's push",
+		`countersign_http_requests_total{route="/healthz",status="200"}`:     "GET /healthz",
+		`countersign_http_requests_total{route="/mcp",status="200"}`:         "the MCP calls",
+	}
+	var after map[string]float64
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		after = scrape(t, env.App.Metrics)
+		moved := 0
+		for s := range want {
+			if after[s] > before[s] {
+				moved++
+			}
+		}
+		if moved == len(want) {
+			break
+		}
+	}
+	for s, why := range want {
+		if after[s] <= before[s] {
+			t.Errorf("%s did not move with %s: %v → %v", s, why, before[s], after[s])
+		}
+	}
+	if _, ok := after["countersign_push_outbox_depth"]; !ok {
+		t.Errorf("countersign_push_outbox_depth is missing")
+	}
+}
+
+func TestTheOutboxDepthCountsWaitingPushes(t *testing.T) {
+	env := apptest.Start(t, apptest.SQLite, map[string]string{"COUNTERSIGN_METRICS_ADDR": "127.0.0.1:0"})
+	owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+	if got := scrape(t, env.App.Metrics)["countersign_push_outbox_depth"]; got != 0 {
+		t.Fatalf("outbox depth %v before any push, want 0", got)
+	}
+	// Two pushes due in an hour, so the sender leaves them waiting, and one done.
+	now := time.Now().UTC()
+	done := now
+	for i, j := range []models.PushJob{
+		{NotBefore: now.Add(time.Hour)}, {NotBefore: now.Add(time.Hour)}, {NotBefore: now, DoneAt: &done, Outcome: "delivered"},
+	} {
+		j.SubscriptionID, j.PersonID, j.Event, j.Body, j.Urgency = "sub_"+strconv.Itoa(i), owner.ID, "test", "{}", "normal"
+		j.CreatedAt, j.ExpiresAt = now, now.Add(2*time.Hour)
+		if err := env.Store.DB().Table("push_jobs").Create(&j).Error; err != nil {
+			t.Fatalf("seed a push job: %v", err)
+		}
+	}
+	if got := scrape(t, env.App.Metrics)["countersign_push_outbox_depth"]; got != 2 {
+		t.Errorf("outbox depth %v with two pushes waiting and one done, want 2", got)
+	}
+}
+
+func TestNoMetricsUnlessConfigured(t *testing.T) {
+	env := apptest.Start(t, apptest.SQLite, nil)
+	if env.App.Metrics != nil {
+		t.Error("metrics are on without COUNTERSIGN_METRICS_ADDR")
+	}
+	res, err := http.Get(env.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode == http.StatusOK && res.Header.Get("Content-Type") != "" && strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain; version=") {
+		t.Error("the public listener serves Prometheus metrics")
+	}
+}
