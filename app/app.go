@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/handlers"
@@ -32,8 +31,6 @@ type App struct {
 	// Metrics serves /metrics when COUNTERSIGN_METRICS_ADDR is set; else nil.
 	Metrics http.Handler
 	metrics *metrics.Metrics
-	// listening is set once the PostgreSQL change listener is connected.
-	listening atomic.Bool
 	log       *slog.Logger
 }
 
@@ -66,6 +63,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	if cfg.MetricsAddr != "" {
 		observe = metrics.New(store, log)
 		mcpObserve, pushed = observe, observe.PushSent
+		if store.Dialect() == models.SQLite {
+			store.SetWriteObserver(observe.WriteWaited)
+		}
 	}
 	sender := push.NewSender(store, keys, push.Options{Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log, Outcome: pushed})
 	endpoint := mcp.New(store, mcp.Options{AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log, Observer: mcpObserve,
@@ -80,10 +80,6 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		case models.RunsChanged:
 			endpoint.RunsChanged(c.RunnerID)
 		}
-		if c.Kind == models.ChangesMissed {
-			// The PostgreSQL listener publishes it each time LISTEN is in place.
-			a.listening.Store(true)
-		}
 	})
 	h := handlers.New(store, rp, cfg.BaseURL, handlers.PushConfig{PublicKey: keys.Public, AllowedHosts: cfg.PushHosts}, log)
 	if store.Dialect() == models.Postgres {
@@ -97,12 +93,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	return a, nil
 }
 
-// listenerReady refuses until the PostgreSQL change listener has connected.
-// (It says nothing of a listener that lost its connection since: the
-// listener publishes no such change.)
+// listenerReady refuses while the PostgreSQL change listener is not
+// connected: this instance would not hear the others' changes.
 func (a *App) listenerReady(context.Context) error {
-	if !a.listening.Load() {
-		return errors.New("the change listener has not connected yet")
+	if !a.Store.Changes().Listening() {
+		return errors.New("the change listener is not connected")
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ type Metrics struct {
 	pushes       *prometheus.CounterVec
 	mcpCalls     *prometheus.CounterVec
 	httpRequests *prometheus.CounterVec
+	writeWait    prometheus.Histogram
 
 	store       *models.Store
 	log         *slog.Logger
@@ -59,6 +60,9 @@ func New(store *models.Store, log *slog.Logger) *Metrics {
 			Help: "MCP tool calls by tool and result code (OK or the refusal's code)."}, []string{"tool", "code"}),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "countersign_http_requests_total",
 			Help: "HTTP requests by route (the pattern, not the path) and status."}, []string{"route", "status"}),
+		writeWait: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "countersign_sqlite_write_queue_wait_seconds",
+			Help:    "Time an SQLite write waited in the queue for the one writer before its transaction began.",
+			Buckets: []float64{0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}}),
 	}
 	outbox := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "countersign_push_outbox_depth",
 		Help: "Pushes waiting in the outbox (queued or to be retried)."}, func() float64 {
@@ -71,7 +75,7 @@ func New(store *models.Store, log *slog.Logger) *Metrics {
 		}
 		return float64(n)
 	})
-	m.reg.MustRegister(m.asksFiled, m.transitions, m.decided, m.pushes, m.mcpCalls, m.httpRequests, outbox,
+	m.reg.MustRegister(m.asksFiled, m.transitions, m.decided, m.pushes, m.mcpCalls, m.httpRequests, m.writeWait, outbox,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.store, m.log = store, log
 	m.moves = make(chan move, 1024)
@@ -119,6 +123,9 @@ func (m *Metrics) Run(ctx context.Context) {
 		}
 	}
 }
+
+// WriteWaited records how long an SQLite write waited for the writer.
+func (m *Metrics) WriteWaited(d time.Duration) { m.writeWait.Observe(d.Seconds()) }
 
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {

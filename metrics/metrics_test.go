@@ -85,6 +85,7 @@ func TestEveryNamedSeriesExistsAndMoves(t *testing.T) {
 		`countersign_pushes_total{outcome="delivered"}`:                      "the ask's push",
 		`countersign_http_requests_total{route="/healthz",status="200"}`:     "GET /healthz",
 		`countersign_http_requests_total{route="/mcp",status="200"}`:         "the MCP calls",
+		`countersign_sqlite_write_queue_wait_seconds_count`:                  "the writes",
 	}
 	var after map[string]float64
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {

@@ -69,6 +69,7 @@ type Changes struct {
 	instance string       // tells this instance's notifications from the others'
 	heard    atomic.Int64 // the newest timeline event seq this feed published
 	listened atomic.Bool  // a PostgreSQL listener has been connected before
+	up       atomic.Bool  // the PostgreSQL listener is connected now
 	mu       sync.RWMutex
 	next     int
 	subs     map[int]func(Change)
@@ -117,6 +118,11 @@ func (f *Changes) hear(seq int64) {
 		}
 	}
 }
+
+// Listening says whether this instance's PostgreSQL listener is connected
+// now: while it is not, other instances' changes go unheard (and are caught
+// up on once it is back). Always false on SQLite, which has no listener.
+func (f *Changes) Listening() bool { return f.up.Load() }
 
 // Changes is the store's change feed.
 func (s *Store) Changes() *Changes { return s.changes }
@@ -230,6 +236,8 @@ func (s *Store) listenOnce(ctx context.Context, databaseURL string, log *slog.Lo
 	if err := s.catchUp(ctx); err != nil {
 		return err
 	}
+	s.changes.up.Store(true)
+	defer s.changes.up.Store(false)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

@@ -43,7 +43,7 @@ func TestAListenerThatDropsHearsWhatItMissed(t *testing.T) {
 				if err := a.Store.DB().Raw(`SELECT count(*) FROM pg_stat_activity WHERE application_name = ? AND query LIKE 'LISTEN%'`, listener).Scan(&n).Error; err != nil {
 					t.Fatal(err)
 				}
-				if n == 1 {
+				if n == 1 && a.Store.Changes().Listening() {
 					return
 				}
 			}

@@ -28,6 +28,8 @@ type Store struct {
 	pushCap PushCap
 	group   *writeGroup // SQLite: writes are committed in groups, one group at a time
 	changes *Changes
+	// writeWait is told each SQLite write's wait in the queue (SetWriteObserver).
+	writeWait func(time.Duration)
 	// sessionIdle ends a web session unused for this long (COUNTERSIGN_SESSION_IDLE_WEB).
 	sessionIdle time.Duration
 	// agentIdle ends an agent session that has not heartbeated for this long (COUNTERSIGN_SESSION_IDLE).

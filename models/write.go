@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -22,9 +23,10 @@ type writeGroup struct {
 }
 
 type pendingWrite struct {
-	ctx  context.Context
-	fn   func(tx *gorm.DB) error
-	done chan error // its outcome, once its commit ended
+	ctx    context.Context
+	fn     func(tx *gorm.DB) error
+	done   chan error // its outcome, once its commit ended
+	queued time.Time  // when it joined the queue
 }
 
 func newWriteGroup() *writeGroup {
@@ -60,11 +62,17 @@ func markOf(tx *gorm.DB) *writeMark {
 	return m
 }
 
+// SetWriteObserver sets a function told, for every SQLite write, how long it
+// waited in the queue for the one writer before its transaction began (the
+// metrics' writer queue wait). It runs on the committing goroutine: it must
+// be quick. PostgreSQL has no such queue.
+func (s *Store) SetWriteObserver(f func(wait time.Duration)) { s.writeWait = f }
+
 func (s *Store) commit(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	if s.group == nil {
 		return s.db.WithContext(ctx).Transaction(fn)
 	}
-	w := &pendingWrite{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	w := &pendingWrite{ctx: ctx, fn: fn, done: make(chan error, 1), queued: time.Now()}
 	select {
 	case s.group.queue <- w:
 	case <-ctx.Done():
@@ -97,6 +105,9 @@ drain:
 			if err := w.ctx.Err(); err != nil {
 				w.done <- err // its caller gave up before it ran: nothing was written
 				continue
+			}
+			if s.writeWait != nil {
+				s.writeWait(time.Since(w.queued))
 			}
 			group = append(group, w)
 		default:
