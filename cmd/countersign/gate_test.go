@@ -39,6 +39,14 @@ func (p passkeyPerson) ApproveLate(t *testing.T, a models.Approval) {
 // same scenarios with her in Chromium).
 func TestGateInFrontOfServerFilesystem(t *testing.T) {
 	gatetest.FilesystemServer(t)
+	env, ada := serviceWithAda(t)
+	gatetest.RunFilesystemScenarios(t, gatetest.Setup{Env: env, Binary: binary, Person: passkeyPerson{ada}})
+}
+
+// serviceWithAda runs the service with ada, an owner, signed in with a
+// software passkey.
+func serviceWithAda(t *testing.T) (*apptest.Env, *apptest.Browser) {
+	t.Helper()
 	env := apptest.StartWeb(t, apptest.SQLite, nil)
 	invite, _, err := env.Store.CreateInvite(context.Background(), models.NewInvite{AccountID: env.Account.ID, Role: models.RoleOwner, By: models.OperatorInviter("test")})
 	if err != nil {
@@ -48,5 +56,5 @@ func TestGateInFrontOfServerFilesystem(t *testing.T) {
 	if r := ada.AcceptInvite(invite, "ada"); r.Status != http.StatusOK {
 		t.Fatalf("ada accepts the invite: %s", r)
 	}
-	gatetest.RunFilesystemScenarios(t, gatetest.Setup{Env: env, Binary: binary, Person: passkeyPerson{ada}})
+	return env, ada
 }
