@@ -273,21 +273,7 @@ func TestGateOverStreamableHTTP(t *testing.T) {
 			if wantRan := tc.tool == "write_file" && tc.answer == "approve"; ran != wantRan {
 				t.Errorf("the upstream wrote %s: %t, want %t", tc.path, ran, wantRan)
 			}
-			lines := gatetest.AuditLines(t, auditLog)[before:]
-			if tc.wantAudit == nil {
-				if len(lines) != 0 {
-					t.Errorf("audit lines for an ungoverned call: %v", lines)
-				}
-				return
-			}
-			if len(lines) != 1 {
-				t.Fatalf("audit lines = %v, want 1", lines)
-			}
-			for k, v := range tc.wantAudit {
-				if lines[0][k] != v {
-					t.Errorf("audit %s = %v, want %v (%v)", k, lines[0][k], v, lines[0])
-				}
-			}
+			gatetest.CheckAudit(t, gatetest.AuditLines(t, auditLog)[before:], tc.wantAudit)
 		})
 	}
 

@@ -137,6 +137,27 @@ func AuditLines(t *testing.T, file string) []map[string]any {
 	return lines
 }
 
+// CheckAudit checks that lines are one audit event with the members of want
+// and returns it; with want nil, that there is none (an ungoverned call).
+func CheckAudit(t *testing.T, lines []map[string]any, want map[string]any) map[string]any {
+	t.Helper()
+	if want == nil {
+		if len(lines) != 0 {
+			t.Errorf("audit lines for an ungoverned call: %v", lines)
+		}
+		return nil
+	}
+	if len(lines) != 1 {
+		t.Fatalf("audit lines = %v, want 1", lines)
+	}
+	for k, v := range want {
+		if lines[0][k] != v {
+			t.Errorf("audit %s = %v, want %v (%v)", k, lines[0][k], v, lines[0])
+		}
+	}
+	return lines[0]
+}
+
 // Written is the content the scenarios write.
 const Written = "written by the test"
 
@@ -237,24 +258,10 @@ func RunFilesystemScenarios(t *testing.T, s Setup) {
 				}
 			}
 			session.Close()
-			lines := AuditLines(t, auditLog)
-			if tc.wantAudit == nil {
-				if len(lines) != 0 {
-					t.Errorf("audit lines for an ungoverned call: %v", lines)
-				}
-				return
-			}
-			if len(lines) != 1 {
-				t.Fatalf("audit lines = %v, want 1", lines)
-			}
-			for k, v := range tc.wantAudit {
-				if lines[0][k] != v {
-					t.Errorf("audit %s = %v, want %v (%v)", k, lines[0][k], v, lines[0])
-				}
-			}
+			line := CheckAudit(t, AuditLines(t, auditLog), tc.wantAudit)
 			if tc.lateApprove {
-				if ms, _ := lines[0]["durationMs"].(float64); ms < 2000 {
-					t.Errorf("durationMs = %v, want the 2 s wait covered", lines[0]["durationMs"])
+				if ms, _ := line["durationMs"].(float64); ms < 2000 {
+					t.Errorf("durationMs = %v, want the 2 s wait covered", line["durationMs"])
 				}
 			}
 		})
