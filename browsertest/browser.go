@@ -112,8 +112,21 @@ type Page struct {
 	Origin        string
 	Authenticator webauthn.AuthenticatorID
 
-	mu      sync.Mutex
-	console []string
+	log *consoleLog
+}
+
+// consoleLog is what a page wrote to its console, shared by the Page values
+// For makes.
+type consoleLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// For returns the page reporting to t (a subtest): the same tab.
+func (p *Page) For(t testing.TB) *Page {
+	c := *p
+	c.t = t
+	return &c
 }
 
 // Open starts the browser if it is not running yet and opens a page on the
@@ -128,7 +141,7 @@ func (b *Browser) Open(t testing.TB, origin string) *Page {
 	}
 	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
-	p := &Page{t: t, ctx: ctx, Origin: strings.TrimRight(origin, "/")}
+	p := &Page{t: t, ctx: ctx, Origin: strings.TrimRight(origin, "/"), log: &consoleLog{}}
 
 	first, cancelFirst := context.WithTimeout(ctx, StepTimeout)
 	defer cancelFirst()
@@ -158,9 +171,9 @@ func (b *Browser) Open(t testing.TB, origin string) *Page {
 			if m.URL != "" {
 				line += fmt.Sprintf(" (%s:%d)", m.URL, m.Line+1)
 			}
-			p.mu.Lock()
-			p.console = append(p.console, line)
-			p.mu.Unlock()
+			p.log.mu.Lock()
+			p.log.lines = append(p.log.lines, line)
+			p.log.mu.Unlock()
 		}
 	}()
 
@@ -179,9 +192,9 @@ func (b *Browser) Open(t testing.TB, origin string) *Page {
 // Console is what the page wrote to its console so far: console calls,
 // uncaught exceptions and browser log entries such as a refused script.
 func (p *Page) Console() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.console...)
+	p.log.mu.Lock()
+	defer p.log.mu.Unlock()
+	return append([]string(nil), p.log.lines...)
 }
 
 // ConsoleErrors is what the page reported as an error so far: uncaught

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,6 +21,9 @@ type service struct {
 	env   *apptest.Env
 	page  *Page
 	agent *apptest.Client
+	// expected, when set, says which console errors a test caused on
+	// purpose (a refusal it provoked).
+	expected func(consoleError string) bool
 }
 
 // start runs the service on db for a browser (http://localhost:PORT), opens
@@ -29,13 +33,23 @@ func start(t *testing.T, db apptest.Database) *service {
 	NeedChromium(t)
 	env := apptest.StartWeb(t, db, nil)
 	p := browser.Open(t, env.URL)
+	_, token := env.Agent(env.Account.ID, "bot")
+	s := &service{t: t, env: env, page: p, agent: env.Connect(token)}
 	t.Cleanup(func() {
-		if errs := p.ConsoleErrors(); len(errs) > 0 {
+		errs := slices.DeleteFunc(p.ConsoleErrors(), func(e string) bool { return s.expected != nil && s.expected(e) })
+		if len(errs) > 0 {
 			t.Errorf("the pages reported errors in the browser console:\n  %s", strings.Join(errs, "\n  "))
 		}
 	})
-	_, token := env.Agent(env.Account.ID, "bot")
-	return &service{t: t, env: env, page: p, agent: env.Connect(token)}
+	return s
+}
+
+// For returns the service reporting to t (a subtest): the same page and agent.
+func (s *service) For(t *testing.T) *service {
+	c := *s
+	c.t = t
+	c.page = s.page.For(t)
+	return &c
 }
 
 // invite makes an invite to the default account, as `countersign invite`

@@ -32,6 +32,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(environmentUpstream) != "" {
+		os.Exit(serveEnvironmentUpstream())
+	}
 	dir, err := os.MkdirTemp("", "countersign-cli-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "make build folder:", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,9 +22,21 @@ type Proxy struct {
 	log      *slog.Logger
 
 	mu       sync.Mutex
-	progress map[any]*mcp.ServerSession // progress token → the caller's session waiting on it
+	calls    uint64                    // calls forwarded with a progress token so far
+	progress map[string]progressWaiter // the token sent upstream → who waits on it
 	tools    map[string]bool
 	prompts  map[string]bool
+}
+
+// progressWaiter is the caller's call, session and own progress token for
+// one forwarded call. Each call goes upstream with a token of the proxy's, so
+// that callers on different sessions who picked the same token do not hear
+// each other's progress; the call's context puts the relayed progress on
+// the call's own response stream over Streamable HTTP.
+type progressWaiter struct {
+	call    context.Context
+	session *mcp.ServerSession
+	token   any
 }
 
 // Options configure a proxy: its rules and the gate's options (the sink,
@@ -41,7 +54,7 @@ func Start(ctx context.Context, t mcp.Transport, opts Options) (*Proxy, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	p := &Proxy{log: opts.Logger, progress: map[any]*mcp.ServerSession{}, tools: map[string]bool{}, prompts: map[string]bool{}}
+	p := &Proxy{log: opts.Logger, progress: map[string]progressWaiter{}, tools: map[string]bool{}, prompts: map[string]bool{}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "countersign-gate", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: p.relayProgress,
 		ToolListChangedHandler:      func(ctx context.Context, _ *mcp.ToolListChangedRequest) { p.logErr("sync tools", p.syncTools(ctx)) },
@@ -191,20 +204,26 @@ func (p *Proxy) syncResources(ctx context.Context) error {
 	return nil
 }
 
-// callTool forwards a call upstream, with its progress token, and hands the
-// upstream's result back as it is. A cancelled call cancels the upstream one.
+// callTool forwards a call upstream, with a progress token of its own in
+// place of the caller's, and hands the upstream's result back as it is. A
+// cancelled call cancels the upstream one.
 func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	params := &mcp.CallToolParams{Meta: req.Params.Meta, Name: req.Params.Name, Arguments: req.Params.Arguments}
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
 		p.mu.Lock()
-		p.progress[token] = req.Session
+		p.calls++
+		upToken := fmt.Sprintf("countersign-gate-%d", p.calls)
+		p.progress[upToken] = progressWaiter{call: ctx, session: req.Session, token: token}
 		p.mu.Unlock()
 		defer func() {
 			p.mu.Lock()
-			delete(p.progress, token)
+			delete(p.progress, upToken)
 			p.mu.Unlock()
 		}()
+		params.Meta = maps.Clone(req.Params.Meta)
+		params.SetProgressToken(upToken)
 	}
-	res, err := p.upstream.CallTool(ctx, &mcp.CallToolParams{Meta: req.Params.Meta, Name: req.Params.Name, Arguments: req.Params.Arguments})
+	res, err := p.upstream.CallTool(ctx, params)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -215,12 +234,21 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 }
 
 // relayProgress hands an upstream progress notification to the caller
-// waiting on its token.
-func (p *Proxy) relayProgress(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+// waiting on its token, under the caller's own token. Progress that comes in
+// once the call has answered is dropped (the SDK may hand the client a
+// notification after the response it preceded): nothing may follow a
+// result.
+func (p *Proxy) relayProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	upToken, _ := req.Params.ProgressToken.(string)
 	p.mu.Lock()
-	ss := p.progress[req.Params.ProgressToken]
+	w, ok := p.progress[upToken]
 	p.mu.Unlock()
-	if ss != nil {
-		p.logErr("relay progress", ss.NotifyProgress(ctx, req.Params))
+	if !ok {
+		return
+	}
+	params := *req.Params
+	params.ProgressToken = w.token
+	if err := w.session.NotifyProgress(w.call, &params); err != nil && w.call.Err() == nil {
+		p.log.Warn("relay progress", "err", err)
 	}
 }

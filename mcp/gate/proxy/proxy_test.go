@@ -3,8 +3,12 @@ package proxy_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,7 +29,8 @@ type moveArgs struct {
 }
 
 // upstream is somebody else's server: tools, a prompt and a resource.
-func upstream(ran *atomic.Int32) *mcp.Server {
+func upstream(w *world) *mcp.Server {
+	ran := &w.ran
 	srv := mcp.NewServer(&mcp.Implementation{Name: "filesystem", Version: "9"}, &mcp.ServerOptions{Instructions: "be careful"})
 	mcp.AddTool(srv, &mcp.Tool{Name: "read_text_file", Description: "Read a file."}, func(ctx context.Context, req *mcp.CallToolRequest, in pathArgs) (*mcp.CallToolResult, any, error) {
 		if token := req.Params.GetProgressToken(); token != nil {
@@ -40,6 +45,35 @@ func upstream(ran *atomic.Int32) *mcp.Server {
 	mcp.AddTool(srv, &mcp.Tool{Name: "move_file", Description: "Move a file."}, func(ctx context.Context, req *mcp.CallToolRequest, in moveArgs) (*mcp.CallToolResult, any, error) {
 		ran.Add(1)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "moved to " + in.Destination}}}, nil, nil
+	})
+	// together reports progress named after its path once two calls are in
+	// flight at once, so that their notifications cross, and answers once
+	// released.
+	mcp.AddTool(srv, &mcp.Tool{Name: "together", Description: "Wait for a second call."}, func(ctx context.Context, req *mcp.CallToolRequest, in pathArgs) (*mcp.CallToolResult, any, error) {
+		if w.inFlight.Add(1) == 2 {
+			close(w.bothInFlight)
+		}
+		select {
+		case <-w.bothInFlight:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+		if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Message: in.Path}); err != nil {
+			return nil, nil, err
+		}
+		select {
+		case <-w.release:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "together " + in.Path}}}, nil, nil
+	})
+	// hang runs until its call is cancelled, and says so.
+	mcp.AddTool(srv, &mcp.Tool{Name: "hang", Description: "Run until cancelled."}, func(ctx context.Context, req *mcp.CallToolRequest, in pathArgs) (*mcp.CallToolResult, any, error) {
+		w.hanging <- struct{}{}
+		<-ctx.Done()
+		w.cancelled <- context.Cause(ctx)
+		return nil, nil, ctx.Err()
 	})
 	srv.AddPrompt(&mcp.Prompt{Name: "summarize"}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "summarize it"}}}}, nil
@@ -63,16 +97,22 @@ type world struct {
 	ran      atomic.Int32
 	asked    atomic.Int32
 	progress chan *mcp.ProgressNotificationParams
+
+	inFlight     atomic.Int32
+	bothInFlight chan struct{}
+	release      chan struct{}
+	hanging      chan struct{}
+	cancelled    chan error
 }
 
 func start(t *testing.T, rules string, answer gate.ApprovalFunc) (*world, error) {
 	t.Helper()
-	w := &world{progress: make(chan *mcp.ProgressNotificationParams, 4)}
+	w := &world{progress: make(chan *mcp.ProgressNotificationParams, 4), bothInFlight: make(chan struct{}), release: make(chan struct{}), hanging: make(chan struct{}, 1), cancelled: make(chan error, 1)}
 	r, err := proxy.ParseRules([]byte(rules))
 	if err != nil {
 		return nil, err
 	}
-	up := upstream(&w.ran)
+	up := upstream(w)
 	w.up = up
 	upClient, upServer := mcp.NewInMemoryTransports()
 	if _, err := up.Connect(context.Background(), upServer, nil); err != nil {
@@ -263,5 +303,115 @@ func TestParseRulesReadsTheTimeout(t *testing.T) {
 	}
 	if reflect.ValueOf(r.Approval["move_file"]).IsZero() {
 		t.Error("move_file has no rule")
+	}
+}
+
+// serveHTTP serves the proxy over Streamable HTTP, as `countersign gate
+// --listen` does, and connects a caller to it whose progress notifications
+// go to progress.
+func serveHTTP(t *testing.T, w *world, progress chan<- *mcp.ProgressNotificationParams) *mcp.ClientSession {
+	t.Helper()
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return w.proxy.Server }, nil))
+	t.Cleanup(srv.Close)
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "caller", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { progress <- req.Params },
+	}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { session.Close() })
+	return session
+}
+
+func TestTwoHTTPCallersWithTheSameProgressTokenHearOnlyTheirOwnProgress(t *testing.T) {
+	w, err := start(t, rulesJSON, approve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type caller struct {
+		name     string
+		session  *mcp.ClientSession
+		progress chan *mcp.ProgressNotificationParams
+	}
+	callers := []*caller{{name: "/alice"}, {name: "/bob"}}
+	for _, c := range callers {
+		c.progress = make(chan *mcp.ProgressNotificationParams, 4)
+		c.session = serveHTTP(t, w, c.progress)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, c := range callers {
+		wg.Go(func() {
+			params := &mcp.CallToolParams{Name: "together", Arguments: map[string]any{"path": c.name}}
+			params.SetProgressToken("same")
+			res, err := c.session.CallTool(ctx, params)
+			if err != nil || textOf(res) != "together "+c.name {
+				t.Errorf("%s: call = %v, %v", c.name, res, err)
+			}
+		})
+	}
+	// Each caller hears its own progress while the calls are open...
+	for _, c := range callers {
+		select {
+		case p := <-c.progress:
+			if p.ProgressToken != "same" || p.Message != c.name {
+				t.Errorf("%s heard progress %q under token %v, want its own %q under its own token", c.name, p.Message, p.ProgressToken, c.name)
+			}
+		case <-ctx.Done():
+			t.Errorf("%s heard no progress", c.name)
+		}
+	}
+	close(w.release)
+	wg.Wait()
+	// ...and nothing else.
+	for _, c := range callers {
+		c.session.Close()
+		select {
+		case p := <-c.progress:
+			t.Errorf("%s heard more progress: %q", c.name, p.Message)
+		default:
+		}
+	}
+}
+
+func TestACancelledCallIsCancelledUpstream(t *testing.T) {
+	tests := []struct {
+		name string
+		over func(t *testing.T, w *world) *mcp.ClientSession
+	}{
+		{"over stdio (in memory)", func(t *testing.T, w *world) *mcp.ClientSession { return w.client }},
+		{"over Streamable HTTP", func(t *testing.T, w *world) *mcp.ClientSession {
+			return serveHTTP(t, w, make(chan *mcp.ProgressNotificationParams, 4))
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := start(t, rulesJSON, approve)
+			if err != nil {
+				t.Fatal(err)
+			}
+			session := tc.over(t, w)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "hang", Arguments: map[string]any{"path": "/"}})
+				done <- err
+			}()
+			select {
+			case <-w.hanging:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the call did not reach the upstream")
+			}
+			cancel()
+			select {
+			case <-w.cancelled:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the upstream call was not cancelled")
+			}
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Errorf("the caller's call ended with %v, want context.Canceled", err)
+			}
+		})
 	}
 }

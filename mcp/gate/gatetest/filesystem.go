@@ -1,0 +1,284 @@
+// Package gatetest runs `countersign gate` over stdio in front of the pinned
+// npm @modelcontextprotocol/server-filesystem, driven by a go-sdk MCP client,
+// with a person answering on the service: the end-to-end scenarios of the
+// gate, shared by the command's tests (a software passkey) and the browser
+// tests (a person in Chromium with a virtual authenticator).
+package gatetest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/apptest"
+	"github.com/countersign/countersign/mcp/gate"
+	"github.com/countersign/countersign/models"
+)
+
+// repoRoot is the module's folder, found from this file.
+func repoRoot() string {
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(here), "..", "..", "..")
+}
+
+// FilesystemServer is the pinned @modelcontextprotocol/server-filesystem
+// (package.json devDependencies; npm ci). The test is skipped without it, and
+// fails under CI.
+func FilesystemServer(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(repoRoot(), "node_modules", ".bin", "mcp-server-filesystem")
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is missing: run npm ci", bin)
+		}
+		t.Skipf("%s is missing: run npm ci", bin)
+	}
+	return bin
+}
+
+// BuildCountersign builds the countersign command into a folder of the test
+// and returns its path.
+func BuildCountersign(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "countersign")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/countersign")
+	build.Dir = repoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/countersign: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// Person answers the asks the gate files, as the approver does.
+type Person interface {
+	// Subject is the person's name on the service: the approver in audit
+	// events.
+	Subject() string
+	// Answer answers the pending ask a with "approve" or "deny"; with ""
+	// the person sees it and stays silent.
+	Answer(t *testing.T, a models.Approval, answer string)
+	// ApproveLate approves the ask a after the gate withdrew it, and checks
+	// that the service refuses.
+	ApproveLate(t *testing.T, a models.Approval)
+}
+
+// Setup is what the scenarios run against: the service, the countersign
+// command, and the person answering.
+type Setup struct {
+	Env    *apptest.Env
+	Binary string
+	Person Person
+}
+
+// Start runs `countersign gate` over stdio in front of the filesystem
+// server serving root, with rules and a 2 s timeout, the caller named claude
+// and the audit lines going to auditLog, and connects an MCP client to it.
+// The session closes when the test ends.
+func Start(t *testing.T, s Setup, token, rules, root, auditLog string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(s.Binary, "gate", "--rules", rules, "--timeout", "2s", "--caller", "claude", "--audit-log", auditLog, "--", FilesystemServer(t), root)
+	cmd.Env = append(os.Environ(), "COUNTERSIGN_URL="+s.Env.URL, "COUNTERSIGN_TOKEN="+token)
+	cmd.Stderr = os.Stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to countersign gate: %v", err)
+	}
+	t.Cleanup(func() { session.Close() })
+	return session
+}
+
+// OpenAsk waits for the one open ask of the account and returns it.
+func OpenAsk(t *testing.T, env *apptest.Env) models.Approval {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		list, _, err := env.Store.ListApprovals(context.Background(), env.Account.ID, models.ListFilter{Status: "open"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) == 1 {
+			return list[0]
+		}
+	}
+	t.Fatal("no ask was filed")
+	return models.Approval{}
+}
+
+// AuditLines reads a JSON lines audit log.
+func AuditLines(t *testing.T, file string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("audit line %q: %v", sc.Text(), err)
+		}
+		lines = append(lines, m)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("read %s: %v", file, err)
+	}
+	return lines
+}
+
+// CheckAudit checks that lines are one audit event with the members of want
+// and returns it; with want nil, that there is none (an ungoverned call).
+func CheckAudit(t *testing.T, lines []map[string]any, want map[string]any) map[string]any {
+	t.Helper()
+	if want == nil {
+		if len(lines) != 0 {
+			t.Errorf("audit lines for an ungoverned call: %v", lines)
+		}
+		return nil
+	}
+	if len(lines) != 1 {
+		t.Fatalf("audit lines = %v, want 1", lines)
+	}
+	for k, v := range want {
+		if lines[0][k] != v {
+			t.Errorf("audit %s = %v, want %v (%v)", k, lines[0][k], v, lines[0])
+		}
+	}
+	return lines[0]
+}
+
+// Written is the content the scenarios write.
+const Written = "written by the test"
+
+// RunFilesystemScenarios puts write_file behind a person and checks, each
+// with a gate of its own: an approve writes the file and the audit line
+// names the caller and the approver; a deny does not write it and the caller
+// reads the forbidden JSON; silence for the 2 s timeout refuses, does not
+// write, and withdraws the ask (stale), and an approve after that changes
+// nothing; read_text_file passes straight through.
+func RunFilesystemScenarios(t *testing.T, s Setup) {
+	_, token := s.Env.Agent(s.Env.Account.ID, "gate")
+	root := t.TempDir()
+	rules := filepath.Join(t.TempDir(), "gate.json")
+	if err := os.WriteFile(rules, []byte(`{"server": "filesystem", "tools": {"write_file": {"approval": true}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "seed.txt"), []byte("seeded"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	who := s.Person.Subject()
+	tests := []struct {
+		name        string
+		tool        string
+		file        string
+		answer      string // approve, deny, "" for silence
+		lateApprove bool
+		wantText    string
+		wantWritten bool
+		wantStatus  models.Status
+		wantAudit   map[string]any
+	}{
+		{name: "the person approves: the file is written and the audit line names both people",
+			tool: "write_file", file: "approved.txt", answer: "approve", wantWritten: true, wantStatus: models.StatusDone,
+			wantAudit: map[string]any{"tool": "write_file", "caller": "claude", "approver": who, "phase": "allowed", "decision": "allow"}},
+		{name: "the person denies: not written, the caller reads the forbidden JSON",
+			tool: "write_file", file: "denied.txt", answer: "deny", wantText: gate.RefusalText, wantStatus: models.StatusDenied,
+			wantAudit: map[string]any{"tool": "write_file", "caller": "claude", "approver": who, "phase": "refused", "decision": "deny"}},
+		{name: "silence for 2 s: refused, not written, the ask withdrawn, and an approve after changes nothing",
+			tool: "write_file", file: "silent.txt", lateApprove: true, wantText: gate.RefusalText, wantStatus: models.StatusStale,
+			wantAudit: map[string]any{"tool": "write_file", "caller": "claude", "approver": "", "phase": "refused", "decision": "deny"}},
+		{name: "read_text_file passes straight through", tool: "read_text_file", file: "seed.txt", wantText: "seeded"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			auditLog := filepath.Join(t.TempDir(), "audit.jsonl")
+			session := Start(t, s, token, rules, root, auditLog)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			path := filepath.Join(root, tc.file)
+			args := map[string]any{"path": path}
+			if tc.tool == "write_file" {
+				args["content"] = Written
+			}
+			done := make(chan *mcp.CallToolResult, 1)
+			go func() {
+				res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: args})
+				if err != nil {
+					t.Errorf("call: %v", err)
+				}
+				done <- res
+			}()
+			var a models.Approval
+			if tc.tool == "write_file" {
+				a = OpenAsk(t, s.Env)
+				s.Person.Answer(t, a, tc.answer)
+			}
+			res := <-done
+			if res == nil {
+				return
+			}
+			text := ""
+			if len(res.Content) > 0 {
+				text = res.Content[0].(*mcp.TextContent).Text
+			}
+			if tc.wantText != "" && !strings.Contains(text, tc.wantText) {
+				t.Errorf("result = %q, want %q", text, tc.wantText)
+			}
+			if tc.wantText == gate.RefusalText && (text != gate.RefusalText || !res.IsError) {
+				t.Errorf("refusal = %q (isError %t), want exactly %s", text, res.IsError, gate.RefusalText)
+			}
+			if tc.tool == "write_file" {
+				if got := waitStatus(t, s.Env, a.ID, tc.wantStatus); got != tc.wantStatus {
+					t.Errorf("the ask is %s, want %s", got, tc.wantStatus)
+				}
+				if tc.lateApprove {
+					s.Person.ApproveLate(t, a)
+					time.Sleep(200 * time.Millisecond)
+					if got := waitStatus(t, s.Env, a.ID, tc.wantStatus); got != tc.wantStatus {
+						t.Errorf("after the late approve the ask is %s, want %s", got, tc.wantStatus)
+					}
+				}
+				b, err := os.ReadFile(path)
+				if written := err == nil; written != tc.wantWritten {
+					t.Errorf("file written = %t, want %t", written, tc.wantWritten)
+				}
+				if tc.wantWritten && string(b) != Written {
+					t.Errorf("file holds %q", b)
+				}
+			}
+			session.Close()
+			line := CheckAudit(t, AuditLines(t, auditLog), tc.wantAudit)
+			if tc.lateApprove {
+				if ms, _ := line["durationMs"].(float64); ms < 2000 {
+					t.Errorf("durationMs = %v, want the 2 s wait covered", line["durationMs"])
+				}
+			}
+		})
+	}
+}
+
+// waitStatus waits up to 10 s for the ask id to reach want, and returns the
+// status it has then.
+func waitStatus(t *testing.T, env *apptest.Env, id string, want models.Status) models.Status {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, err := env.Store.GetApproval(context.Background(), env.Account.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == want || time.Now().After(deadline) {
+			return got.Status
+		}
+	}
+}
