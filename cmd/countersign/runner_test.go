@@ -47,7 +47,7 @@ func TestRunnerInitEnrollTrustListAndDisable(t *testing.T) {
 	}
 
 	server := map[string]string{"COUNTERSIGN_DATA": t.TempDir()}
-	enrolled := mustCLI(t, server, "runner", "enroll", "--name", "host-1", "--public-key", key)
+	enrolled := mustCLI(t, server, "runner", "enroll", "--init", "--name", "host-1", "--public-key", key)
 	last := lastLines(enrolled.stdout, 2)
 	id, token := last[0], last[1]
 	if !strings.HasPrefix(id, "rnr_") || strings.ContainsAny(id, " \t") || !strings.HasPrefix(token, "cs_runner_"+id+".") {

@@ -7,7 +7,7 @@ import (
 
 func TestWorkCommands(t *testing.T) {
 	env := map[string]string{"COUNTERSIGN_DATA": t.TempDir()}
-	mustCLI(t, env, "account", "create", "acme")
+	mustCLI(t, env, "--init", "account", "create", "acme")
 	mustCLI(t, env, "work", "column", "add", "--key", "doing", "--name", "Doing", "--account", "acme")
 	mustCLI(t, env, "work", "column", "add", "--key", "done", "--name", "Done", "--account", "acme")
 	added := mustCLI(t, env, "work", "item", "add", "--column", "doing", "--title", "Fix login", "--account", "acme")
