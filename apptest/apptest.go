@@ -148,8 +148,21 @@ func StartWith(t testing.TB, cfg app.Config) *Env {
 // StartLogged runs the service with cfg behind an httptest server, logging to log.
 func StartLogged(t testing.TB, cfg app.Config, log *slog.Logger) *Env {
 	t.Helper()
+	return start(t, cfg, log, nil)
+}
+
+// StartOpened is Start that first hands the opened app to opened, before the
+// server and the background workers start: the place to set up what must
+// not race with them (a gorm callback, say).
+func StartOpened(t testing.TB, db Database, overrides map[string]string, opened func(*app.App)) *Env {
+	t.Helper()
+	return start(t, Config(t, db, overrides), Logger(), opened)
+}
+
+func start(t testing.TB, cfg app.Config, log *slog.Logger, opened func(*app.App)) *Env {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
-	env := serve(t, cfg, srv, log)
+	env := serve(t, cfg, srv, log, opened)
 	env.URL = srv.URL
 	return env
 }
@@ -165,13 +178,16 @@ func Logger() *slog.Logger {
 
 // serve opens the app with cfg, starts srv with it and the app's background
 // workers (expiry sweeper, push sender), and stops all of them when the test ends.
-func serve(t testing.TB, cfg app.Config, srv *httptest.Server, log *slog.Logger) *Env {
+func serve(t testing.TB, cfg app.Config, srv *httptest.Server, log *slog.Logger, opened func(*app.App)) *Env {
 	t.Helper()
 	ctx := context.Background()
 	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		srv.Listener.Close()
 		t.Fatalf("open app: %v", err)
+	}
+	if opened != nil {
+		opened(a)
 	}
 	srv.Config.Handler = a.Handler
 	srv.Start()

@@ -30,7 +30,7 @@ func StartWeb(t testing.TB, db Database, overrides map[string]string) *Env {
 	o["COUNTERSIGN_BASE_URL"] = fmt.Sprintf("http://localhost:%d", port)
 	cfg := Config(t, db, o)
 
-	return serve(t, cfg, srv, Logger())
+	return serve(t, cfg, srv, Logger(), nil)
 }
 
 // Browser is one person's browser on the service: a cookie jar, the CSRF

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 )
@@ -113,7 +114,13 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, db apptest.Database) *fixture {
-	env := apptest.Start(t, db, nil)
+	return newFixtureOpened(t, db, nil)
+}
+
+// newFixtureOpened is newFixture that hands the opened app to opened before
+// it serves (see apptest.StartOpened).
+func newFixtureOpened(t *testing.T, db apptest.Database, opened func(*app.App)) *fixture {
+	env := apptest.StartOpened(t, db, nil, opened)
 	agent, token := env.Agent(env.Account.ID, "bot")
 	return &fixture{
 		env: env, agent: agent, token: token,
