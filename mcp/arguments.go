@@ -52,6 +52,17 @@ func decodeArguments[In any](raw json.RawMessage, schema *jsonschema.Resolved) (
 	return in, nil
 }
 
+// nullArguments refuses, for a tool that reads its arguments itself
+// (rawInput), a top-level argument sent as null, as decodeArguments does; a
+// body that is not an object is left to the tool's own reading.
+func nullArguments(raw json.RawMessage, schema *jsonschema.Resolved) error {
+	var v map[string]any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	return nullMembers(v, schema.Schema())
+}
+
 // nullMembers refuses an argument sent as null, required or optional alike,
 // with INVALID_ARGUMENT naming it: null is not a value of any of them, and an
 // optional member means "none" by being left out, as inside a payload or a

@@ -217,7 +217,9 @@ func toolCall[In accountScoped, Out any](s *Server, tool *sdk.Tool, input *jsons
 			err error
 		)
 		if raw, ok := any(&in).(rawInput); ok {
-			err = raw.readArguments(req.Params.Arguments)
+			if err = nullArguments(req.Params.Arguments, input); err == nil {
+				err = raw.readArguments(req.Params.Arguments)
+			}
 		} else {
 			in, err = decodeArguments[In](req.Params.Arguments, input)
 		}

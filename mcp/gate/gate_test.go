@@ -311,10 +311,10 @@ func TestSeed002(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var asked atomic.Int32
-			var request gate.ApprovalRequest
+			var asking atomic.Pointer[gate.ApprovalRequest] // the sink may still run when the call has been answered
 			sink := func(ctx context.Context, req gate.ApprovalRequest) (gate.Decision, error) {
+				asking.Store(&req)
 				asked.Add(1)
-				request = req
 				return tc.sink(ctx, req)
 			}
 			f := newFixture(t, sink, short)
@@ -340,6 +340,10 @@ func TestSeed002(t *testing.T) {
 				t.Errorf("asked = %t, want %t", got, tc.wantAsked)
 			}
 			if tc.wantAsked {
+				request := asking.Load()
+				if request == nil {
+					t.Fatal("asked, and no request was kept")
+				}
 				if request.Caller != tc.client || request.Tool != tc.tool || request.Server != "acme" || request.Label != "case:"+tc.args["id"].(string) {
 					t.Errorf("request = %+v, want caller %s, tool %s, server acme, its label", request, tc.client, tc.tool)
 				}
