@@ -1,6 +1,6 @@
 (() => {
   // web/sw.js
-  var CACHE = `countersign-${"1b5fe0bf90b4fabf"}`;
+  var CACHE = `countersign-${"ee9d40063a0fc83d"}`;
   var SHELL = ["/offline.html", "/static/app.css", "/static/app.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
   self.addEventListener("install", (event) => {
     event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));
