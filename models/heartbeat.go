@@ -8,13 +8,14 @@ package models
 // transaction that returns it. The idle end allows for the flush: a session
 // ends once it has not heartbeated for the idle time plus one flush period,
 // measured from the newest heartbeat time written or noted, so it never ends
-// early while this instance's flusher runs; a crash loses at most one flush
-// period of heartbeat times.
+// early while this instance's flusher runs (and at most two flush periods
+// late); a crash loses at most one flush period of heartbeat times.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -73,18 +74,33 @@ func (s *Store) HeartbeatFlushEvery() time.Duration {
 // idleAfter is how long a session lives after its newest heartbeat time.
 func (s *Store) idleAfter() time.Duration { return s.agentIdle + s.HeartbeatFlushEvery() }
 
+// flushChunk bounds the session ids one UPDATE of a flush names.
+const flushChunk = 1000
+
 // FlushHeartbeats writes the heartbeat times noted since the last flush, in
-// one transaction; a time never moves a session's heartbeat back, nor
-// touches an ended session. It returns how many it wrote.
+// one transaction of one UPDATE per thousand sessions: each session noted
+// gets the newest time noted, which is at most one flush period after its
+// own, so a session may live up to that much longer, never shorter. A flush
+// never moves a session's heartbeat back, nor touches an ended session. It
+// returns how many sessions it wrote.
 func (s *Store) FlushHeartbeats(ctx context.Context) (int, error) {
 	times := s.beats.take()
 	if len(times) == 0 {
 		return 0, nil
 	}
+	ids := make([]string, 0, len(times))
+	var newest time.Time
+	for id, t := range times {
+		ids = append(ids, id)
+		if t.After(newest) {
+			newest = t
+		}
+	}
+	slices.Sort(ids) // the same lock order in every flush, on PostgreSQL
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		for id, t := range times {
-			if err := tx.Table("agent_sessions").Where("id = ? AND ended_at IS NULL AND heartbeat_at < ?", id, t).
-				Update("heartbeat_at", t).Error; err != nil {
+		for chunk := range slices.Chunk(ids, flushChunk) {
+			if err := tx.Table("agent_sessions").Where("id IN ? AND ended_at IS NULL AND heartbeat_at < ?", chunk, newest).
+				Update("heartbeat_at", newest).Error; err != nil {
 				return err
 			}
 		}
