@@ -188,6 +188,7 @@ func (a *App) Background(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { a.Sweep(ctx) })
 	wg.Go(func() { a.SealAudit(ctx) })
+	wg.Go(func() { a.FlushHeartbeats(ctx) })
 	wg.Go(func() { a.Push.Run(ctx) })
 	if a.metrics != nil {
 		wg.Go(func() { a.metrics.Run(ctx) })
@@ -241,6 +242,30 @@ func (a *App) Sweep(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// FlushHeartbeats writes the agent sessions' heartbeat times noted in
+// memory every Store.HeartbeatFlushEvery until ctx ends, and once more then,
+// so that a heartbeat answered from reads keeps its session alive on every
+// instance (see models.Store.FlushHeartbeats).
+func (a *App) FlushHeartbeats(ctx context.Context) {
+	t := time.NewTicker(a.Store.HeartbeatFlushEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if _, err := a.Store.FlushHeartbeats(last); err != nil {
+				a.log.Error("write heartbeat times at shutdown", "err", err)
+			}
+			return
+		case <-t.C:
+		}
+		if _, err := a.Store.FlushHeartbeats(ctx); err != nil && ctx.Err() == nil {
+			a.log.Error("write heartbeat times", "err", err)
 		}
 	}
 }

@@ -11,8 +11,9 @@ import (
 )
 
 type challengeRequest struct {
-	Decision string `json:"decision"` // approve, deny, not_mine, question or option:<index>
+	Decision string `json:"decision"` // approve, deny, not_mine, question, option:<index>, choice:<index> or answer
 	Question string `json:"question"` // the question's text, for question
+	Answer   string `json:"answer"`   // the answer's text, for answer
 }
 
 // DecisionChallenge answers the WebAuthn options of one decision by the
@@ -23,7 +24,7 @@ func (h *Handlers) DecisionChallenge(c echo.Context) error {
 		return err
 	}
 	id, options, err := h.decisions.Begin(c.Request().Context(), viewerOf(c).member, c.Param("id"),
-		decision.Choice{Verdict: models.Verdict(req.Decision), Question: req.Question})
+		decision.Choice{Verdict: models.Verdict(req.Decision), Question: req.Question, Answer: req.Answer})
 	if err != nil {
 		return err
 	}

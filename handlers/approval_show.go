@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -31,7 +32,63 @@ func (h *Handlers) ApprovalShow(c echo.Context) error {
 		}
 		view.RunnerName = r.Name
 	}
+	if view.Request, err = h.requestView(ctx, a); err != nil {
+		return err
+	}
 	return h.render(c, http.StatusOK, views.Approval(h.page(c, a.Title, ""), view))
+}
+
+// requestView reads what the page says of an ask filed with
+// approval_request: its proposal with the board's names for the item and
+// columns, its question, and what its command did; nil for other asks.
+func (h *Handlers) requestView(ctx context.Context, a *models.Approval) (*views.Request, error) {
+	p := a.Request()
+	if p == nil {
+		return nil, nil
+	}
+	r := &views.Request{Description: p.Description, TargetType: p.TargetType, TargetID: p.TargetID, Mode: p.Proposal.Mode}
+	if q := p.Question; q != nil {
+		r.Question, r.Choices = true, q.Choices
+	}
+	row, err := h.store.RequestOf(ctx, a.ID)
+	if err != nil {
+		return nil, err
+	}
+	if row != nil && row.Method != "" && row.Result != "" {
+		r.Outcome = &views.Executed{Done: row.Executed, Result: row.Result}
+	}
+	if m := p.Move(); m != nil {
+		board, err := h.store.WorkBoard(ctx, a.AccountID, "")
+		if err != nil {
+			return nil, err
+		}
+		r.Move = moveWords(board, m.ItemID, m.ColumnKey)
+		r.Move.Executed = r.Outcome != nil && r.Outcome.Done
+	}
+	return r, nil
+}
+
+// moveWords names a work_move in the board's words: the item's title, the
+// name of its column now and of the column it moves to; what the board no
+// longer has keeps its id or key.
+func moveWords(board *models.Board, itemID, columnKey string) *views.Move {
+	names := make(map[string]string, len(board.Columns))
+	for _, c := range board.Columns {
+		names[c.Key] = c.Name
+	}
+	name := func(key string) string {
+		if n, ok := names[key]; ok {
+			return n
+		}
+		return key
+	}
+	m := &views.Move{ItemID: itemID, Item: itemID, To: name(columnKey)}
+	for _, it := range board.Items {
+		if it.ID == itemID {
+			m.Item, m.From = it.Title, name(it.ColumnKey)
+		}
+	}
+	return m
 }
 
 // askView reads an ask into what its page shows. The payload and context

@@ -39,16 +39,22 @@ const flashCookie = "cs_flash"
 // flashes are the one-line notices a redirect can carry, by key: a cookie
 // never carries text of its own to render.
 var flashes = map[string]string{
-	"signed-in":       "Signed in.",
-	"passkey-added":   "Passkey added.",
-	"passkey-renamed": "Passkey renamed.",
-	"passkey-removed": "Passkey removed.",
-	"member-updated":  "Member updated.",
-	"member-removed":  "Member removed.",
-	"agent-disabled":  "Agent disabled: its token stops working and its open asks are cancelled.",
-	"runner-disabled": "Runner disabled: its token stops working and its runs that had not ended failed.",
-	"agent-deleted":   "Agent deleted.",
-	"policy-revoked":  "Auto-approve is off: asks wait for you again.",
+	"signed-in":           "Signed in.",
+	"passkey-added":       "Passkey added.",
+	"passkey-renamed":     "Passkey renamed.",
+	"passkey-removed":     "Passkey removed.",
+	"member-updated":      "Member updated.",
+	"member-removed":      "Member removed.",
+	"agent-disabled":      "Agent disabled: its token stops working and its open asks are cancelled.",
+	"agent-deleted":       "Agent deleted.",
+	"runner-disabled":     "Runner disabled: its token stops working and its runs that had not ended failed.",
+	"policy-revoked":      "Auto-approve is off: asks wait for you again.",
+	"work-item-added":     "Item added.",
+	"work-item-renamed":   "Item saved.",
+	"work-item-moved":     "Item moved.",
+	"work-column-added":   "Column added.",
+	"work-column-renamed": "Column renamed.",
+	"work-column-removed": "Column removed.",
 }
 
 // redirectWithFlash sends the browser to a relative URL with a notice.

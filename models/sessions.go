@@ -102,7 +102,7 @@ func (s *Store) openSession(tx *gorm.DB, agent *Agent, id, field string) (*Agent
 		return &ss, endedError(&ss, field)
 	}
 	now := s.now()
-	if !now.Before(ss.HeartbeatAt.Add(s.agentIdle)) {
+	if !now.Before(s.beats.latest(ss.ID, ss.HeartbeatAt).Add(s.idleAfter())) {
 		if err := s.endSession(tx, &ss, EndedIdle); err != nil {
 			return nil, err
 		}
@@ -163,8 +163,20 @@ func (s *Store) EndSession(ctx context.Context, agent *Agent, id string) (*Agent
 
 // Heartbeat keeps one of the agent's sessions alive and returns its state
 // and the outcomes of its requests resolved since the last heartbeat, each
-// marked delivered in this transaction so no other heartbeat carries it.
+// marked delivered in this transaction so no other heartbeat carries it. A
+// heartbeat with nothing to deliver is answered from reads (see quietHeartbeat).
 func (s *Store) Heartbeat(ctx context.Context, agent *Agent, id string) (*Beat, error) {
+	beat, err := s.quietHeartbeat(ctx, agent, id)
+	if !errors.Is(err, errDeliver) {
+		return beat, err
+	}
+	return s.deliveringHeartbeat(ctx, agent, id)
+}
+
+// deliveringHeartbeat is a heartbeat in one transaction: it writes the
+// heartbeat time, expires the requests past their deadline, and marks the
+// outcomes it returns delivered.
+func (s *Store) deliveringHeartbeat(ctx context.Context, agent *Agent, id string) (*Beat, error) {
 	beat := &Beat{WaitingOn: []string{}, Instructions: []Outcome{}}
 	ss, err := s.withSession(ctx, agent, id, "sessionId", func(tx *gorm.DB, ss *AgentSession) error {
 		now := s.now()
@@ -221,10 +233,13 @@ func (s *Store) Heartbeat(ctx context.Context, agent *Agent, id string) (*Beat, 
 // EndIdleSessions ends every session that has not heartbeated for the idle
 // time and returns how many it ended.
 func (s *Store) EndIdleSessions(ctx context.Context) (int64, error) {
+	if _, err := s.FlushHeartbeats(ctx); err != nil {
+		return 0, err
+	}
 	var n int64
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.now()
-		res := tx.Table("agent_sessions").Where("ended_at IS NULL AND heartbeat_at <= ?", now.Add(-s.agentIdle)).
+		res := tx.Table("agent_sessions").Where("ended_at IS NULL AND heartbeat_at <= ?", now.Add(-s.idleAfter())).
 			Updates(map[string]any{"ended_at": now, "end_reason": EndedIdle})
 		n = res.RowsAffected
 		return res.Error
@@ -255,8 +270,9 @@ func (s *Store) ListSessions(ctx context.Context, accountID string, limit int) (
 	var waiting, rest []SessionView
 	for _, ss := range list {
 		v := SessionView{AgentSession: ss, State: SessionActive}
-		if ss.EndedAt == nil && !now.Before(ss.HeartbeatAt.Add(s.agentIdle)) {
-			t := ss.HeartbeatAt.Add(s.agentIdle)
+		v.HeartbeatAt = s.beats.latest(ss.ID, ss.HeartbeatAt)
+		if ss.EndedAt == nil && !now.Before(v.HeartbeatAt.Add(s.idleAfter())) {
+			t := v.HeartbeatAt.Add(s.idleAfter())
 			v.EndedAt, v.EndReason = &t, EndedIdle
 		}
 		if v.EndedAt != nil {

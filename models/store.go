@@ -34,12 +34,15 @@ type Store struct {
 	sessionIdle time.Duration
 	// agentIdle ends an agent session that has not heartbeated for this long (COUNTERSIGN_SESSION_IDLE).
 	agentIdle time.Duration
+	// beats are heartbeat times noted and not yet written (see FlushHeartbeats).
+	beats *heartbeats
 }
 
 // NewStore wraps an opened, migrated database. askTTL is an ask's life unless
 // its kind sets a shorter one.
 func NewStore(db *gorm.DB, dialect Dialect, askTTL time.Duration) *Store {
-	s := &Store{db: db, dialect: dialect, askTTL: askTTL, changes: newChanges(), sessionIdle: DefaultSessionIdle, agentIdle: DefaultAgentIdle}
+	s := &Store{db: db, dialect: dialect, askTTL: askTTL, changes: newChanges(), sessionIdle: DefaultSessionIdle, agentIdle: DefaultAgentIdle,
+		beats: newHeartbeats()}
 	if dialect == SQLite {
 		s.group = newWriteGroup()
 	}

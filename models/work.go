@@ -257,6 +257,20 @@ func (s *Store) WorkBoard(ctx context.Context, accountID, columnKey string) (*Bo
 	return b, nil
 }
 
+// GetWorkItem reads one item of the account; another account's or a removed
+// one is NOT_FOUND.
+func (s *Store) GetWorkItem(ctx context.Context, accountID, itemID string) (*WorkItem, error) {
+	var it WorkItem
+	err := s.db.WithContext(ctx).Table("work_items").Where("account_id = ? AND id = ?", accountID, itemID).Take(&it).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, Refuse(NotFound, "item_id", "no work item %q on this account's board", itemID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find item: %w", err)
+	}
+	return &it, nil
+}
+
 // WorkItemHistory reads an item's history, oldest first.
 func (s *Store) WorkItemHistory(ctx context.Context, accountID, itemID string) ([]WorkHistory, error) {
 	var out []WorkHistory

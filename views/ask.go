@@ -45,8 +45,42 @@ type Ask struct {
 	Timeline      []Event
 	CanDecide     bool // pending, alive and the viewer may decide it
 	Now           time.Time
-	RunnerName    string // the enrolled name of the runner a pinned run names
+	RunnerName    string   // the enrolled name of the runner a pinned run names
+	Request       *Request // set on an ask filed with approval_request
 }
+
+// Request is what the page says of an ask filed with approval_request: its
+// proposal in words, the question it asks, and what its command did.
+type Request struct {
+	Description string
+	TargetType  string
+	TargetID    string
+	Mode        string    // advisory or command
+	Move        *Move     // the work_move command; nil on an advisory proposal
+	Choices     []string  // the question's choices; empty on a free-text question
+	Question    bool      // the request asks a question
+	Outcome     *Executed // what the command did, once it was approved
+}
+
+// Move is a work_move in the board's words: the item's title and the names
+// of the column it is in and of the one it would move to. A name or title
+// the board no longer has is shown as its id or key.
+type Move struct {
+	ItemID   string
+	Item     string
+	From     string // "" when the item is gone
+	To       string
+	Executed bool // the item is already in To, moved by this request
+}
+
+// Executed is what a request's command did once it was approved.
+type Executed struct {
+	Done   bool
+	Result string
+}
+
+// FreeText says whether the request asks a question answered in words.
+func (r *Request) FreeText() bool { return r.Question && len(r.Choices) == 0 }
 
 // Event is one line of an ask's timeline.
 type Event struct {
@@ -84,6 +118,17 @@ func (a Ask) Open() bool { return models.Status(a.Status).Open() }
 // Closed says whether nothing more happens to the ask.
 func (a Ask) Closed() bool { return slices.Contains(models.ClosedStatuses, models.Status(a.Status)) }
 
+// Choices are the choices of a request's question, in order.
+func (a Ask) Choices() []string {
+	if a.Request == nil {
+		return nil
+	}
+	return a.Request.Choices
+}
+
+// Asks says whether the ask is a request's question, answered with a choice or words.
+func (a Ask) Asks() bool { return a.Request != nil && a.Request.Question }
+
 // Options are the answers of a decision ask, in order.
 func (a Ask) Options() []string {
 	if a.Payload.Decision == nil {
@@ -107,6 +152,14 @@ func (a Ask) DecisionText() string {
 			return fmt.Sprintf("Chose option %d: %s", i+1, opts[i])
 		}
 		return "Chose " + d
+	case strings.HasPrefix(d, "choice:"):
+		i, err := strconv.Atoi(strings.TrimPrefix(d, "choice:"))
+		if c := a.Choices(); err == nil && i >= 0 && i < len(c) {
+			return fmt.Sprintf("Answered with choice %d: %s", i+1, c[i])
+		}
+		return "Chose " + d
+	case strings.HasPrefix(d, "answer:"):
+		return "Answered in words (signed as the SHA-256 of the text)"
 	}
 	return a.Decision
 }
@@ -240,6 +293,9 @@ var AlwaysAsking = []string{
 // keeps only its canonical text, with the error.
 func DecodePayload(kind, canonical string) (Payload, error) {
 	p := Payload{Canonical: canonical}
+	if slices.Contains(ask.RequestKinds, kind) {
+		return p, nil // a request's payload is flat; the page reads it through Ask.Request
+	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(canonical), &members); err != nil {
 		return p, fmt.Errorf("payload: %w", err)

@@ -395,10 +395,12 @@ function initDecisions() {
   if (!root) return;
   const id = root.dataset.approval;
 
-  const decide = async (decision, question, button) => {
+  // text is the question's words for "question", the answer's for "answer".
+  const decide = async (decision, text, button) => {
     busy(button, true);
     try {
-      const begin = await postJSON(`/approvals/${encodeURIComponent(id)}/challenge`, { decision, question });
+      const body = decision === "answer" ? { decision, answer: text } : { decision, question: text };
+      const begin = await postJSON(`/approvals/${encodeURIComponent(id)}/challenge`, body);
       const credential = await getAssertion(begin);
       const done = await postJSON(`/approvals/${encodeURIComponent(id)}/decide`, { ceremony: begin.ceremony, credential: credential.toJSON() });
       location.assign(done.redirect || location.href);
@@ -420,6 +422,16 @@ function initDecisions() {
       return;
     }
     decide("question", text, qform.querySelector("button"));
+  });
+  const aform = root.querySelector("form[data-answer]");
+  aform?.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const text = aform.querySelector("textarea").value;
+    if (!text.trim()) {
+      showError(root, new Error("Write your answer first."));
+      return;
+    }
+    decide("answer", text, aform.querySelector("button"));
   });
 }
 

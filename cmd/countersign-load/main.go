@@ -1,6 +1,6 @@
 // Command countersign-load measures how fast Countersign files asks. N MCP
-// clients, each its own session, call approvals_create over Streamable HTTP
-// for a fixed time; then the same N clients post to a bare Echo handler that
+// clients, each its own session, call approvals_create (or, with -tool,
+// approval_request) over Streamable HTTP for a fixed time; then the same N clients post to a bare Echo handler that
 // does one gorm insert into the same kind of database. It prints both, and the
 // ratio of their throughputs: the cost of everything an ask is beyond one row.
 //
@@ -25,6 +25,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/countersign/countersign/mcp"
 )
 
@@ -40,6 +42,13 @@ type options struct {
 	token      string
 	database   string
 	cpuprofile string
+	tool       string // approvals_create or approval_request
+}
+
+// tools are the tools the load command can drive, with the call that files one ask.
+var tools = map[string]func(ctx context.Context, s *sdk.ClientSession, c int, n int64) error{
+	"approvals_create": createAsk,
+	"approval_request": requestAsk,
 }
 
 func main() {
@@ -66,12 +75,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		"That server must run with COUNTERSIGN_ASK_RATE="+loadAskRate+" and COUNTERSIGN_ASK_BURST="+loadAskBurst+", or its per-requester limit refuses the load")
 	fs.StringVar(&o.token, "token", "", "with -url: an agent token with mcp:write and approvals:write")
 	fs.StringVar(&o.database, "database", "", "postgres://… on this machine: the in-process service and the bare handler each run on a fresh database made there (dropped afterwards); empty for SQLite files")
+	fs.StringVar(&o.tool, "tool", "approvals_create", "the tool that files each ask: approvals_create, or approval_request (an advisory work_change with a new idempotency key per call)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write CPU profiles of the two runs to PREFIX.create.pprof and PREFIX.bare.pprof, and allocation profiles beside them (PREFIX.create.allocs.pprof, PREFIX.bare.allocs.pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if tools[o.tool] == nil {
+		return fmt.Errorf("-tool must be approvals_create or approval_request, not %q", o.tool)
 	}
 	if o.clients < 1 || o.duration <= 0 || o.warmup < 0 {
 		return errors.New("-clients must be at least 1, -duration more than 0 and -warmup not negative")
@@ -117,8 +130,9 @@ func runCreate(ctx context.Context, o options, out io.Writer) (phase, string, er
 		return phase{}, "", err
 	}
 	defer closeAll(sessions)
-	p, err := drive(ctx, "approvals_create", o.clients, o.warmup, o.duration, profilePath(o.cpuprofile, "create"),
-		func(ctx context.Context, c int, n int64) error { return createAsk(ctx, sessions[c], c, n) })
+	file := tools[o.tool]
+	p, err := drive(ctx, o.tool, o.clients, o.warmup, o.duration, profilePath(o.cpuprofile, "create"),
+		func(ctx context.Context, c int, n int64) error { return file(ctx, sessions[c], c, n) })
 	return p, t.database, err
 }
 
@@ -161,10 +175,10 @@ func report(out io.Writer, phases []phase, databases []string) {
 		if ratio < targetRatio {
 			verdict = "MISSES"
 		}
-		fmt.Fprintf(out, "\nratio approvals_create/bare = %.2f: %s the target of ≥ %.1f\n", ratio, verdict, targetRatio)
+		fmt.Fprintf(out, "\nratio %s/bare = %.2f: %s the target of ≥ %.1f\n", create.name, ratio, verdict, targetRatio)
 	}
 	if c, b := create.cpuPerRequest(), bare.cpuPerRequest(); c > 0 && b > 0 && databases[0] != "remote" {
-		fmt.Fprintf(out, "cpu ratio (bare cpu/req ÷ approvals_create cpu/req) = %.2f: the ratio if both were bound by CPU alone\n", float64(b)/float64(c))
+		fmt.Fprintf(out, "cpu ratio (bare cpu/req ÷ %s cpu/req) = %.2f: the ratio if both were bound by CPU alone\n", create.name, float64(b)/float64(c))
 	}
 	if databases[0] == "remote" {
 		fmt.Fprintln(out, "note: the server under test is another process (its CPU is not in cpu ms/req) and the bare handler runs in this one; the two runs differ in more than the handler")

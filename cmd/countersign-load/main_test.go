@@ -46,9 +46,30 @@ func TestTheLoadCommandRunsBothPhasesWithoutErrors(t *testing.T) {
 	}
 }
 
+// With -tool approval_request the load files requests, with no errors, and
+// reports them against the bare insert.
+func TestTheLoadCommandFilesRequestsWithApprovalRequest(t *testing.T) {
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := run(ctx, []string{"-tool", "approval_request", "-clients", "4", "-duration", "500ms", "-warmup", "100ms"}, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	if !strings.Contains(text, "ratio approval_request/bare = ") {
+		t.Errorf("no ratio of approval_request:\n%s", text)
+	}
+	row := regexp.MustCompile(`(?m)^\s*approval_request\s+4\s+(\d+)\s+\d+\s+[\d.]+\s+[\d.]+\s+(\d+)\s+[\d.]+\s*$`)
+	m := row.FindStringSubmatch(text)
+	if m == nil || m[1] == "0" || m[2] != "0" {
+		t.Fatalf("want an approval_request row with 4 clients, some requests and no errors:\n%s", text)
+	}
+}
+
 func TestTheLoadCommandRefusesBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-clients", "0"},
+		{"-tool", "approvals_delete"},
 		{"-duration", "0s"},
 		{"-url", "http://example.com:8080", "-token", "x"},
 		{"-url", "http://127.0.0.1:8080"},

@@ -223,7 +223,46 @@ func prAsk(c int, n int64) map[string]any {
 
 // createAsk files one ask over session s and checks that it came back pending.
 func createAsk(ctx context.Context, s *sdk.ClientSession, c int, n int64) error {
-	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "approvals_create", Arguments: prAsk(c, n)})
+	var out struct {
+		ApprovalID string `json:"approval_id"`
+		Status     string `json:"status"`
+	}
+	if err := callTool(ctx, s, "approvals_create", prAsk(c, n), &out); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(out.ApprovalID, "appr_") || out.Status != "pending" {
+		return fmt.Errorf("unexpected result: approval_id %q status %q", out.ApprovalID, out.Status)
+	}
+	return nil
+}
+
+// requestAsk files one advisory work_change with approval_request over
+// session s, with a new idempotency key, and checks that it came back pending.
+func requestAsk(ctx context.Context, s *sdk.ClientSession, c int, n int64) error {
+	var out struct {
+		ApprovalID string `json:"approvalId"`
+		Status     string `json:"status"`
+	}
+	err := callTool(ctx, s, "approval_request", map[string]any{
+		"kind": "work_change", "title": fmt.Sprintf("Tidy the login code, part %d", n),
+		"description": "No behaviour changes; the tests stay as they are.",
+		"targetType":  "repo", "targetId": "acme/web",
+		"proposal":       map[string]any{"mode": "advisory"},
+		"idempotencyKey": fmt.Sprintf("load-%d-%d", c, n),
+	}, &out)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(out.ApprovalID, "appr_") || out.Status != "pending" {
+		return fmt.Errorf("unexpected result: approvalId %q status %q", out.ApprovalID, out.Status)
+	}
+	return nil
+}
+
+// callTool calls a tool over session s and reads its structured result into
+// out; a tool error is returned as an error with its text.
+func callTool(ctx context.Context, s *sdk.ClientSession, name string, args map[string]any, out any) error {
+	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		return err
 	}
@@ -236,19 +275,12 @@ func createAsk(ctx context.Context, s *sdk.ClientSession, c int, n int64) error 
 		}
 		return errors.New(text)
 	}
-	var out struct {
-		ApprovalID string `json:"approval_id"`
-		Status     string `json:"status"`
-	}
 	b, err := json.Marshal(res.StructuredContent)
 	if err != nil {
 		return fmt.Errorf("read result: %w", err)
 	}
-	if err := json.Unmarshal(b, &out); err != nil {
+	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("read result: %w", err)
-	}
-	if !strings.HasPrefix(out.ApprovalID, "appr_") || out.Status != "pending" {
-		return fmt.Errorf("unexpected result: approval_id %q status %q", out.ApprovalID, out.Status)
 	}
 	return nil
 }

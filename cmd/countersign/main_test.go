@@ -480,6 +480,47 @@ type sdkSummary struct {
 	Updated       string   `json:"updated"`
 	ResourceState string   `json:"resource_status"`
 	Refusal       string   `json:"refusal"`
+	Session       struct {
+		SessionID         string         `json:"session_id"`
+		ApprovalID        string         `json:"approval_id"`
+		Waiting           string         `json:"waiting"`
+		Answer            map[string]any `json:"answer"`
+		StatusAnswer      map[string]any `json:"status_answer"`
+		InstructionsAfter int            `json:"instructions_after"`
+		Ended             string         `json:"ended"`
+		AfterEnd          string         `json:"after_end"`
+	} `json:"session"`
+}
+
+// answerQuestions answers, as the person, every question an agent asks in
+// the store until ctx ends: it picks the second choice. It returns how many
+// it answered once ctx ended.
+func answerQuestions(ctx context.Context, t *testing.T, store *models.Store, accountID string, person *models.Member) <-chan int {
+	answered := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { answered <- n }()
+		for ctx.Err() == nil {
+			var ids []string
+			if err := store.DB().WithContext(ctx).Table("approvals").Where("account_id = ? AND kind = ? AND status = ?",
+				accountID, models.KindAgentRequest, models.StatusPending).Pluck("id", &ids).Error; err != nil && ctx.Err() == nil {
+				t.Errorf("find questions: %v", err)
+				return
+			}
+			for _, id := range ids {
+				if _, err := store.Decide(ctx, accountID, id, person, models.Decision{Verdict: "choice:1"}); err != nil {
+					t.Errorf("answer %s: %v", id, err)
+					return
+				}
+				n++
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return answered
 }
 
 // runSDKCheck runs web/test/mcp-sdk-check.mjs against endpoint with token and
@@ -526,24 +567,7 @@ func TestTheTypeScriptSDKWorksAgainstTheBinary(t *testing.T) {
 		lines := strings.Split(strings.TrimSpace(created.stdout), "\n")
 		token := lines[len(lines)-1]
 
-		sum, r := runSDKCheck(t, root, s.URL+"/mcp", token)
-		if r.code != 0 || !sum.OK {
-			t.Fatalf("mcp-sdk-check.mjs exited %d: %s\nstderr:\n%s", r.code, sum.Error, r.stderr)
-		}
-		wantTools := []string{"approval_request", "approval_status", "approvals_add_progress", "approvals_create", "approvals_get",
-			"approvals_get_auto_approve_policy", "approvals_list", "approvals_request_auto_approve", "approvals_revoke_auto_approve_policy",
-			"session_end", "session_heartbeat", "session_start", "work_list"}
-		if !slices.Equal(sum.Tools, wantTools) {
-			t.Fatalf("tools = %v, want %v", sum.Tools, wantTools)
-		}
-		if !strings.HasPrefix(sum.Server, "countersign ") || !strings.HasPrefix(sum.ApprovalID, "appr_") ||
-			!regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(sum.PayloadSHA256) || sum.Listed != 1 ||
-			sum.FinalStatus != "stale" || sum.Refusal != "INVALID_ARGUMENT" ||
-			sum.Updated != "countersign://approvals/"+sum.ApprovalID || sum.ResourceState != "stale" {
-			t.Fatalf("summary = %+v", sum)
-		}
-
-		// The service's own record agrees with what the SDK saw.
+		// The service's own store, where the person answers the script's question.
 		store, err := app.OpenStore(context.Background(), mustConfig(t, s.env), apptest.Logger())
 		if err != nil {
 			t.Fatalf("open the store: %v", err)
@@ -557,6 +581,40 @@ func TestTheTypeScriptSDKWorksAgainstTheBinary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		person, err := store.AddMember(context.Background(), acct.ID, "ada", "Ada", models.RoleOwner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answering, stopAnswering := context.WithCancel(context.Background())
+		answered := answerQuestions(answering, t, store, acct.ID, person)
+		sum, r := runSDKCheck(t, root, s.URL+"/mcp", token)
+		stopAnswering()
+		if n := <-answered; n != 1 {
+			t.Errorf("the person answered %d questions, want the one the script asked", n)
+		}
+		if r.code != 0 || !sum.OK {
+			t.Fatalf("mcp-sdk-check.mjs exited %d: %s\nstderr:\n%s", r.code, sum.Error, r.stderr)
+		}
+		wantTools := []string{"approval_request", "approval_status", "approvals_add_progress", "approvals_create", "approvals_get",
+			"approvals_get_auto_approve_policy", "approvals_list", "approvals_request_auto_approve", "approvals_revoke_auto_approve_policy",
+			"session_end", "session_heartbeat", "session_start", "work_list"}
+		if !slices.Equal(sum.Tools, wantTools) {
+			t.Fatalf("tools = %v, want %v", sum.Tools, wantTools)
+		}
+		ss := sum.Session
+		if !strings.HasPrefix(ss.ApprovalID, "appr_") || ss.Waiting != "waiting" || ss.InstructionsAfter != 0 || ss.Ended != "ended" ||
+			ss.AfterEnd != "FAILED_PRECONDITION" || ss.Answer["choice"] != "next" || ss.Answer["index"] != float64(1) ||
+			ss.StatusAnswer["choice"] != "next" || ss.StatusAnswer["index"] != float64(1) {
+			t.Fatalf("session loop = %+v", ss)
+		}
+		if !strings.HasPrefix(sum.Server, "countersign ") || !strings.HasPrefix(sum.ApprovalID, "appr_") ||
+			!regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(sum.PayloadSHA256) || sum.Listed != 1 ||
+			sum.FinalStatus != "stale" || sum.Refusal != "INVALID_ARGUMENT" ||
+			sum.Updated != "countersign://approvals/"+sum.ApprovalID || sum.ResourceState != "stale" {
+			t.Fatalf("summary = %+v", sum)
+		}
+
+		// The service's own record agrees with what the SDK saw.
 		a, err := store.GetApproval(context.Background(), acct.ID, sum.ApprovalID)
 		if err != nil {
 			t.Fatalf("the approval the SDK made is not in the database: %v", err)

@@ -2,7 +2,10 @@
 // outside agent would use it: connect over Streamable HTTP with a bearer token,
 // list the tools, file an ask, read it back, find it by its payload hash,
 // subscribe to its resource, withdraw it and hear of that, and be refused for
-// a page_size over the limit.
+// a page_size over the limit. Then the session loop: start a session, ask the
+// person a question with choices in it, heartbeat until a person answers it
+// (the Go test that runs this script answers as the person), find the answer
+// on exactly one heartbeat and in approval_status, and end the session.
 //
 // Usage: node web/test/mcp-sdk-check.mjs [ENDPOINT_URL] [TOKEN]
 //   or COUNTERSIGN_MCP_URL and COUNTERSIGN_MCP_TOKEN in the environment.
@@ -118,8 +121,11 @@ async function main() {
     check(refused.isError === true, `approvals_list page_size 500 was not refused: ${JSON.stringify(refused)}`);
     check(refusedText.startsWith("INVALID_ARGUMENT"), `approvals_list page_size 500 refusal text is ${JSON.stringify(refusedText)}, want it to start with INVALID_ARGUMENT`);
 
+    const session = await sessionLoop(client);
+
     return {
       ok: true,
+      session,
       server: `${server.name} ${server.version}`,
       tools: tools.map((t) => t.name).sort(),
       approval_id: id,
@@ -133,6 +139,67 @@ async function main() {
   } finally {
     await client.close();
   }
+}
+
+// sessionLoop runs an agent's session loop: start → a question to the person
+// → heartbeats while it waits → the answer, on one heartbeat only → end.
+async function sessionLoop(client) {
+  const call = async (name, args) => structured(name, await client.callTool({ name, arguments: args }));
+  const started = await call("session_start", { label: "sdk check: which branch" });
+  const sessionId = started.sessionId;
+  check(typeof sessionId === "string" && sessionId !== "" && started.state === "active", `session_start returned ${JSON.stringify(started)}`);
+
+  const asked = await call("approval_request", {
+    kind: "agent_request",
+    title: "Which branch should the fix go to?",
+    proposal: { mode: "advisory" },
+    question: { choices: ["main", "next"] },
+    sessionId,
+    expiresInMinutes: 30,
+    idempotencyKey: randomBytes(16).toString("hex"),
+  });
+  const approvalId = asked.approvalId;
+  check(typeof approvalId === "string" && asked.status === "pending", `approval_request returned ${JSON.stringify(asked)}`);
+
+  // Heartbeat until the person answers (at most a minute).
+  let waiting = null;
+  let answered = null;
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
+    const beat = await call("session_heartbeat", { sessionId });
+    if (beat.instructions.length > 0) {
+      answered = beat;
+      break;
+    }
+    check(beat.state === "waiting" && beat.waitingOn.includes(approvalId), `a heartbeat while the question waits returned ${JSON.stringify(beat)}`);
+    waiting ??= beat.state;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  check(answered, "no heartbeat carried the answer within a minute");
+  check(answered.instructions.length === 1, `the heartbeat carried ${answered.instructions.length} instructions, want 1`);
+  const instruction = answered.instructions[0];
+  check(instruction.approvalId === approvalId && instruction.status === "approved", `the instruction is ${JSON.stringify(instruction)}`);
+  const again = await call("session_heartbeat", { sessionId });
+  check(again.instructions.length === 0 && again.state === "active", `the next heartbeat returned ${JSON.stringify(again)}, want no instructions and active`);
+
+  const status = await call("approval_status", { approvalId });
+  check(status.status === "approved", `approval_status is ${JSON.stringify(status)}`);
+
+  const ended = await call("session_end", { sessionId });
+  check(ended.state === "ended", `session_end returned ${JSON.stringify(ended)}`);
+  const late = await client.callTool({ name: "session_heartbeat", arguments: { sessionId } });
+  const lateText = late.content?.[0]?.text ?? "";
+  check(late.isError === true && lateText.startsWith("FAILED_PRECONDITION"), `a heartbeat after session_end returned ${JSON.stringify(late)}`);
+
+  return {
+    session_id: sessionId,
+    approval_id: approvalId,
+    waiting: waiting ?? "",
+    answer: instruction.answer ?? null,
+    status_answer: status.answer ?? null,
+    instructions_after: again.instructions.length,
+    ended: ended.state,
+    after_end: lateText.split(":")[0],
+  };
 }
 
 // describe turns an error into one line; a schema error of the SDK (a zod
