@@ -31,7 +31,7 @@ type App struct {
 	// Metrics serves /metrics when COUNTERSIGN_METRICS_ADDR is set; else nil.
 	Metrics http.Handler
 	metrics *metrics.Metrics
-	log       *slog.Logger
+	log     *slog.Logger
 }
 
 // Open connects to the database, migrates it, makes the default account on
