@@ -27,6 +27,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/countersign/countersign/app"
+	"github.com/countersign/countersign/mcp/bearer"
 	"github.com/countersign/countersign/models"
 )
 
@@ -243,20 +244,9 @@ type Client struct {
 	Session *sdk.ClientSession
 }
 
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 // BearerClient is an HTTP client that sends token on every request.
 func BearerClient(token string) *http.Client {
-	return &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
+	return &http.Client{Transport: bearer.Transport{Token: token}}
 }
 
 // Connect opens an MCP session to the service with token.

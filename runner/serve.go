@@ -20,6 +20,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/mcp/bearer"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -111,7 +112,7 @@ func (r *Runner) connected(ctx context.Context, ok func()) error {
 		ResourceUpdatedHandler: func(context.Context, *sdk.ResourceUpdatedNotificationRequest) { r.poke() },
 	})
 	transport := &sdk.StreamableClientTransport{Endpoint: strings.TrimRight(r.opts.Server, "/") + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{token: r.opts.Token}}}
+		HTTPClient: &http.Client{Transport: bearer.Transport{Token: r.opts.Token}}}
 	session, err := client.Connect(ctx, transport, nil)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
@@ -142,14 +143,6 @@ func (r *Runner) poke() {
 	case r.wake <- struct{}{}:
 	default:
 	}
-}
-
-type bearer struct{ token string }
-
-func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	req.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(req)
 }
 
 // Pass lists the runner's active runs and handles each in turn.

@@ -23,6 +23,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/countersign/countersign/app"
+	"github.com/countersign/countersign/mcp/bearer"
 	"github.com/countersign/countersign/models"
 )
 
@@ -172,23 +173,12 @@ func clientTransport() *http.Transport {
 	}
 }
 
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 // connect opens n MCP sessions, each with its own HTTP connections, as apptest.Connect does.
 func connect(ctx context.Context, t *target, n int) ([]*sdk.ClientSession, error) {
 	sessions := make([]*sdk.ClientSession, 0, n)
 	for range n {
 		client := sdk.NewClient(&sdk.Implementation{Name: "countersign-load", Version: "1"}, nil)
-		hc := &http.Client{Transport: bearer{token: t.token, next: clientTransport()}}
+		hc := &http.Client{Transport: bearer.Transport{Token: t.token, Base: clientTransport()}}
 		s, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: t.endpoint, HTTPClient: hc, MaxRetries: -1}, nil)
 		if err != nil {
 			closeAll(sessions)

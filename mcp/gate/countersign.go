@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/mcp/bearer"
 )
 
 // CountersignOptions say how the Countersign sink reaches the service.
@@ -68,7 +70,7 @@ func NewCountersign(ctx context.Context, opts CountersignOptions) (*Countersign,
 		transport = http.DefaultTransport
 	}
 	client := *base
-	client.Transport = bearer{token: opts.Token, next: transport}
+	client.Transport = bearer.Transport{Token: opts.Token, Base: transport}
 	c := &Countersign{opts: opts, waiters: map[string]chan struct{}{}}
 	endpoint := strings.TrimRight(opts.URL, "/") + "/mcp"
 	cli := mcp.NewClient(&mcp.Implementation{Name: "countersign-gate", Version: "1"}, &mcp.ClientOptions{
@@ -311,15 +313,4 @@ func clipText(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
-}
-
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
 }
