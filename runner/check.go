@@ -15,6 +15,7 @@ import (
 
 	"github.com/gowebpki/jcs"
 
+	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -42,22 +43,10 @@ type Event struct {
 	Runner *proof.RunnerReport `json:"runner"`
 }
 
-// RunPin is payload.run as a runner reads it.
-type RunPin struct {
-	Cmd             string      `json:"cmd"`
-	ScriptSHA256    string      `json:"script_sha256"`
-	RunnerID        string      `json:"runner_id"`
-	Argv            []string    `json:"argv"`
-	Effect          string      `json:"effect"`
-	RunnerPublicKey string      `json:"runner_public_key"`
-	ExpiresAt       json.Number `json:"expires_at"`
-	AskedOf         string      `json:"asked_of"`
-}
-
 // ReadPin reads payload.run of a run's payload.
-func ReadPin(payload []byte) (*RunPin, error) {
+func ReadPin(payload []byte) (*ask.RunPayload, error) {
 	var p struct {
-		Run *RunPin `json:"run"`
+		Run *ask.RunPayload `json:"run"`
 	}
 	if err := json.Unmarshal(payload, &p); err != nil || p.Run == nil {
 		return nil, errors.New("the payload is not a run")

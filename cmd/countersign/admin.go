@@ -103,15 +103,9 @@ func agentCommand(ctx context.Context, cfg app.Config, args []string, out io.Wri
 	name := fs.String("name", "", "agent name")
 	scopes := fs.String("scopes", "", "comma-separated scopes")
 	reason := fs.String("reason", "disabled by an admin", "why")
-	var positional []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return usageError{fmt.Sprintf("agent %s: %v", sub, err)}
-		}
-		args = fs.Args()
-		if len(args) > 0 {
-			positional, args = append(positional, args[0]), args[1:]
-		}
+	positional, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError{fmt.Sprintf("agent %s: %v", sub, err)}
 	}
 	store, acct, err := openAccount(ctx, cfg, *account)
 	if err != nil {

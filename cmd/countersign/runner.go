@@ -122,15 +122,9 @@ func runnerCommand(ctx context.Context, cfg app.Config, args []string, out io.Wr
 	account := fs.String("account", models.DefaultAccountName, "account name")
 	name := fs.String("name", "", "runner name")
 	key := fs.String("public-key", "", "the public key countersign runner init printed")
-	var positional []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return usageError{fmt.Sprintf("runner %s: %v\n%s", sub, err, runnerUsage)}
-		}
-		args = fs.Args()
-		if len(args) > 0 {
-			positional, args = append(positional, args[0]), args[1:]
-		}
+	positional, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError{fmt.Sprintf("runner %s: %v\n%s", sub, err, runnerUsage)}
 	}
 	store, acct, err := openAccount(ctx, cfg, *account)
 	if err != nil {
