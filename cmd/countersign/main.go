@@ -45,6 +45,8 @@ Usage:
   countersign runner serve --dir D --server URL [--token-file F] [--time-limit 10m]
                                                on a runner host: run approved pinned runs once each (docs/runner.md)
   countersign vapid                            print the Web Push (VAPID) public key
+  countersign backup --out FILE                copy the SQLite database to a new FILE while serve runs
+                                               (VACUUM INTO); on PostgreSQL use pg_dump
   countersign work column add --key KEY --name NAME [--account NAME]
   countersign work column remove KEY [--account NAME]
   countersign work item add --column KEY --title TITLE [--description TEXT] [--account NAME]
@@ -148,6 +150,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return workCommand(ctx, cfg, args, out)
 	case "runner":
 		return runnerCommand(ctx, cfg, args, out)
+	case "backup":
+		return backupCommand(ctx, cfg, args, out)
 	}
 	return usageError{fmt.Sprintf("unknown command %q; run countersign help", cmd)}
 }
