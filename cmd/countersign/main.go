@@ -20,6 +20,8 @@ const usage = `countersign: an approvals service that agents and people trust.
 Usage:
   countersign [serve]                          run the service (the default)
   countersign version                          print the version make build stamped
+  countersign healthcheck                      exit 0 when the service at COUNTERSIGN_ADDR answers /readyz,
+                                               1 when not (the container's HEALTHCHECK)
   countersign account create NAME              make an account
   countersign account set NAME --allow-private-evidence=true|false
   countersign account list
@@ -122,6 +124,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	cfg, err := app.LoadConfig(getenv)
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
+	}
+	if cmd == "healthcheck" { // a probe of the running service: no database of its own
+		return healthcheckCommand(ctx, cfg, args, out)
 	}
 	if cmd != "serve" {
 		// An admin command: say which database, and make none by mistake.
