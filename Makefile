@@ -1,15 +1,20 @@
 # Countersign's build and test entry points. `make test` is the one command
 # that runs every check; CI runs exactly that (see .ci/run).
 
-.PHONY: run build smoke test halves vet fmt-check generate check-generated fuzz
+.PHONY: run build binary smoke test halves vet fmt-check generate check-generated fuzz
 
 run: generate
 	go run ./cmd/countersign
 
 # A static binary (no cgo: SQLite is pure Go), with no build paths in it,
-# stamped with the version git describes; the Dockerfile runs this too.
+# stamped with the version git describes. build makes the generated files
+# first; binary is the compile alone, from the committed generated files,
+# which the Dockerfile's build stage runs (it has no Node).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 build: generate
+	@$(MAKE) --no-print-directory binary VERSION=$(VERSION)
+
+binary:
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o countersign ./cmd/countersign
 
 # The static binary starts in an empty folder and answers /readyz (CI runs it).

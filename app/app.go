@@ -69,7 +69,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	sender := push.NewSender(store, keys, push.Options{Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log, Outcome: pushed})
 	endpoint := mcp.New(store, mcp.Options{AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log, Observer: mcpObserve,
-		ResourceMetadataURL: cfg.BaseURL + handlers.ProtectedResourcePath + "/mcp"})
+		ResourceMetadataURL: cfg.BaseURL + handlers.ProtectedResourcePath + "/mcp", PublicHost: publicHost(cfg.BaseURL)})
 	a := &App{Config: cfg, Store: store, MCP: endpoint, Push: sender, Keys: keys, metrics: observe, log: log}
 	store.Changes().Subscribe(func(c models.Change) {
 		switch c.Kind {
@@ -91,6 +91,15 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a.Handler = h.Routes(endpoint)
 	return a, nil
+}
+
+// publicHost is the host[:port] of the base URL, as a Host header carries it.
+func publicHost(baseURL string) string {
+	u, err := url.Parse(baseURL)
+	if err != nil { // LoadConfig has checked it
+		return ""
+	}
+	return u.Host
 }
 
 // listenerReady refuses while the PostgreSQL change listener is not

@@ -34,7 +34,14 @@ type Config struct {
 	SessionIdle time.Duration // COUNTERSIGN_SESSION_IDLE_WEB
 	AgentIdle   time.Duration // COUNTERSIGN_SESSION_IDLE
 	MetricsAddr string        // COUNTERSIGN_METRICS_ADDR
+	TLSCert     string        // COUNTERSIGN_TLS_CERT
+	TLSKey      string        // COUNTERSIGN_TLS_KEY
+	ACMEDomain  string        // COUNTERSIGN_ACME_DOMAIN
+	HTTPAddr    string        // COUNTERSIGN_HTTP_ADDR; "" when there is no redirect listener
 }
+
+// TLS says whether serve ends TLS itself, with its own certificate or ACME.
+func (c Config) TLS() bool { return c.TLSCert != "" || c.ACMEDomain != "" }
 
 // Setting documents one environment variable. Meaning is Markdown (code in
 // backquotes): the README's table and `countersign help` are both made from
@@ -63,6 +70,10 @@ var Settings = []Setting{
 	{"COUNTERSIGN_SESSION_IDLE_WEB", "12h", "A web session unused this long ends; it ends 30 days after sign-in in any case. From `2m` to `720h`."},
 	{"COUNTERSIGN_SESSION_IDLE", "30m", "An agent session (`session_start`) that has not heartbeated this long ends by itself. Any Go duration of `1s` or more."},
 	{"COUNTERSIGN_METRICS_ADDR", "", "Empty: no metrics. Else the listen address (like `127.0.0.1:9090`) of a listener of its own that serves Prometheus metrics at `/metrics`; keep it off the public network."},
+	{"COUNTERSIGN_TLS_CERT", "", "Empty: plain HTTP, for a TLS proxy in front (README, Deploy). Else a PEM certificate chain: `serve` answers HTTPS on `COUNTERSIGN_ADDR` with it and `COUNTERSIGN_TLS_KEY`, both or neither, and reads them again when they change (a renewal needs no restart)."},
+	{"COUNTERSIGN_TLS_KEY", "", "The PEM private key of `COUNTERSIGN_TLS_CERT`."},
+	{"COUNTERSIGN_ACME_DOMAIN", "", "Empty: no automatic certificates. Else the host name `serve` gets and renews a certificate for by itself (Let's Encrypt, ACME; its terms accepted), cached in `COUNTERSIGN_DATA/acme`. `COUNTERSIGN_BASE_URL` must be `https://` that name, and `COUNTERSIGN_ADDR` should be `:443`. Not with `COUNTERSIGN_TLS_CERT`."},
+	{"COUNTERSIGN_HTTP_ADDR", "", "With TLS on: the listen address of a plain-HTTP listener that redirects (301) every request to `COUNTERSIGN_BASE_URL`. With `COUNTERSIGN_ACME_DOMAIN` it also answers ACME HTTP-01 challenges, and empty means `:80` (`off`: none); with `COUNTERSIGN_TLS_CERT` empty means none. Without TLS it must stay empty."},
 	{"GOGC", "400", "Not Countersign's own: Go's garbage collector target. When it is unset `serve` uses 400, where the collector costs about a third of the CPU it does at Go's 100, for a heap of a few tens of MB (`docs/perf.md`)."},
 }
 
@@ -202,7 +213,59 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			bad("COUNTERSIGN_METRICS_ADDR", "must differ from COUNTERSIGN_ADDR: metrics have a listener of their own")
 		}
 	}
+	c.TLSCert, c.TLSKey = get("COUNTERSIGN_TLS_CERT"), get("COUNTERSIGN_TLS_KEY")
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		bad("COUNTERSIGN_TLS_CERT", "COUNTERSIGN_TLS_CERT and COUNTERSIGN_TLS_KEY go together: set both (PEM files) or neither")
+	}
+	if c.ACMEDomain = strings.ToLower(get("COUNTERSIGN_ACME_DOMAIN")); c.ACMEDomain != "" {
+		u, _ := url.Parse(c.BaseURL)
+		switch {
+		case c.TLSCert != "" || c.TLSKey != "":
+			bad("COUNTERSIGN_ACME_DOMAIN", "not together with COUNTERSIGN_TLS_CERT and COUNTERSIGN_TLS_KEY: choose automatic certificates or your own")
+		case !isHostName(c.ACMEDomain):
+			bad("COUNTERSIGN_ACME_DOMAIN", "%q is not a host name like approvals.example.com", c.ACMEDomain)
+		case u == nil || u.Scheme != "https" || u.Hostname() != c.ACMEDomain || (u.Port() != "" && u.Port() != "443"):
+			bad("COUNTERSIGN_ACME_DOMAIN", "COUNTERSIGN_BASE_URL must be https://%s (it is %q): the certificate is for that name", c.ACMEDomain, c.BaseURL)
+		}
+	}
+	if c.TLSCert != "" && !strings.HasPrefix(c.BaseURL, "https://") {
+		bad("COUNTERSIGN_BASE_URL", "%q must be an https:// origin when serve answers HTTPS itself (COUNTERSIGN_TLS_CERT)", c.BaseURL)
+	}
+	switch c.HTTPAddr = get("COUNTERSIGN_HTTP_ADDR"); {
+	case c.HTTPAddr == "off":
+		c.HTTPAddr = ""
+	case c.HTTPAddr != "" && !c.TLS():
+		bad("COUNTERSIGN_HTTP_ADDR", "is the listener that redirects plain HTTP to HTTPS, so it needs TLS on (COUNTERSIGN_TLS_CERT or COUNTERSIGN_ACME_DOMAIN); leave it empty")
+	case c.HTTPAddr == "" && c.ACMEDomain != "":
+		c.HTTPAddr = ":80"
+	case c.HTTPAddr != "":
+		if _, port, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			bad("COUNTERSIGN_HTTP_ADDR", "%q is not host:port (like :80), or off", c.HTTPAddr)
+		} else if port != "0" && (c.HTTPAddr == c.Addr || c.HTTPAddr == c.MetricsAddr) { // port 0: the system picks
+			bad("COUNTERSIGN_HTTP_ADDR", "must differ from COUNTERSIGN_ADDR and COUNTERSIGN_METRICS_ADDR")
+		}
+	}
 	return c, errors.Join(errs...)
+}
+
+// isHostName accepts a DNS name of two or more labels (letters, digits,
+// inner hyphens), not an IP address: what an ACME certificate is issued for.
+func isHostName(s string) bool {
+	labels := strings.Split(s, ".")
+	if len(s) > 253 || len(labels) < 2 || net.ParseIP(s) != nil {
+		return false
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, r := range l {
+			if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // parsePushCap reads "20/10m" (20 pushes per 10 minutes) or "off".

@@ -32,7 +32,10 @@ type Options struct {
 	// ResourceMetadataURL is where the endpoint's protected-resource
 	// metadata (RFC 9728) is served; every 401 and 403 names it.
 	ResourceMetadataURL string
-	Logger              *slog.Logger
+	// PublicHost is the base URL's host[:port]: a request with that Host
+	// through a proxy on this machine is not taken for DNS rebinding.
+	PublicHost string
+	Logger     *slog.Logger
 	// Observer hears of tool calls and filed asks, for metrics; none: nobody.
 	Observer Observer
 }
@@ -101,8 +104,10 @@ func New(store *models.Store, opts Options) *Server {
 	streamable := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{
 		Logger:         opts.Logger,
 		SessionTimeout: 30 * time.Minute,
+		// guardRebinding does it, allowing the public Host as well.
+		DisableLocalhostProtection: true,
 	})
-	s.http = s.authenticate(http.MaxBytesHandler(rpcErrors(streamable), opts.MaxBodyBytes))
+	s.http = guardRebinding(opts.PublicHost, s.authenticate(http.MaxBytesHandler(rpcErrors(streamable), opts.MaxBodyBytes)))
 	return s
 }
 

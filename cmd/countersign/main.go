@@ -20,6 +20,8 @@ const usage = `countersign: an approvals service that agents and people trust.
 Usage:
   countersign [serve]                          run the service (the default)
   countersign version                          print the version make build stamped
+  countersign healthcheck                      exit 0 when the service at COUNTERSIGN_ADDR answers /readyz,
+                                               1 when not (the container's HEALTHCHECK)
   countersign account create NAME              make an account
   countersign account set NAME --allow-private-evidence=true|false
   countersign account list
@@ -45,6 +47,8 @@ Usage:
   countersign runner serve --dir D --server URL [--token-file F] [--time-limit 10m]
                                                on a runner host: run approved pinned runs once each (docs/runner.md)
   countersign vapid                            print the Web Push (VAPID) public key
+  countersign backup --out FILE                copy the SQLite database to a new FILE while serve runs
+                                               (VACUUM INTO); on PostgreSQL use pg_dump
   countersign work column add --key KEY --name NAME [--account NAME]
   countersign work column remove KEY [--account NAME]
   countersign work item add --column KEY --title TITLE [--description TEXT] [--account NAME]
@@ -121,6 +125,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
 	}
+	if cmd == "healthcheck" { // a probe of the running service: no database of its own
+		return healthcheckCommand(ctx, cfg, args, out)
+	}
 	if cmd != "serve" {
 		// An admin command: say which database, and make none by mistake.
 		if err := app.CheckDatabase(cfg, init); err != nil {
@@ -148,6 +155,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return workCommand(ctx, cfg, args, out)
 	case "runner":
 		return runnerCommand(ctx, cfg, args, out)
+	case "backup":
+		return backupCommand(ctx, cfg, args, out)
 	}
 	return usageError{fmt.Sprintf("unknown command %q; run countersign help", cmd)}
 }

@@ -327,12 +327,13 @@ func (b *lockedBuffer) String() string {
 
 // server is `countersign serve` running as its own process.
 type server struct {
-	URL  string // http://127.0.0.1:PORT
-	env  map[string]string
-	cmd  *exec.Cmd
-	log  *lockedBuffer
-	done chan struct{} // closed when the process has ended
-	err  error         // how it ended, once done is closed
+	URL    string // http://127.0.0.1:PORT, or https:// with COUNTERSIGN_TLS_CERT
+	client *http.Client
+	env    map[string]string
+	cmd    *exec.Cmd
+	log    *lockedBuffer
+	done   chan struct{} // closed when the process has ended
+	err    error         // how it ended, once done is closed
 }
 
 var listening = regexp.MustCompile(`msg="countersign listening" addr=(\S+)`)
@@ -351,9 +352,14 @@ func startServer(t *testing.T, db apptest.Database, settings ...map[string]strin
 		maps.Copy(env, m)
 	}
 	s := &server{
-		env:  env,
-		log:  &lockedBuffer{},
-		done: make(chan struct{}),
+		client: http.DefaultClient,
+		env:    env,
+		log:    &lockedBuffer{},
+		done:   make(chan struct{}),
+	}
+	scheme := "http://"
+	if cert := env["COUNTERSIGN_TLS_CERT"]; cert != "" {
+		scheme, s.client = "https://", trusting(t, cert)
 	}
 	s.cmd = exec.Command(binary, "serve")
 	s.cmd.Env = environ(s.env)
@@ -392,7 +398,7 @@ func startServer(t *testing.T, db apptest.Database, settings ...map[string]strin
 	})
 	select {
 	case a := <-addr:
-		s.URL = "http://" + a
+		s.URL = scheme + a
 	case <-s.done:
 		t.Fatalf("countersign serve ended before it listened: %v\n%s", s.err, s.log)
 	case <-time.After(time.Minute):
@@ -407,7 +413,7 @@ func (s *server) waitHealthy(t *testing.T, database string) {
 	t.Helper()
 	var last string
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		res, err := http.Get(s.URL + "/healthz")
+		res, err := s.client.Get(s.URL + "/healthz")
 		if err != nil {
 			last = err.Error()
 			continue

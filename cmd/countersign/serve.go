@@ -16,6 +16,12 @@ import (
 // serve runs the service until ctx ends (SIGTERM or Ctrl-C), then drains
 // requests for up to 20 seconds.
 func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
+	// TLS first: a missing or mismatched certificate stops the start before
+	// the database is touched.
+	secure, err := app.NewTLS(cfg, log)
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
 	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -35,8 +41,26 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	var wg sync.WaitGroup
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	wg.Go(func() { a.Background(sweepCtx) })
-	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ln) }()
+	errc := make(chan error, 3)
+	if secure != nil {
+		srv.TLSConfig = secure.Config
+		go func() { errc <- srv.ServeTLS(ln, "", "") }() // HTTP/2 as well
+	} else {
+		go func() { errc <- srv.Serve(ln) }()
+	}
+	var redirectSrv *http.Server
+	if secure != nil && cfg.HTTPAddr != "" {
+		rln, err := net.Listen("tcp", cfg.HTTPAddr)
+		if err != nil {
+			stopSweep()
+			wg.Wait()
+			_ = srv.Close()
+			return fmt.Errorf("listen on COUNTERSIGN_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+		}
+		redirectSrv = &http.Server{Handler: secure.Redirect, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+		go func() { errc <- redirectSrv.Serve(rln) }()
+		log.Info("redirecting http to https", "addr", rln.Addr().String(), "to", cfg.BaseURL)
+	}
 	var metricsSrv *http.Server
 	if a.Metrics != nil {
 		// A listener of its own, so /metrics never faces the public origin.
@@ -45,6 +69,9 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 			stopSweep()
 			wg.Wait()
 			_ = srv.Close()
+			if redirectSrv != nil {
+				_ = redirectSrv.Close()
+			}
 			return fmt.Errorf("listen on COUNTERSIGN_METRICS_ADDR %s: %w", cfg.MetricsAddr, err)
 		}
 		mux := http.NewServeMux()
@@ -53,7 +80,7 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		go func() { errc <- metricsSrv.Serve(mln) }()
 		log.Info("metrics listening", "addr", mln.Addr().String())
 	}
-	log.Info("countersign listening", "addr", ln.Addr().String(), "database", cfg.DatabaseName(), "base_url", cfg.BaseURL)
+	log.Info("countersign listening", "addr", ln.Addr().String(), "tls", tlsSource(cfg), "database", cfg.DatabaseName(), "base_url", cfg.BaseURL)
 	if setup, err := a.SetupURL(ctx); err != nil {
 		log.Error("make the owner setup invite", "err", err)
 	} else if setup != "" {
@@ -72,6 +99,9 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 	if metricsSrv != nil {
 		_ = metricsSrv.Close() // scrapes are short; nothing to drain
 	}
+	if redirectSrv != nil {
+		_ = redirectSrv.Close() // redirects are short; nothing to drain
+	}
 	err = srv.Shutdown(shutdownCtx)
 	stopSweep()
 	wg.Wait()
@@ -79,4 +109,15 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// tlsSource says, for the start-up log, where serve's certificate comes from.
+func tlsSource(cfg app.Config) string {
+	switch {
+	case cfg.TLSCert != "":
+		return "files"
+	case cfg.ACMEDomain != "":
+		return "acme " + cfg.ACMEDomain
+	}
+	return "off"
 }
