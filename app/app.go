@@ -82,6 +82,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		}
 	})
 	h := handlers.New(store, rp, cfg.BaseURL, handlers.PushConfig{PublicKey: keys.Public, AllowedHosts: cfg.PushHosts}, log)
+	h.TrustProxies(cfg.Proxies)
 	if store.Dialect() == models.Postgres {
 		h.CheckReady(a.listenerReady)
 	}

@@ -34,6 +34,7 @@ type Config struct {
 	SessionIdle time.Duration // COUNTERSIGN_SESSION_IDLE_WEB
 	AgentIdle   time.Duration // COUNTERSIGN_SESSION_IDLE
 	MetricsAddr string        // COUNTERSIGN_METRICS_ADDR
+	Proxies     []*net.IPNet  // COUNTERSIGN_TRUSTED_PROXIES
 	TLSCert     string        // COUNTERSIGN_TLS_CERT
 	TLSKey      string        // COUNTERSIGN_TLS_KEY
 	ACMEDomain  string        // COUNTERSIGN_ACME_DOMAIN
@@ -69,6 +70,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_PUSH_RETRY", "1s", "Wait before the first retry of a push the service refused for now; it doubles up to 10 minutes."},
 	{"COUNTERSIGN_SESSION_IDLE_WEB", "12h", "A web session unused this long ends; it ends 30 days after sign-in in any case. From `2m` to `720h`."},
 	{"COUNTERSIGN_SESSION_IDLE", "30m", "An agent session (`session_start`) that has not heartbeated this long ends by itself. Any Go duration of `1s` or more."},
+	{"COUNTERSIGN_TRUSTED_PROXIES", "", "Comma-separated addresses or CIDR ranges of the reverse proxies in front of the service (like `127.0.0.1,10.0.0.0/8`). For a connection from one of them the client's address is read from `X-Forwarded-For`, so the per-address limits count clients, not the proxy. Empty: only the connection's address counts."},
 	{"COUNTERSIGN_METRICS_ADDR", "", "Empty: no metrics. Else the listen address (like `127.0.0.1:9090`) of a listener of its own that serves Prometheus metrics at `/metrics`; keep it off the public network."},
 	{"COUNTERSIGN_TLS_CERT", "", "Empty: plain HTTP, for a TLS proxy in front (README, Deploy). Else a PEM certificate chain: `serve` answers HTTPS on `COUNTERSIGN_ADDR` with it and `COUNTERSIGN_TLS_KEY`, both or neither, and reads them again when they change (a renewal needs no restart)."},
 	{"COUNTERSIGN_TLS_KEY", "", "The PEM private key of `COUNTERSIGN_TLS_CERT`."},
@@ -205,6 +207,25 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.AgentIdle, err = time.ParseDuration(get("COUNTERSIGN_SESSION_IDLE")); err != nil || c.AgentIdle < time.Second {
 		bad("COUNTERSIGN_SESSION_IDLE", "must be a duration of at least 1s, like 30m")
+	}
+	for _, p := range strings.Split(get("COUNTERSIGN_TRUSTED_PROXIES"), ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		cidr := p
+		if !strings.Contains(p, "/") {
+			if ip := net.ParseIP(p); ip != nil && ip.To4() != nil {
+				cidr += "/32"
+			} else {
+				cidr += "/128"
+			}
+		}
+		_, n, err := net.ParseCIDR(cidr)
+		if err != nil {
+			bad("COUNTERSIGN_TRUSTED_PROXIES", "%q is not an address or a CIDR range (like 10.0.0.0/8)", p)
+			continue
+		}
+		c.Proxies = append(c.Proxies, n)
 	}
 	if c.MetricsAddr = get("COUNTERSIGN_METRICS_ADDR"); c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {

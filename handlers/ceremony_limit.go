@@ -3,7 +3,6 @@ package handlers
 import (
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -70,12 +69,12 @@ func (l *addressLimiter) take(addr string, now time.Time) (bool, time.Duration) 
 	return true, 0
 }
 
-// limitCeremonyStarts caps, per client address (the connection's, not a
-// header a client can write), the passkey ceremonies begun without a
-// session; past the cap it answers 429 with Retry-After.
+// limitCeremonyStarts caps, per client address (the connection's, or the
+// one a trusted proxy names: see clientAddress), the passkey ceremonies
+// begun without a session; past the cap it answers 429 with Retry-After.
 func (h *Handlers) limitCeremonyStarts(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		ok, wait := h.ceremonies.take(clientAddress(c.Request()), time.Now())
+		ok, wait := h.ceremonies.take(h.clientAddress(c.Request()), time.Now())
 		if !ok {
 			secs := int(math.Ceil(wait.Seconds()))
 			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
@@ -83,13 +82,4 @@ func (h *Handlers) limitCeremonyStarts(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
-}
-
-// clientAddress is the IP address the connection comes from.
-func clientAddress(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

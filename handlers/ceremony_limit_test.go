@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,4 +87,58 @@ func TestCeremonyStartsAreCappedPerAddressAndSwept(t *testing.T) {
 			}
 		}
 	})
+}
+
+// startFrom posts /signin/begin as the client at forwardedFor behind a
+// proxy on this machine, and answers the status.
+func startFrom(t *testing.T, b *apptest.Browser, forwardedFor string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, b.Origin+"/signin/begin", strings.NewReader("{}"))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", b.Origin)
+	req.Header.Set("X-CSRF-Token", b.CSRF)
+	req.Header.Set("X-Forwarded-For", forwardedFor)
+	res, err := b.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// Behind a trusted proxy the cap counts each client by the address the proxy
+// forwards; an untrusted connection's X-Forwarded-For is never read, so a
+// client cannot escape the cap by writing one.
+func TestTheCeremonyCapCountsClientsBehindATrustedProxy(t *testing.T) {
+	cases := []struct {
+		name    string
+		trusted string
+		// whether a second client, forwarded as another address, still gets
+		// a prompt once the first has spent the cap
+		secondGetsOne bool
+	}{
+		{"a trusted proxy: each forwarded client has a cap of its own", "127.0.0.1", true},
+		{"no trusted proxy: X-Forwarded-For is ignored and the connection's address is capped", "", false},
+		{"another proxy is trusted: the header of this connection is ignored", "10.0.0.0/8", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := apptest.StartWeb(t, apptest.SQLite, map[string]string{"COUNTERSIGN_TRUSTED_PROXIES": tc.trusted})
+			b := env.Browser()
+			refused := 0
+			for range 60 {
+				// The client writes its own X-Forwarded-For; the proxy appends the real one.
+				if startFrom(t, b, "203.0.113.9, 198.51.100.1") == http.StatusTooManyRequests {
+					refused++
+				}
+			}
+			if refused < 20 {
+				t.Fatalf("60 starts from one client: %d refused, want the cap to hold", refused)
+			}
+			got := startFrom(t, b, "203.0.113.9, 198.51.100.2") == http.StatusOK
+			if got != tc.secondGetsOne {
+				t.Fatalf("another client behind the proxy got a prompt: %t, want %t", got, tc.secondGetsOne)
+			}
+		})
+	}
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"net"
 	"net/http"
 	"time"
 
@@ -50,7 +49,7 @@ func (h *Handlers) PushRenew(c echo.Context) error {
 }
 
 // renewLimits bound /push/renew, which anyone can call: a rate per client
-// address (the connection's, not a header a client can write).
+// address (see clientAddress).
 func (h *Handlers) renewLimits() []echo.MiddlewareFunc {
 	store := middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
 		Rate: renewRate, Burst: renewBurst, ExpiresIn: 10 * time.Minute,
@@ -58,11 +57,7 @@ func (h *Handlers) renewLimits() []echo.MiddlewareFunc {
 	return []echo.MiddlewareFunc{middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
 		Store: store,
 		IdentifierExtractor: func(c echo.Context) (string, error) {
-			host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
-			if err != nil {
-				return c.Request().RemoteAddr, nil
-			}
-			return host, nil
+			return h.clientAddress(c.Request()), nil
 		},
 		DenyHandler: func(echo.Context, string, error) error {
 			return models.Refuse(models.ResourceExhausted, "", "too many subscription renewals from this address; try again in a minute")

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 
 	"github.com/labstack/echo/v4"
@@ -29,8 +30,10 @@ type Handlers struct {
 	push      PushConfig
 	// ceremonies caps the passkey ceremonies started without a session, per client address.
 	ceremonies *addressLimiter
-	observer   RequestObserver             // nil: nobody counts requests
-	ready      func(context.Context) error // more that /readyz checks; nil: nothing more
+	// proxies are the trusted reverse proxies (TrustProxies).
+	proxies  []*net.IPNet
+	observer RequestObserver             // nil: nobody counts requests
+	ready    func(context.Context) error // more that /readyz checks; nil: nothing more
 }
 
 // PushConfig is what the pages need of Web Push: the VAPID public key a

@@ -125,6 +125,7 @@ func TestBadConfigurationStopsTheStart(t *testing.T) {
 		name, variable, value string
 	}{
 		{"an address without a port", "COUNTERSIGN_ADDR", "localhost"},
+		{"a trusted proxy that is not an address", "COUNTERSIGN_TRUSTED_PROXIES", "127.0.0.1,proxy.example"},
 		{"a port out of range", "COUNTERSIGN_ADDR", "127.0.0.1:70000"},
 		{"a database URL that is not postgres", "COUNTERSIGN_DATABASE_URL", "mysql://root@127.0.0.1/countersign"},
 		{"a base URL without a scheme", "COUNTERSIGN_BASE_URL", "approvals.example.com"},
