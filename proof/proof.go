@@ -166,7 +166,7 @@ type DeviceKey struct {
 // would also take "Decision" for "decision").
 var (
 	proofMembers    = []string{"format", "domain", "approval_id", "payload_sha256", "payload", "decision", "nonce", "credential_id", "public_key", "rp_id", "authenticator_data", "client_data_json", "signature", "unsigned"}
-	unsignedMembers = []string{"person", "account_id", "decided_at", "question"}
+	unsignedMembers = []string{"person", "account_id", "decided_at", "question", "answer"}
 	keysMembers     = []string{"format", "account_id", "rp_id", "exported_at", "keys"}
 	deviceMembers   = []string{"credential_id", "public_key", "person", "name", "created_at", "removed"}
 )
@@ -328,7 +328,7 @@ func Verify(p *Proof, want Expect) (*Result, error) {
 		return nil, fail("approval_id", "approval_id is empty")
 	}
 	if !ValidDecision(p.Decision) {
-		return nil, fail("decision", "decision %q is not one of approve, deny, not_mine, option:<index>, question:<sha256>", p.Decision)
+		return nil, fail("decision", "decision %q is not one of approve, deny, not_mine, option:<index>, question:<sha256>, choice:<index>, answer:<sha256>", p.Decision)
 	}
 	if !isLowerHex(p.PayloadSHA256, 64) {
 		return nil, fail("payload_sha256", "payload_sha256 is not 64 lower-case hex characters")
