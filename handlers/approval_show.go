@@ -72,20 +72,10 @@ func (h *Handlers) requestView(ctx context.Context, a *models.Approval) (*views.
 // name of its column now and of the column it moves to; what the board no
 // longer has keeps its id or key.
 func moveWords(board *models.Board, itemID, columnKey string) *views.Move {
-	names := make(map[string]string, len(board.Columns))
-	for _, c := range board.Columns {
-		names[c.Key] = c.Name
-	}
-	name := func(key string) string {
-		if n, ok := names[key]; ok {
-			return n
-		}
-		return key
-	}
-	m := &views.Move{ItemID: itemID, Item: itemID, To: name(columnKey)}
+	m := &views.Move{ItemID: itemID, Item: itemID, To: board.ColumnName(columnKey)}
 	for _, it := range board.Items {
 		if it.ID == itemID {
-			m.Item, m.From = it.Title, name(it.ColumnKey)
+			m.Item, m.From = it.Title, board.ColumnName(it.ColumnKey)
 		}
 	}
 	return m

@@ -31,18 +31,11 @@ func (h *Handlers) workItemPage(c echo.Context, status int, refusal string) erro
 	if err != nil {
 		return err
 	}
-	names := map[string]string{}
 	page := views.WorkItemPage{Item: workItemView(it), Error: refusal, Now: h.store.Now()}
 	for _, col := range board.Columns {
-		names[col.Key] = col.Name
 		page.Columns = append(page.Columns, views.WorkColumn{Key: col.Key, Name: col.Name})
 	}
-	name := func(key string) string {
-		if n, ok := names[key]; ok {
-			return n
-		}
-		return key
-	}
+	name := board.ColumnName
 	for _, e := range history {
 		w := views.WorkEvent{At: e.At, ActorKind: e.ActorKind, Actor: e.Actor, Action: e.Action, ApprovalID: e.ApprovalID, Note: e.Note}
 		if e.FromColumn != "" {

@@ -70,6 +70,17 @@ type Board struct {
 	Items   []WorkItem
 }
 
+// ColumnName is the name of the board's column with key; a key the board no
+// longer has is named by itself.
+func (b *Board) ColumnName(key string) string {
+	for _, c := range b.Columns {
+		if c.Key == key {
+			return c.Name
+		}
+	}
+	return key
+}
+
 var columnKeyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // checkColumnKey refuses a key that is not a short lower-case slug.
