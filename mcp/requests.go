@@ -114,8 +114,11 @@ Do not use it in a tight loop: with a sessionId, the outcome comes on your next 
 			return nil, models.Invalid("approvalId", "required: the approvalId approval_request gave you")
 		}
 		a, err := s.store.GetApproval(ctx, agent.AccountID, in.ApprovalID)
-		if err != nil {
+		if models.CodeOf(err) == models.NotFound { // named in this tool's words
 			return nil, models.Refuse(models.NotFound, "approvalId", "no approval %q in this account", in.ApprovalID)
+		}
+		if err != nil {
+			return nil, err
 		}
 		r, err := s.store.RequestOf(ctx, a.ID)
 		if err != nil {
