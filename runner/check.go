@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gowebpki/jcs"
-
 	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/proof"
 )
@@ -97,12 +95,10 @@ func (h *Host) Check(a *Approval, origin string, now time.Time) (*Plan, error) {
 	if pin.RunnerPublicKey != h.PublicKey() {
 		return nil, ErrNotMine
 	}
-	canonical, err := jcs.Transform(a.Payload)
+	_, payloadSHA, err := ask.CanonicalHash(a.Payload)
 	if err != nil {
 		return nil, refuse("the payload is not I-JSON: %v", err)
 	}
-	sum := sha256.Sum256(canonical)
-	payloadSHA := hex.EncodeToString(sum[:])
 	if payloadSHA != a.PayloadSHA256 {
 		return nil, refuse("the payload does not hash to payload_sha256: the server's copy and its hash disagree")
 	}

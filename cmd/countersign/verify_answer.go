@@ -1,36 +1,20 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/gowebpki/jcs"
-
+	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/proof"
+	"github.com/countersign/countersign/runner"
 )
 
-// approvalAnswer is an approvals_get answer, as verify reads it.
-type approvalAnswer struct {
-	ApprovalID    string          `json:"approval_id"`
-	Kind          string          `json:"kind"`
-	Status        string          `json:"status"`
-	Payload       json.RawMessage `json:"payload"`
-	PayloadSHA256 string          `json:"payload_sha256"`
-	Proof         json.RawMessage `json:"proof"`
-	Timeline      []struct {
-		At     time.Time           `json:"at"`
-		Actor  string              `json:"actor"`
-		By     string              `json:"by"`
-		Step   string              `json:"step"`
-		Note   string              `json:"note"`
-		Runner *proof.RunnerReport `json:"runner"`
-	} `json:"timeline"`
-}
+// approvalAnswer is an approvals_get answer, as verify reads it: what a
+// runner reads of one.
+type approvalAnswer = runner.Approval
 
 // readApprovalAnswer reads raw as an approvals_get answer: an object with
 // approval_id, payload_sha256 and a timeline, and no proof format of its own.
@@ -61,12 +45,11 @@ func verifyAnswer(a *approvalAnswer, file string, opts verifyOptions, out io.Wri
 	notValid := func(format string, args ...any) error {
 		return fmt.Errorf("the approval in %s is NOT valid: "+format, append([]any{file}, args...)...)
 	}
-	canonical, err := jcs.Transform(a.Payload)
+	_, sum, err := ask.CanonicalHash(a.Payload)
 	if err != nil {
 		return notValid("its payload is not I-JSON: %v", err)
 	}
-	sum := sha256.Sum256(canonical)
-	if hex.EncodeToString(sum[:]) != a.PayloadSHA256 {
+	if sum != a.PayloadSHA256 {
 		return notValid("its payload does not hash to payload_sha256")
 	}
 	if len(a.Proof) == 0 || string(a.Proof) == "null" {
@@ -86,23 +69,18 @@ func verifyAnswer(a *approvalAnswer, file string, opts verifyOptions, out io.Wri
 	if a.Kind != "run" {
 		return nil
 	}
-	var pin struct {
-		Run struct {
-			RunnerID        string `json:"runner_id"`
-			RunnerPublicKey string `json:"runner_public_key"`
-		} `json:"run"`
-	}
-	if err := json.Unmarshal(a.Payload, &pin); err != nil || pin.Run.RunnerPublicKey == "" {
+	pin, err := runner.ReadPin(a.Payload)
+	if err != nil || pin.RunnerPublicKey == "" {
 		return notValid("its payload is not a pinned run")
 	}
-	if p.Decision != "approve" && len(a.Timeline) > 0 {
+	if p.Decision != "approve" {
 		for _, e := range a.Timeline {
 			if e.By == "runner" {
 				return notValid("a runner reported on a run whose proof signs %q, not approve", p.Decision)
 			}
 		}
 	}
-	fmt.Fprintf(out, "\nRunner reports (each checked against runner_public_key %s of runner %s, in the signed payload):\n", pin.Run.RunnerPublicKey, pin.Run.RunnerID)
+	fmt.Fprintf(out, "\nRunner reports (each checked against runner_public_key %s of runner %s, in the signed payload):\n", pin.RunnerPublicKey, pin.RunnerID)
 	var bad []string
 	reports := 0
 	for _, e := range a.Timeline {
@@ -114,10 +92,10 @@ func verifyAnswer(a *approvalAnswer, file string, opts verifyOptions, out io.Wri
 		switch {
 		case e.Runner == nil:
 			verdict = "NOT SIGNED"
-		case e.Runner.RunnerID != pin.Run.RunnerID:
+		case e.Runner.RunnerID != pin.RunnerID:
 			verdict = "NOT VALID: signed as runner " + e.Runner.RunnerID
 		default:
-			if err := proof.VerifyRunnerReport(pin.Run.RunnerPublicKey, a.ApprovalID, a.PayloadSHA256, e.Step, e.Note, *e.Runner); err != nil {
+			if err := proof.VerifyRunnerReport(pin.RunnerPublicKey, a.ApprovalID, a.PayloadSHA256, e.Step, e.Note, *e.Runner); err != nil {
 				verdict = "NOT VALID: " + err.Error()
 			}
 		}
