@@ -139,19 +139,22 @@ func (a *App) SetupURL(ctx context.Context) (string, error) {
 // InviteURL is the page where an invite is accepted.
 func InviteURL(baseURL, token string) string { return baseURL + "/invite/" + token }
 
-// SQLiteFile is the SQLite database file under the data folder.
-const SQLiteFile = "countersign.db"
+// SQLitePath is the SQLite file cfg opens (when it names no PostgreSQL
+// URL), absolute when the working folder can be read.
+func (c Config) SQLitePath() string {
+	p := filepath.Join(c.Data, models.SQLiteFile)
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
 
 // DatabaseName says which database cfg opens, for logs and the CLI: the
 // SQLite file's absolute path, or the PostgreSQL host and database (never
 // the password).
 func (c Config) DatabaseName() string {
 	if c.DatabaseURL == "" {
-		p, err := filepath.Abs(filepath.Join(c.Data, SQLiteFile))
-		if err != nil {
-			p = filepath.Join(c.Data, SQLiteFile)
-		}
-		return "sqlite " + p
+		return "sqlite " + c.SQLitePath()
 	}
 	u, err := url.Parse(c.DatabaseURL)
 	if err != nil {
@@ -170,11 +173,10 @@ func CheckDatabase(c Config, create bool) error {
 	if c.DatabaseURL != "" || create {
 		return nil
 	}
-	path := filepath.Join(c.Data, SQLiteFile)
-	_, err := os.Stat(path)
+	_, err := os.Stat(c.SQLitePath())
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("%w at %s: countersign serve has never run with COUNTERSIGN_DATA=%s; check COUNTERSIGN_DATA, or pass --init to make a new database there", ErrNoDatabase, c.DatabaseName()[len("sqlite "):], c.Data)
+		return fmt.Errorf("%w at %s: countersign serve has never run with COUNTERSIGN_DATA=%s; check COUNTERSIGN_DATA, or pass --init to make a new database there", ErrNoDatabase, c.SQLitePath(), c.Data)
 	case err != nil:
 		return fmt.Errorf("look for the database: %w", err)
 	}

@@ -26,6 +26,9 @@ const (
 	Postgres Dialect = "postgres"
 )
 
+// SQLiteFile is the name of the SQLite database file in the data folder.
+const SQLiteFile = "countersign.db"
+
 // Open connects to the database named by databaseURL, or, when it is empty, to
 // the SQLite file countersign.db in dataDir (made if missing), and applies the
 // migrations that have not run yet, telling log of each.
@@ -47,7 +50,7 @@ func Open(ctx context.Context, databaseURL, dataDir string, log *slog.Logger) (*
 		if err := os.MkdirAll(dataDir, 0o700); err != nil {
 			return nil, "", fmt.Errorf("make data folder: %w", err)
 		}
-		db, err = gorm.Open(sqlite.Open(SQLiteDSN(filepath.Join(dataDir, "countersign.db"))), cfg)
+		db, err = gorm.Open(sqlite.Open(SQLiteDSN(filepath.Join(dataDir, SQLiteFile))), cfg)
 		dialect = SQLite
 	case strings.HasPrefix(databaseURL, "postgres://"), strings.HasPrefix(databaseURL, "postgresql://"):
 		db, err = gorm.Open(postgres.Open(databaseURL), cfg)

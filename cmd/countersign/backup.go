@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/models"
@@ -30,7 +29,7 @@ func backupCommand(ctx context.Context, cfg app.Config, args []string, out io.Wr
 	if cfg.DatabaseURL != "" {
 		return errBackupPostgres
 	}
-	b, err := models.BackupSQLite(ctx, filepath.Join(cfg.Data, app.SQLiteFile), *file)
+	b, err := models.BackupSQLite(ctx, cfg.SQLitePath(), *file)
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
