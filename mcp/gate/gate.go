@@ -114,11 +114,34 @@ func Always[In any]() Rule[In] { return Rule[In]{always: true} }
 func When[In any](pred func(In) bool) Rule[In] { return Rule[In]{when: pred} }
 
 // asks says whether the rule asks for anything at all.
-func (r Rule[In]) asks() bool { return r.always || r.when != nil }
-
 // Asks says whether the rule asks a person for any call at all: whether it
 // needs a sink.
-func (r Rule[In]) Asks() bool { return r.asks() }
+func (r Rule[In]) Asks() bool { return r.always || r.when != nil }
+
+// need says whether the call with args needs a person, reading args as the
+// typed handler will (validated against input, defaults applied).
+func (r Rule[In]) need(args json.RawMessage, input *jsonschema.Resolved) (bool, error) {
+	if !r.Asks() {
+		return false, nil
+	}
+	in, err := decodeArgs[In](args, input)
+	if err != nil {
+		return false, err
+	}
+	return r.always || r.when(in), nil
+}
+
+// labeller makes the audit label of a call from its raw arguments with
+// label; arguments that do not read as In get no label.
+func labeller[In any](label func(In) string) func(json.RawMessage) string {
+	return func(args json.RawMessage) string {
+		in, err := decodeArgs[In](args, nil)
+		if err != nil {
+			return ""
+		}
+		return label(in)
+	}
+}
 
 // Args are a tool's arguments as a generic JSON object, for the rules of
 // tools somebody else wrote.

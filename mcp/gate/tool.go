@@ -34,25 +34,9 @@ type Tool struct {
 // arguments exactly as the handler will: validated against the input schema,
 // with its defaults applied.
 func Define[In, Out any](t *mcp.Tool, h mcp.ToolHandlerFor[In, Out], d Declaration[In]) Tool {
-	gov := &governed{name: t.Name, permission: d.Permission, asks: d.Approval.asks()}
+	gov := &governed{name: t.Name, permission: d.Permission, asks: d.Approval.Asks(), needsApproval: d.Approval.need}
 	if d.Audit != nil {
-		gov.label = func(args json.RawMessage) string {
-			in, err := decodeArgs[In](args, nil)
-			if err != nil {
-				return ""
-			}
-			return d.Audit(in)
-		}
-	}
-	gov.needsApproval = func(args json.RawMessage, input *jsonschema.Resolved) (bool, error) {
-		if !d.Approval.asks() {
-			return false, nil
-		}
-		in, err := decodeArgs[In](args, input)
-		if err != nil {
-			return false, err
-		}
-		return d.Approval.always || d.Approval.when(in), nil
+		gov.label = labeller(d.Audit)
 	}
 	return Tool{gov: gov, add: func(s *mcp.Server) { mcp.AddTool(s, t, h) }}
 }
@@ -139,27 +123,11 @@ func Gate(ctx context.Context, srv *mcp.Server, opts Options, rules Rules) error
 		entry(name).permission = p
 	}
 	for name, label := range rules.Labels {
-		entry(name).label = func(args json.RawMessage) string {
-			in, err := decodeArgs[Args](args, nil)
-			if err != nil {
-				return ""
-			}
-			return label(in)
-		}
+		entry(name).label = labeller(label)
 	}
 	for name, rule := range rules.Approval {
 		e := entry(name)
-		e.asks = rule.asks()
-		e.needsApproval = func(args json.RawMessage, input *jsonschema.Resolved) (bool, error) {
-			if !rule.asks() {
-				return false, nil
-			}
-			in, err := decodeArgs[Args](args, input)
-			if err != nil {
-				return false, err
-			}
-			return rule.always || rule.when(in), nil
-		}
+		e.asks, e.needsApproval = rule.Asks(), rule.need
 	}
 	g, err := newGovernor("", opts, byName)
 	if err != nil {
