@@ -23,7 +23,7 @@ func TestAnAnswerProofReadsBackAndVerifies(t *testing.T) {
 	p := proof.Proof{
 		Format: proof.Format, Domain: proof.Domain, ApprovalID: "appr_answer", PayloadSHA256: hex.EncodeToString(sum[:]), Payload: payload,
 		Decision: "answer:" + hex.EncodeToString(textSum[:]), Nonce: make([]byte, proof.NonceSize), CredentialID: []byte("cred-1"),
-		RPID: "approvals.example.com",
+		RPID:     "approvals.example.com",
 		Unsigned: proof.Unsigned{Person: "ada", AccountID: "acct_1", DecidedAt: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), Answer: text},
 	}
 	key.Sign(&p, prooftest.Assertion{Counter: 1})
