@@ -35,6 +35,10 @@ func upstream(w *world) *mcp.Server {
 	mcp.AddTool(srv, &mcp.Tool{Name: "read_text_file", Description: "Read a file."}, func(ctx context.Context, req *mcp.CallToolRequest, in pathArgs) (*mcp.CallToolResult, any, error) {
 		if token := req.Params.GetProgressToken(); token != nil {
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 0.5, Total: 1, Message: "halfway"})
+			// The proxy relays no progress after a call's result (the caller has
+			// moved on), and the SDK may hand a notification over after the
+			// result it preceded: the work goes on a while, as real work does.
+			time.Sleep(300 * time.Millisecond)
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "contents of " + in.Path}}}, nil, nil
 	})
