@@ -57,7 +57,7 @@ func startBare(ctx context.Context, databaseURL string) (*bareServer, error) {
 	var (
 		db       *gorm.DB
 		database string
-		maxOpen  int
+		dialect  models.Dialect
 		err      error
 	)
 	if databaseURL == "" {
@@ -68,7 +68,7 @@ func startBare(ctx context.Context, databaseURL string) (*bareServer, error) {
 		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
 		path := filepath.Join(dir, "bare.db")
 		db, err = gorm.Open(sqlite.Open(models.SQLiteDSN(path)), cfg)
-		database, maxOpen = "sqlite "+path, 8
+		database, dialect = "sqlite "+path, models.SQLite
 	} else {
 		fresh, drop, ferr := freshPostgres(ctx, databaseURL)
 		if ferr != nil {
@@ -77,7 +77,7 @@ func startBare(ctx context.Context, databaseURL string) (*bareServer, error) {
 		}
 		cleanups = append(cleanups, drop)
 		db, err = gorm.Open(postgres.Open(fresh), cfg)
-		database, maxOpen = "postgres "+redact(fresh), 32
+		database, dialect = "postgres "+redact(fresh), models.Postgres
 	}
 	if err != nil {
 		cleanup()
@@ -90,8 +90,8 @@ func startBare(ctx context.Context, databaseURL string) (*bareServer, error) {
 	}
 	cleanups = append(cleanups, func() { sqlDB.Close() })
 	// The pool of models.Open.
-	sqlDB.SetMaxOpenConns(maxOpen)
-	sqlDB.SetMaxIdleConns(8)
+	sqlDB.SetMaxOpenConns(models.PoolSize(dialect))
+	sqlDB.SetMaxIdleConns(models.PoolSize(dialect))
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	if err := db.WithContext(ctx).AutoMigrate(&bareItem{}); err != nil {
 		cleanup()
