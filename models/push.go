@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -190,73 +191,100 @@ type PushTarget struct {
 	Auth     string
 }
 
-// recipients are the people an ask is asked of: the named member, or the
-// account's owners and admins.
-func (s *Store) recipients(tx *gorm.DB, a *Approval) ([]string, error) {
-	var ids []string
-	q := tx.Table("memberships m").Joins("JOIN persons p ON p.id = m.person_id").Where("m.account_id = ?", a.AccountID)
+// recipients is the query of the ids of the people an ask is asked of: the
+// named member, or the account's owners and admins.
+func recipients(tx *gorm.DB, a *Approval) *gorm.DB {
+	q := tx.Table("memberships m").Select("p.id").Joins("JOIN persons p ON p.id = m.person_id").Where("m.account_id = ?", a.AccountID)
 	if a.AskedOf != "" {
-		q = q.Where("p.subject = ?", a.AskedOf)
-	} else {
-		q = q.Where("m.role IN ?", []Role{RoleOwner, RoleAdmin})
+		return q.Where("p.subject = ?", a.AskedOf)
 	}
-	err := q.Pluck("p.id", &ids).Error
-	return ids, err
+	return q.Where("m.role IN ?", []Role{RoleOwner, RoleAdmin})
 }
 
 // queueAskPushes writes, inside the ask's transaction, one push per device
 // of every person the ask is asked of. Past a person's fatigue cap their
-// devices get one collapsed push instead.
+// devices get one collapsed push instead. The statements it runs do not grow
+// with the recipients: one reads their devices, one their counts against the
+// cap, one inserts every push.
 func (s *Store) queueAskPushes(tx *gorm.DB, a *Approval) error {
-	persons, err := s.recipients(tx, a)
-	if err != nil {
-		return fmt.Errorf("find recipients: %w", err)
+	var subs []PushSubscription
+	if err := tx.Table("push_subscriptions").Where("person_id IN (?)", recipients(tx.Session(&gorm.Session{NewDB: true}), a)).
+		Order("person_id, id").Find(&subs).Error; err != nil {
+		return fmt.Errorf("find the recipients' devices: %w", err)
 	}
-	now, queued := s.now(), false
-	msg, _ := json.Marshal(PushMessage{Event: PushAsk, ApprovalID: a.ID, Title: a.Title, URL: "/approvals/" + a.ID})
-	for _, person := range persons {
-		var subs []PushSubscription
-		if err := tx.Table("push_subscriptions").Where("person_id = ?", person).Find(&subs).Error; err != nil {
-			return err
-		}
-		if len(subs) == 0 {
-			continue
-		}
-		capped := false
-		if s.pushCap.N > 0 {
-			var sent int64
-			if err := tx.Table("push_jobs").Where("person_id = ? AND event = ? AND created_at > ?", person, PushAsk, now.Add(-s.pushCap.Window)).
-				Distinct("approval_id").Count(&sent).Error; err != nil {
-				return err
-			}
-			capped = sent >= int64(s.pushCap.N)
-		}
-		for _, sub := range subs {
-			job := PushJob{SubscriptionID: sub.ID, PersonID: person, ApprovalID: a.ID, Event: PushAsk, Body: string(msg),
-				Urgency: "high", Topic: pushTopic(a.ID), CreatedAt: now, NotBefore: now, ExpiresAt: a.ExpiresAt}
-			if capped {
-				var pending int64
-				if err := tx.Table("push_jobs").Where("subscription_id = ? AND event = ? AND done_at IS NULL", sub.ID, PushCollapsed).Count(&pending).Error; err != nil {
-					return err
-				}
-				if pending > 0 {
-					continue // one collapsed push is already on its way; it counts when it is sent
-				}
-				// It waits a little, so the asks that come in a burst are counted
-				// together: past the cap, a person gets at most one push per delay.
-				job.ApprovalID, job.Event, job.Body, job.Topic = "", PushCollapsed, "", "countersign-waiting"
-				job.NotBefore, job.ExpiresAt = now.Add(CollapseDelay), now.Add(s.pushCap.Window)
-			}
-			if err := tx.Table("push_jobs").Create(&job).Error; err != nil {
-				return fmt.Errorf("queue push: %w", err)
-			}
-			queued = true
-		}
-	}
-	if !queued {
+	if len(subs) == 0 {
 		return nil
 	}
+	now := s.now()
+	capped, err := s.pastPushCap(tx, subs, now)
+	if err != nil {
+		return err
+	}
+	msg, _ := json.Marshal(PushMessage{Event: PushAsk, ApprovalID: a.ID, Title: a.Title, URL: "/approvals/" + a.ID})
+	jobs := make([]PushJob, 0, len(subs))
+	for _, sub := range subs {
+		job := PushJob{SubscriptionID: sub.ID, PersonID: sub.PersonID, ApprovalID: a.ID, Event: PushAsk, Body: string(msg),
+			Urgency: "high", Topic: pushTopic(a.ID), CreatedAt: now, NotBefore: now, ExpiresAt: a.ExpiresAt}
+		if pending, past := capped[sub.ID]; past {
+			if pending {
+				continue // one collapsed push is already on its way; it counts when it is sent
+			}
+			// It waits a little, so the asks that come in a burst are counted
+			// together: past the cap, a person gets at most one push per delay.
+			job.ApprovalID, job.Event, job.Body, job.Topic = "", PushCollapsed, "", "countersign-waiting"
+			job.NotBefore, job.ExpiresAt = now.Add(CollapseDelay), now.Add(s.pushCap.Window)
+		}
+		jobs = append(jobs, job)
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	if err := tx.Table("push_jobs").Create(&jobs).Error; err != nil {
+		return fmt.Errorf("queue pushes: %w", err)
+	}
 	return s.pushesQueued(tx)
+}
+
+// pastPushCap finds the devices, among subs, of persons who were sent
+// s.pushCap.N ask pushes or more within its window: for each, whether a
+// collapsed push is already waiting for it. Two statements, the second only
+// when someone is past the cap.
+func (s *Store) pastPushCap(tx *gorm.DB, subs []PushSubscription, now time.Time) (map[string]bool, error) {
+	if s.pushCap.N <= 0 {
+		return nil, nil
+	}
+	persons := make([]string, 0, len(subs))
+	for _, sub := range subs {
+		if !slices.Contains(persons, sub.PersonID) {
+			persons = append(persons, sub.PersonID)
+		}
+	}
+	var over []string
+	if err := tx.Table("push_jobs").Select("person_id").
+		Where("person_id IN ? AND event = ? AND created_at > ?", persons, PushAsk, now.Add(-s.pushCap.Window)).
+		Group("person_id").Having("COUNT(DISTINCT approval_id) >= ?", s.pushCap.N).Pluck("person_id", &over).Error; err != nil {
+		return nil, fmt.Errorf("count pushes against the cap: %w", err)
+	}
+	if len(over) == 0 {
+		return nil, nil
+	}
+	capped := map[string]bool{}
+	var ids []string
+	for _, sub := range subs {
+		if slices.Contains(over, sub.PersonID) {
+			capped[sub.ID] = false
+			ids = append(ids, sub.ID)
+		}
+	}
+	var waiting []string
+	if err := tx.Table("push_jobs").Distinct("subscription_id").
+		Where("subscription_id IN ? AND event = ? AND done_at IS NULL", ids, PushCollapsed).Pluck("subscription_id", &waiting).Error; err != nil {
+		return nil, fmt.Errorf("find waiting collapsed pushes: %w", err)
+	}
+	for _, id := range waiting {
+		capped[id] = true
+	}
+	return capped, nil
 }
 
 // queueDecidedPushes replaces, on every device that was told of the ask, its

@@ -11,6 +11,7 @@ import (
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"gorm.io/gorm"
 )
 
 // TestTheOutboxKnowsWhenItsNextPushIsDueAndDropsAReplacedBrowsersPushes runs
@@ -167,6 +168,90 @@ func TestTwoInstancesClaimEachPushOnce(t *testing.T) {
 		}
 		if int64(len(claimed)) != total {
 			t.Errorf("%d of %d push jobs were claimed", len(claimed), total)
+		}
+	})
+}
+
+// TestTheStatementsOfAnAskDoNotGrowWithItsRecipients files an ask asked of
+// one person with one device and one asked of four people with two devices
+// each: both run the same number of statements, and the second queues eight
+// pushes (a plain member is not asked, so gets none).
+func TestTheStatementsOfAnAskDoNotGrowWithItsRecipients(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		ctx := context.Background()
+		s, acct := openStore(t, db)
+		s.SetPushCap(models.PushCap{N: 100, Window: time.Hour})
+		var (
+			counting   atomic.Bool
+			statements atomic.Int32
+		)
+		count := func(*gorm.DB) {
+			if counting.Load() {
+				statements.Add(1)
+			}
+		}
+		// Registered before any query runs: the store has no workers.
+		cb := s.DB().Callback()
+		for name, err := range map[string]error{
+			"create": cb.Create().After("gorm:create").Register("test:count", count),
+			"query":  cb.Query().After("gorm:query").Register("test:count", count),
+			"update": cb.Update().After("gorm:update").Register("test:count", count),
+			"delete": cb.Delete().After("gorm:delete").Register("test:count", count),
+			"row":    cb.Row().After("gorm:row").Register("test:count", count),
+			"raw":    cb.Raw().After("gorm:raw").Register("test:count", count),
+		} {
+			if err != nil {
+				t.Fatalf("count %s statements: %v", name, err)
+			}
+		}
+		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", []string{"approvals:write"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		device := func(p *models.Member, name string) {
+			sub := models.PushSubscription{Endpoint: "https://fcm.googleapis.com/fcm/send/" + name, P256dh: "key", Auth: "auth"}
+			if _, err := s.SavePushSubscription(ctx, p.ID, sub); err != nil {
+				t.Fatal(err)
+			}
+		}
+		member := func(subject string, role models.Role, devices int) *models.Member {
+			p, err := s.AddMember(ctx, acct.ID, subject, subject, role)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for d := range devices {
+				device(p, fmt.Sprintf("%s-%d", subject, d))
+			}
+			return p
+		}
+		fileCounted := func(n int) (int32, int64) {
+			statements.Store(0)
+			counting.Store(true)
+			a := fileAsk(t, s, agent, n)
+			counting.Store(false)
+			var pushes int64
+			if err := s.DB().Table("push_jobs").Where("approval_id = ?", a.ID).Count(&pushes).Error; err != nil {
+				t.Fatal(err)
+			}
+			return statements.Load(), pushes
+		}
+
+		ada := member("ada", models.RoleOwner, 1)
+		one, pushes := fileCounted(1)
+		if pushes != 1 {
+			t.Fatalf("an ask of one person with one device queued %d pushes, want 1", pushes)
+		}
+		device(ada, "ada-1")
+		member("bea", models.RoleAdmin, 2)
+		member("cy", models.RoleAdmin, 2)
+		member("dee", models.RoleOwner, 2)
+		member("bob", models.RoleMember, 2)
+		many, pushes := fileCounted(2)
+		if pushes != 8 {
+			t.Errorf("an ask of four people with two devices each queued %d pushes, want 8", pushes)
+		}
+		if many != one {
+			t.Errorf("an ask of four people with eight devices ran %d statements, one of one person with one device %d: want the same", many, one)
 		}
 	})
 }
