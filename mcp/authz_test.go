@@ -12,9 +12,13 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
+	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 )
@@ -427,6 +431,71 @@ func TestADisabledTokenStopsMidSession(t *testing.T) {
 		}
 		mustBe401(t, rawPost(t, env, token, c.Session.ID(), protocolOf(c), toolCallBody(t, "approvals_list", map[string]any{})), "tools/call after disable")
 		before.mustEqual(t, snapshot(t, env), "calls of a disabled agent")
+	})
+}
+
+// TestATokenDisabledOnAnotherInstanceStopsThere runs two instances on one
+// PostgreSQL: instance A authenticates a busy agent from what it remembers
+// (no query per request), and when an admin disables the agent through B,
+// A refuses the token's next request as soon as it hears the change.
+func TestATokenDisabledOnAnotherInstanceStopsThere(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		if db == apptest.SQLite {
+			t.Skip("SQLite serves one instance, and remembers no tokens")
+		}
+		var lookups atomic.Int32
+		a := apptest.StartOpened(t, db, nil, func(app *app.App) {
+			err := app.Store.DB().Callback().Query().After("gorm:query").Register("test:count_agent_lookups", func(tx *gorm.DB) {
+				if tx.Statement.Table == "agents" {
+					lookups.Add(1)
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+		cfg := a.App.Config
+		cfg.Data = t.TempDir()
+		b := apptest.StartWith(t, cfg)
+		for deadline := time.Now().Add(10 * time.Second); !a.Store.Changes().Listening(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("instance A's listener is not listening")
+			}
+		}
+		_, token := b.Agent(b.Account.ID, "bot")
+		c := a.Connect(token)
+		c.OK("approvals_list", map[string]any{})
+		before := lookups.Load()
+		for range 5 {
+			c.OK("approvals_list", map[string]any{})
+		}
+		if n := lookups.Load() - before; n != 0 {
+			t.Errorf("five calls of a known token looked its agent up %d times, want 0", n)
+		}
+
+		heard := make(chan struct{}, 1)
+		cancel := a.Store.Changes().Subscribe(func(c models.Change) {
+			if c.Kind == models.AgentsChanged {
+				select {
+				case heard <- struct{}{}:
+				default:
+				}
+			}
+		})
+		defer cancel()
+		if _, err := b.Store.DisableAgent(context.Background(), b.Account.ID, "bot", "leaked", "admin"); err != nil {
+			t.Fatalf("disable through B: %v", err)
+		}
+		select {
+		case <-heard:
+		case <-time.After(10 * time.Second):
+			t.Fatal("instance A never heard that the agent was disabled")
+		}
+		r, err := apptest.CallTool(context.Background(), c.Session, "approvals_list", map[string]any{})
+		if err == nil || !strings.Contains(err.Error(), http.StatusText(http.StatusUnauthorized)) {
+			t.Errorf("a call through A once it heard of the disable: %s, err %v; want the request refused with 401", r, err)
+		}
+		mustBe401(t, rawPost(t, a, token, c.Session.ID(), protocolOf(c), toolCallBody(t, "approvals_list", map[string]any{})), "tools/call through A after the disable through B")
 	})
 }
 

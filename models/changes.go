@@ -27,6 +27,9 @@ const (
 	// person's in one account (removed from it) or in all (AccountID "":
 	// signed out everywhere).
 	SessionsEnded ChangeKind = "sessions"
+	// AgentsChanged: an agent was disabled or deleted, so every instance
+	// forgets the agent tokens it remembers.
+	AgentsChanged ChangeKind = "agents"
 	// RunsChanged: a run that names RunnerID moved, so its runner reads its runs again.
 	RunsChanged ChangeKind = "runs"
 	// ChangesMissed: this instance may have missed changes (its PostgreSQL

@@ -406,6 +406,9 @@ func (s *Store) disableAgent(tx *gorm.DB, agentID, reason, by, note string) erro
 		Updates(map[string]any{"disabled": true, "disabled_reason": reason}).Error; err != nil {
 		return fmt.Errorf("disable agent: %w", err)
 	}
+	if err := s.changed(tx, Change{Kind: AgentsChanged}); err != nil {
+		return err
+	}
 	return s.cancelOpenAsksOf(tx, agentID, by, note)
 }
 

@@ -36,6 +36,8 @@ type Store struct {
 	agentIdle time.Duration
 	// beats are heartbeat times noted and not yet written (see FlushHeartbeats).
 	beats *heartbeats
+	// agentTokens remembers on PostgreSQL which agent a token belongs to; nil on SQLite.
+	agentTokens *agentTokens
 }
 
 // NewStore wraps an opened, migrated database. askTTL is an ask's life unless
@@ -45,6 +47,9 @@ func NewStore(db *gorm.DB, dialect Dialect, askTTL time.Duration) *Store {
 		beats: newHeartbeats()}
 	if dialect == SQLite {
 		s.group = newWriteGroup()
+	} else {
+		s.agentTokens = newAgentTokens()
+		s.changes.Subscribe(s.agentTokens.forget)
 	}
 	s.SetClock(time.Now)
 	return s
@@ -391,15 +396,23 @@ func (s *Store) CreateAgent(ctx context.Context, accountID, name string, scopes 
 }
 
 // AgentByToken finds the agent a bearer token belongs to, disabled or not.
+// On PostgreSQL it is remembered for a few seconds, until any agent changes
+// (see agentTokens).
 func (s *Store) AgentByToken(ctx context.Context, token string) (*Agent, error) {
+	hash := HashToken(token)
+	if a, ok := s.agentTokens.get(hash, s.changes.Listening(), time.Now()); ok {
+		return a, nil
+	}
+	gen := s.agentTokens.generation()
 	var a Agent
-	err := s.db.WithContext(ctx).Table("agents").Where("token_hash = ?", HashToken(token)).Take(&a).Error
+	err := s.db.WithContext(ctx).Table("agents").Where("token_hash = ?", hash).Take(&a).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, Refuse(NotFound, "token", "no agent has this token")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("find agent: %w", err)
 	}
+	s.agentTokens.put(hash, a, gen, s.changes.Listening(), time.Now())
 	return &a, nil
 }
 
