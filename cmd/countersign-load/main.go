@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -30,9 +31,15 @@ import (
 	"github.com/countersign/countersign/mcp"
 )
 
-// targetRatio is the goal: approvals_create keeps at least half the throughput
-// of a bare insert.
-const targetRatio = 0.5
+// targetRatio is the goal for the database the service ran on: on SQLite
+// approvals_create keeps at least half the throughput of a bare insert; on
+// PostgreSQL issue 14 asks for 0.7.
+func targetRatio(database string) float64 {
+	if strings.HasPrefix(database, "postgres ") {
+		return 0.7
+	}
+	return 0.5
+}
 
 type options struct {
 	clients    int
@@ -171,11 +178,11 @@ func report(out io.Writer, phases []phase, databases []string) {
 	create, bare := phases[0], phases[1]
 	if bare.throughput() > 0 {
 		ratio := create.throughput() / bare.throughput()
-		verdict := "meets"
-		if ratio < targetRatio {
+		target, verdict := targetRatio(databases[1]), "meets" // the bare run names the database for a remote service too
+		if ratio < target {
 			verdict = "MISSES"
 		}
-		fmt.Fprintf(out, "\nratio %s/bare = %.2f: %s the target of ≥ %.1f\n", create.name, ratio, verdict, targetRatio)
+		fmt.Fprintf(out, "\nratio %s/bare = %.2f: %s the target of ≥ %.1f\n", create.name, ratio, verdict, target)
 	}
 	if c, b := create.cpuPerRequest(), bare.cpuPerRequest(); c > 0 && b > 0 && databases[0] != "remote" {
 		fmt.Fprintf(out, "cpu ratio (bare cpu/req ÷ %s cpu/req) = %.2f: the ratio if both were bound by CPU alone\n", create.name, float64(b)/float64(c))
