@@ -14,6 +14,7 @@ import (
 
 	"github.com/glebarez/sqlite"
 	"github.com/labstack/echo/v4"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -32,9 +33,11 @@ type bareItem struct {
 func (bareItem) TableName() string { return "load_bare_items" }
 
 // bareServer is the yardstick: an Echo handler that binds a small JSON body
-// and does one gorm insert, on the same kind of database as the service.
+// and does one gorm insert, on the same kind of database as the service, and
+// an MCP tool that does the same insert (bareTool).
 type bareServer struct {
-	url      string
+	url      string // POST /items
+	mcp      string // the MCP endpoint of bareTool
 	database string
 	close    func()
 }
@@ -114,13 +117,50 @@ func startBare(ctx context.Context, databaseURL string) (*bareServer, error) {
 		}
 		return c.JSON(http.StatusCreated, map[string]int64{"id": item.ID})
 	})
+	mcpServer := sdk.NewServer(&sdk.Implementation{Name: "countersign-load-bare", Version: "1"}, nil)
+	sdk.AddTool(mcpServer, &sdk.Tool{Name: bareTool, Description: "Insert one item."},
+		func(ctx context.Context, _ *sdk.CallToolRequest, in bareInput) (*sdk.CallToolResult, bareOutput, error) {
+			item := bareItem{Name: in.Name, Body: in.Body, CreatedAt: time.Now().UTC()}
+			if err := db.WithContext(ctx).Create(&item).Error; err != nil {
+				return nil, bareOutput{}, fmt.Errorf("insert: %w", err)
+			}
+			return nil, bareOutput{ID: item.ID}, nil
+		})
+	e.Any("/mcp", echo.WrapHandler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return mcpServer }, nil)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	cleanups = append(cleanups, serveHTTP(ln, e))
-	return &bareServer{url: "http://" + ln.Addr().String() + "/items", database: database, close: cleanup}, nil
+	base := "http://" + ln.Addr().String()
+	return &bareServer{url: base + "/items", mcp: base + "/mcp", database: database, close: cleanup}, nil
+}
+
+// bareTool is the bare MCP tool: the same one insert as POST /items, behind
+// the go-sdk's streamable HTTP handler, its schema check and its JSON-RPC.
+const bareTool = "items_create"
+
+type bareInput struct {
+	Name string `json:"name"`
+	Body string `json:"body"`
+}
+
+type bareOutput struct {
+	ID int64 `json:"id"`
+}
+
+// createItem calls the bare MCP tool once over session s and checks its answer.
+func createItem(ctx context.Context, s *sdk.ClientSession, c int, n int64) error {
+	var out bareOutput
+	err := callTool(ctx, s, bareTool, map[string]any{"name": fmt.Sprintf("item-%d-%d", c, n), "body": "Fixes the login redirect."}, &out)
+	if err != nil {
+		return err
+	}
+	if out.ID <= 0 {
+		return fmt.Errorf("unexpected answer: id %d", out.ID)
+	}
+	return nil
 }
 
 // bareClient posts one small JSON body per request and checks the answer.

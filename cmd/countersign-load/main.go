@@ -109,9 +109,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "bare: %s\n\n", bareDB)
-	report(out, []phase{create, bare}, []string{createDB, bareDB})
-	if create.ok == 0 || bare.ok == 0 {
-		return errors.New("a run had no successful request: the figures mean nothing")
+	phases := append([]phase{create}, bare...)
+	report(out, phases, []string{createDB, bareDB})
+	for _, p := range phases {
+		if p.ok == 0 {
+			return errors.New("a run had no successful request: the figures mean nothing")
+		}
 	}
 	return nil
 }
@@ -143,19 +146,31 @@ func runCreate(ctx context.Context, o options, out io.Writer) (phase, string, er
 	return p, t.database, err
 }
 
-func runBare(ctx context.Context, o options) (phase, string, error) {
+// runBare measures the yardstick twice on one database: plain HTTP posts,
+// then MCP sessions calling the bare tool.
+func runBare(ctx context.Context, o options) ([]phase, string, error) {
 	b, err := startBare(ctx, o.database)
 	if err != nil {
-		return phase{}, "", err
+		return nil, "", err
 	}
 	defer b.close()
 	clients := make([]bareClient, o.clients)
 	for i := range clients {
 		clients[i] = bareClient{http: &http.Client{Transport: clientTransport()}, url: b.url}
 	}
-	p, err := drive(ctx, "bare echo+gorm insert", o.clients, o.warmup, o.duration, profilePath(o.cpuprofile, "bare"),
+	plain, err := drive(ctx, "bare echo+gorm insert", o.clients, o.warmup, o.duration, profilePath(o.cpuprofile, "bare"),
 		func(ctx context.Context, c int, n int64) error { return clients[c].post(ctx, c, n) })
-	return p, b.database, err
+	if err != nil {
+		return nil, "", err
+	}
+	sessions, err := connect(ctx, &target{endpoint: b.mcp}, o.clients)
+	if err != nil {
+		return nil, "", err
+	}
+	defer closeAll(sessions)
+	tool, err := drive(ctx, "bare MCP tool+gorm insert", o.clients, o.warmup, o.duration, profilePath(o.cpuprofile, "baremcp"),
+		func(ctx context.Context, c int, n int64) error { return createItem(ctx, sessions[c], c, n) })
+	return []phase{plain, tool}, b.database, err
 }
 
 func profilePath(prefix, run string) string {
@@ -165,7 +180,9 @@ func profilePath(prefix, run string) string {
 	return prefix + "." + run + ".pprof"
 }
 
-// report prints the table, the ratio against the target, and the errors seen.
+// report prints the table, the ratio against the target, the ratio against
+// the bare MCP tool, and the errors seen. phases are the service's run, the
+// bare handler's and the bare MCP tool's.
 func report(out io.Writer, phases []phase, databases []string) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "name\tclients\trequests\treq/s\tp50 ms\tp99 ms\terrors\tcpu ms/req\t")
@@ -186,6 +203,10 @@ func report(out io.Writer, phases []phase, databases []string) {
 	}
 	if c, b := create.cpuPerRequest(), bare.cpuPerRequest(); c > 0 && b > 0 && databases[0] != "remote" {
 		fmt.Fprintf(out, "cpu ratio (bare cpu/req ÷ %s cpu/req) = %.2f: the ratio if both were bound by CPU alone\n", create.name, float64(b)/float64(c))
+	}
+	if bareTool := phases[2]; bareTool.throughput() > 0 {
+		fmt.Fprintf(out, "ratio %s/bare MCP tool = %.2f: what an ask costs beyond an MCP call that inserts one row\n",
+			create.name, create.throughput()/bareTool.throughput())
 	}
 	if databases[0] == "remote" {
 		fmt.Fprintln(out, "note: the server under test is another process (its CPU is not in cpu ms/req) and the bare handler runs in this one; the two runs differ in more than the handler")

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// The load command files real asks over MCP and bare inserts, with no
-// errors, and reports both runs and their ratio. It checks what ran, never
+// The load command files real asks over MCP, bare inserts and bare MCP tool
+// calls, with no errors, and reports the three runs and the ratios. It checks what ran, never
 // how fast: timing belongs to the command's figures, not to a test.
 func TestTheLoadCommandRunsBothPhasesWithoutErrors(t *testing.T) {
 	var out bytes.Buffer
@@ -25,15 +25,16 @@ func TestTheLoadCommandRunsBothPhasesWithoutErrors(t *testing.T) {
 		"COUNTERSIGN_ASK_RATE=" + loadAskRate,
 		"GOGC=",
 		"ratio approvals_create/bare = ",
+		"ratio approvals_create/bare MCP tool = ",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the report does not say %q:\n%s", want, text)
 		}
 	}
 	// name, clients, requests, req/s, p50, p99, errors, cpu ms/req
-	row := regexp.MustCompile(`(?m)^\s*(approvals_create|bare echo\+gorm insert)\s+(\d+)\s+(\d+)\s+\d+\s+[\d.]+\s+[\d.]+\s+(\d+)\s+[\d.]+\s*$`)
+	row := regexp.MustCompile(`(?m)^\s*(approvals_create|bare echo\+gorm insert|bare MCP tool\+gorm insert)\s+(\d+)\s+(\d+)\s+\d+\s+[\d.]+\s+[\d.]+\s+(\d+)\s+[\d.]+\s*$`)
 	rows := row.FindAllStringSubmatch(text, -1)
-	if len(rows) != 2 {
+	if len(rows) != 3 {
 		t.Fatalf("want a row for each run, got %d:\n%s", len(rows), text)
 	}
 	for _, r := range rows {
