@@ -158,7 +158,7 @@ func TestTwoInstancesTakeTurns(t *testing.T) {
 		})
 
 		t.Run("tried at once many times one instance at a time is inside and both get turns", func(t *testing.T) {
-			const want = 25      // turns each instance must get
+			const want = 25       // turns each instance must get
 			const attempts = 5000 // tries each worker makes at most
 			var inside, most atomic.Int32
 			turns := make([]atomic.Int32, len(stores))
