@@ -3,9 +3,11 @@ package models_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
@@ -190,6 +192,10 @@ func TestTwoInstancesTakeTurns(t *testing.T) {
 						if ran {
 							turns[i].Add(1)
 						}
+						// Pause as the sweeper does between its ticks, for a
+						// random while, or one instance's workers could keep
+						// handing the turn to each other on a loaded machine.
+						time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
 					}
 				})
 			}
