@@ -232,23 +232,21 @@ func (a *App) SealAudit(ctx context.Context) {
 	}
 }
 
-// Sweep expires open asks past their life, and deletes expired passkey
-// ceremonies, decision challenges and web sessions, every cfg.SweepEvery
-// until ctx ends.
+// Sweep expires open asks past their life, deletes expired passkey
+// ceremonies, decision challenges and web sessions, and ends idle agent
+// sessions, every cfg.SweepEvery until ctx ends. On PostgreSQL one instance
+// at a time makes the pass (models.SweepTurn): an instance that finds
+// another one at it skips its own, and tries again at its next tick.
 func (a *App) Sweep(ctx context.Context) {
 	t := time.NewTicker(a.Config.SweepEvery)
 	defer t.Stop()
 	for {
-		if n, err := a.Store.ExpireDue(ctx); err != nil && ctx.Err() == nil {
-			a.log.Error("expire asks", "err", err)
-		} else if n > 0 {
-			a.log.Info("expired asks", "count", n)
-		}
-		if _, err := a.Store.SweepExpired(ctx); err != nil && ctx.Err() == nil {
-			a.log.Error("sweep expired ceremonies, challenges and sessions", "err", err)
-		}
-		if _, err := a.Store.EndIdleSessions(ctx); err != nil && ctx.Err() == nil {
-			a.log.Error("end idle agent sessions", "err", err)
+		ran, err := a.Store.TakeTurn(ctx, models.SweepTurn, a.sweepOnce)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			a.log.Error("sweep", "err", err)
+		case !ran && err == nil:
+			a.log.Debug("another instance is sweeping: this one skips its pass")
 		}
 		select {
 		case <-ctx.Done():
@@ -256,6 +254,24 @@ func (a *App) Sweep(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// sweepOnce makes one pass of the sweeper. Each step runs even when one
+// before it failed; the error names every step that failed.
+func (a *App) sweepOnce(ctx context.Context) error {
+	var errs []error
+	if n, err := a.Store.ExpireDue(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("expire asks: %w", err))
+	} else if n > 0 {
+		a.log.Info("expired asks", "count", n)
+	}
+	if _, err := a.Store.SweepExpired(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("sweep expired ceremonies, challenges and sessions: %w", err))
+	}
+	if _, err := a.Store.EndIdleSessions(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("end idle agent sessions: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // FlushHeartbeats writes the agent sessions' heartbeat times noted in

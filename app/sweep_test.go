@@ -1,0 +1,172 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/app"
+	"github.com/countersign/countersign/apptest"
+	"github.com/countersign/countersign/models"
+)
+
+// messages counts the log messages an instance writes, at every level.
+type messages struct {
+	mu    sync.Mutex
+	count map[string]int
+}
+
+func (m *messages) Enabled(context.Context, slog.Level) bool { return true }
+func (m *messages) Handle(_ context.Context, r slog.Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.count[r.Message]++
+	return nil
+}
+func (m *messages) WithAttrs([]slog.Attr) slog.Handler { return m }
+func (m *messages) WithGroup(string) slog.Handler      { return m }
+
+func (m *messages) of(msg string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.count[msg]
+}
+
+// skipped is what Sweep logs when another instance is at its pass.
+const skipped = "another instance is sweeping: this one skips its pass"
+
+// waitFor polls cond until it holds, failing after a bound generous for a
+// loaded machine: it is a hang guard, not a measure.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Two instances on one PostgreSQL sweep in turns: while the sweep's turn is
+// held elsewhere neither expires anything (both skip their passes); once it
+// is given back, every due ask expires exactly once, with one expired event.
+func TestTwoInstancesSweepInTurnsAndExpireEachAskOnce(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		if db == apptest.SQLite {
+			t.Skip("SQLite serves one instance")
+		}
+		ctx := context.Background()
+		cfg := apptest.Config(t, db, map[string]string{"COUNTERSIGN_SWEEP_EVERY": "100ms", "COUNTERSIGN_ASK_TTL": "1m"})
+		var (
+			apps []*app.App
+			logs []*messages
+		)
+		for range 2 {
+			m := &messages{count: map[string]int{}}
+			a, err := app.Open(ctx, cfg, slog.New(m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { a.Close() })
+			apps, logs = append(apps, a), append(logs, m)
+		}
+		s := apps[0].Store
+		acct, err := s.AccountByName(ctx, models.DefaultAccountName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const asks = 200
+		for n := range asks {
+			_, err := s.CreateApproval(ctx, models.NewAsk{
+				Requester: agent, Kind: models.KindPullRequest, Title: fmt.Sprintf("Merge acme/web#%d", n+1), Summary: "Fixes the login redirect.",
+				ApproveMeans: "I merge it", DenyMeans: "It stays open",
+				Payload: json.RawMessage(fmt.Sprintf(`{"pull_request":{"repo":"acme/web","number":%d,"head":"%040x","title":"Fix"}}`, n+1, n+1)),
+				Context: json.RawMessage(`{"no_context_reason":"a test"}`),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		later := time.Now().Add(time.Hour)
+		for _, a := range apps {
+			a.Store.SetClock(func() time.Time { return later })
+		}
+		expired := func() int64 {
+			var n int64
+			if err := s.DB().Table("approvals").Where("status = ?", models.StatusExpired).Count(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+
+		// A third party holds the sweep's turn while both instances start sweeping.
+		holder, err := app.OpenStore(ctx, cfg, apptest.Logger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sqlDB, err := holder.DB().DB(); err == nil {
+			t.Cleanup(func() { sqlDB.Close() })
+		}
+		held, release, given := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			_, err := holder.TakeTurn(ctx, models.SweepTurn, func(context.Context) error {
+				close(held)
+				<-release
+				return nil
+			})
+			given <- err
+		}()
+		<-held
+
+		sweeping, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		for _, a := range apps {
+			wg.Go(func() { a.Sweep(sweeping) })
+		}
+		defer func() { stop(); wg.Wait() }()
+		waitFor(t, "both instances skipped two passes", func() bool { return logs[0].of(skipped) >= 2 && logs[1].of(skipped) >= 2 })
+		if n := expired(); n != 0 {
+			t.Fatalf("%d asks expired while another held the sweep's turn, want 0", n)
+		}
+
+		close(release)
+		if err := <-given; err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, fmt.Sprintf("all %d asks expired", asks), func() bool { return expired() == asks })
+		stop()
+		wg.Wait()
+
+		var events []struct {
+			ApprovalID string
+			N          int64
+		}
+		if err := s.DB().Table("events").Select("approval_id, count(*) AS n").Where("to_status = ?", models.StatusExpired).
+			Group("approval_id").Scan(&events).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(events) != asks {
+			t.Errorf("%d asks have an expired event, want %d", len(events), asks)
+		}
+		for _, e := range events {
+			if e.N != 1 {
+				t.Errorf("ask %s has %d expired events, want 1", e.ApprovalID, e.N)
+			}
+		}
+		for i, m := range logs {
+			if n := m.of("sweep"); n != 0 {
+				t.Errorf("instance %d logged %d failed passes", i, n)
+			}
+			t.Logf("instance %d: %d passes that expired asks, %d skipped", i, m.of("expired asks"), m.of(skipped))
+		}
+	})
+}
