@@ -154,13 +154,19 @@ const KeysFormat = "countersign-keys/v1"
 
 // DeviceKey is one registered passkey of a person.
 type DeviceKey struct {
-	CredentialID B64       `json:"credential_id"`
-	PublicKey    B64       `json:"public_key"`
-	Person       string    `json:"person"`
-	Name         string    `json:"name"`
-	CreatedAt    time.Time `json:"created_at"`
-	Removed      bool      `json:"removed,omitempty"`
+	CredentialID B64        `json:"credential_id"`
+	PublicKey    B64        `json:"public_key"`
+	Person       string     `json:"person"`
+	Name         string     `json:"name"`
+	CreatedAt    time.Time  `json:"created_at"`
+	Removed      bool       `json:"removed,omitempty"`
+	RemovedAt    *time.Time `json:"removed_at,omitempty"` // absent in exports made before it was added
 }
+
+// ClockSkew is how far apart two clocks of one service may be: a key's
+// created_at and removed_at and a proof's decided_at are each stamped by
+// the instance that did it, and several instances may share one database.
+const ClockSkew = time.Second
 
 // The member names a reader accepts, exactly as written (encoding/json alone
 // would also take "Decision" for "decision").
@@ -168,7 +174,7 @@ var (
 	proofMembers    = []string{"format", "domain", "approval_id", "payload_sha256", "payload", "decision", "nonce", "credential_id", "public_key", "rp_id", "authenticator_data", "client_data_json", "signature", "unsigned"}
 	unsignedMembers = []string{"person", "account_id", "decided_at", "question", "answer"}
 	keysMembers     = []string{"format", "account_id", "rp_id", "exported_at", "keys"}
-	deviceMembers   = []string{"credential_id", "public_key", "person", "name", "created_at", "removed"}
+	deviceMembers   = []string{"credential_id", "public_key", "person", "name", "created_at", "removed", "removed_at"}
 )
 
 // Parse reads a proof strictly: one I-JSON object (no duplicate member
@@ -194,6 +200,11 @@ func ParseKeys(raw []byte) (*Keys, error) {
 	var k Keys
 	if err := json.Unmarshal(raw, &k); err != nil {
 		return nil, err
+	}
+	for _, d := range k.Keys {
+		if d.RemovedAt != nil && !d.Removed {
+			return nil, fmt.Errorf("key %s has a removed_at but is not removed", base64.RawURLEncoding.EncodeToString(d.CredentialID))
+		}
 	}
 	return &k, nil
 }
@@ -316,7 +327,8 @@ func ExpectedOrigin(rpID, given string) (string, error) {
 // hash and the user-present and user-verified flags are in
 // authenticatorData; and the signature verifies with the public key. With
 // want.Keys it also checks that the key is a registered device key of the
-// account. A proof that fails returns a *Failure.
+// account, and that the key was registered and not yet removed at the
+// proof's decided_at. A proof that fails returns a *Failure.
 func Verify(p *Proof, want Expect) (*Result, error) {
 	if p.Format != Format {
 		return nil, fail("format", "format is %q, want %q", p.Format, Format)
@@ -430,6 +442,9 @@ func Verify(p *Proof, want Expect) (*Result, error) {
 					return nil, fail("keys", "the key export holds another public key for this credential id")
 				}
 				res.KeyRegistered, res.KeyPerson = true, k.Person
+				if err := keyLived(k, p.Unsigned.DecidedAt); err != nil {
+					return nil, err
+				}
 				break
 			}
 		}
@@ -438,6 +453,27 @@ func Verify(p *Proof, want Expect) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// keyLived checks that the key was registered, and not yet removed, at the
+// time the proof says it was decided: a key cannot have signed a decision
+// made before it existed or after it was removed. decided_at is a claim no
+// signature covers, so this holds the proof's own word against the export;
+// ClockSkew allows for the two times being stamped by two instances.
+func keyLived(k DeviceKey, decided time.Time) error {
+	if decided.IsZero() {
+		return fail("key_lifetime", "the proof does not say when it was decided (unsigned.decided_at), so it cannot be held against "+
+			"the times its key was registered and removed")
+	}
+	if k.CreatedAt.After(decided.Add(ClockSkew)) {
+		return fail("key_lifetime", "the signing key was registered at %s, after the decision's time %s (unsigned.decided_at): "+
+			"a key registered after a decision cannot have signed it", k.CreatedAt.UTC().Format(time.RFC3339Nano), decided.UTC().Format(time.RFC3339Nano))
+	}
+	if k.RemovedAt != nil && !k.RemovedAt.After(decided.Add(-ClockSkew)) {
+		return fail("key_lifetime", "the signing key was removed at %s, before the decision's time %s (unsigned.decided_at): "+
+			"a key removed before a decision cannot have signed it", k.RemovedAt.UTC().Format(time.RFC3339Nano), decided.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
 }
 
 // Authenticator data flags (WebAuthn §6.1).

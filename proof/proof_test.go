@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -282,6 +283,82 @@ func TestVerifyWithKeysChecksTheKeyIsRegistered(t *testing.T) {
 			t.Fatalf("verifies")
 		}
 	})
+}
+
+// A key export says when each key was registered and removed; a proof
+// whose decision time falls outside that life was not signed by a live key.
+func TestVerifyWithKeysHoldsTheKeysLifeAgainstTheDecisionTime(t *testing.T) {
+	s := makeProof(t, "appr_test", "approve", unsigned)
+	decided := unsigned.DecidedAt
+	at := func(d time.Duration) *time.Time { t := decided.Add(d); return &t }
+	tests := []struct {
+		name      string
+		created   time.Time
+		removedAt *time.Time
+		removed   bool
+		decidedAt time.Time
+		reason    string // "" when it verifies
+	}{
+		{name: "registered a month before, never removed", created: decided.AddDate(0, -1, 0), decidedAt: decided},
+		{name: "registered within the clock skew after the decision", created: decided.Add(proof.ClockSkew), decidedAt: decided},
+		{name: "registered a microsecond beyond the clock skew after the decision", created: decided.Add(proof.ClockSkew + time.Microsecond), decidedAt: decided,
+			reason: "registered at 2026-05-01T12:00:01.000001Z, after the decision's time 2026-05-01T12:00:00Z"},
+		{name: "registered a day after the decision", created: decided.AddDate(0, 0, 1), decidedAt: decided,
+			reason: "a key registered after a decision cannot have signed it"},
+		{name: "removed a day after the decision", created: decided.AddDate(0, -1, 0), removed: true, removedAt: at(24 * time.Hour), decidedAt: decided},
+		{name: "removed within the clock skew before the decision", created: decided.AddDate(0, -1, 0), removed: true,
+			removedAt: at(-proof.ClockSkew + time.Microsecond), decidedAt: decided},
+		{name: "removed the clock skew before the decision", created: decided.AddDate(0, -1, 0), removed: true, removedAt: at(-proof.ClockSkew), decidedAt: decided,
+			reason: "removed at 2026-05-01T11:59:59Z, before the decision's time 2026-05-01T12:00:00Z"},
+		{name: "removed an hour before the decision", created: decided.AddDate(0, -1, 0), removed: true, removedAt: at(-time.Hour), decidedAt: decided,
+			reason: "a key removed before a decision cannot have signed it"},
+		{name: "removed at a time an older export does not say", created: decided.AddDate(0, -1, 0), removed: true, decidedAt: decided},
+		{name: "a proof that does not say when it was decided", created: decided.AddDate(0, -1, 0), reason: "does not say when it was decided"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := clone(t, s.proof)
+			p.Unsigned.DecidedAt = tt.decidedAt // unsigned: the signature still verifies
+			keys := &proof.Keys{Format: proof.KeysFormat, AccountID: "acct_test", RPID: "localhost", Keys: []proof.DeviceKey{{
+				CredentialID: s.auth.CredentialID, PublicKey: s.auth.PublicKeyCOSE(), Person: "ada", Name: "test passkey",
+				CreatedAt: tt.created, Removed: tt.removed, RemovedAt: tt.removedAt}}}
+			res, err := proof.Verify(p, proof.Expect{RPID: "localhost", Origin: origin, Keys: keys})
+			if tt.reason == "" {
+				if err != nil || !res.KeyRegistered || res.KeyPerson != "ada" {
+					t.Fatalf("Verify = %+v, %v; want valid, a registered key of ada", res, err)
+				}
+				return
+			}
+			var f *proof.Failure
+			if !errors.As(err, &f) || f.Check != "key_lifetime" || !strings.Contains(f.Reason, tt.reason) {
+				t.Fatalf("Verify = %+v, %v; want the key_lifetime check to fail saying %q", res, err, tt.reason)
+			}
+			// Without a key export there is no key life to hold it against.
+			if _, err := proof.Verify(p, proof.Expect{RPID: "localhost", Origin: origin}); err != nil {
+				t.Fatalf("without keys: %v; want valid (self-asserted)", err)
+			}
+		})
+	}
+}
+
+func TestParseKeysReadsRemovedAt(t *testing.T) {
+	const head = `{"format":"countersign-keys/v1","account_id":"acct_test","rp_id":"localhost","exported_at":"2026-05-02T09:00:00Z","keys":[{"credential_id":"AQI","public_key":"pQE","person":"ada","name":"laptop","created_at":"2026-04-01T08:00:00Z"`
+	keys, err := proof.ParseKeys([]byte(head + `,"removed":true,"removed_at":"2026-05-01T18:00:00.5Z"}]}`))
+	if err != nil {
+		t.Fatalf("ParseKeys of a removed key with its time: %v", err)
+	}
+	if k := keys.Keys[0]; !k.Removed || k.RemovedAt == nil || !k.RemovedAt.Equal(time.Date(2026, 5, 1, 18, 0, 0, 5e8, time.UTC)) {
+		t.Fatalf("key %+v; want removed at 2026-05-01T18:00:00.5Z", k)
+	}
+	for name, raw := range map[string]string{
+		"removed_at on a key not removed":         head + `,"removed_at":"2026-05-01T18:00:00Z"}]}`,
+		"removed_at on a key removed: false":      head + `,"removed":false,"removed_at":"2026-05-01T18:00:00Z"}]}`,
+		"removed_at that is not an RFC 3339 time": head + `,"removed":true,"removed_at":"yesterday"}]}`,
+	} {
+		if _, err := proof.ParseKeys([]byte(raw)); err == nil {
+			t.Errorf("ParseKeys accepts %s", name)
+		}
+	}
 }
 
 // vectors is proof/testdata/challenge_vectors.json, computed by

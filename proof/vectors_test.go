@@ -83,13 +83,15 @@ func makeVectors(t *testing.T) *vectorFile {
 		Unsigned: proof.Unsigned{Person: "ada", AccountID: "acct_example", DecidedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)},
 	}
 	key.Sign(&base, prooftest.Assertion{Counter: 7})
+	removedAt := time.Date(2026, 5, 1, 18, 0, 0, 0, time.UTC) // after the decision: the key signed while it was live
 
 	v := &vectorFile{
 		Comment: "countersign-proof/v1 test vectors, specified in docs/proof.md. The key is a test key: never trust it. " +
 			"ECDSA signatures are randomised, so regenerating (go test ./proof -run TestVectors -update) changes every signature and nothing else.",
 		RPID: rpID, Origin: "https://" + rpID, PayloadJSON: string(payload), Proof: &base,
 		Keys: &proof.Keys{Format: proof.KeysFormat, AccountID: "acct_example", RPID: rpID, Exported: time.Date(2026, 5, 2, 9, 0, 0, 0, time.UTC),
-			Keys: []proof.DeviceKey{{CredentialID: credentialID, PublicKey: key.COSE(), Person: "ada", Name: "ada's laptop", CreatedAt: time.Date(2026, 4, 1, 8, 0, 0, 0, time.UTC)}}},
+			Keys: []proof.DeviceKey{{CredentialID: credentialID, PublicKey: key.COSE(), Person: "ada", Name: "ada's laptop", CreatedAt: time.Date(2026, 4, 1, 8, 0, 0, 0, time.UTC),
+				Removed: true, RemovedAt: &removedAt}}},
 	}
 	v.Key.PrivateScalarHex, v.Key.PublicKeyCOSEHex = hex.EncodeToString(key.Scalar()), hex.EncodeToString(key.COSE())
 	v.PreimageHex = hex.EncodeToString(preimage(&base))
@@ -111,6 +113,7 @@ func makeVectors(t *testing.T) *vectorFile {
 		})
 	}
 	same := func(*proof.Proof) {}
+	decidedAt := func(at time.Time) func(p *proof.Proof) { return func(p *proof.Proof) { p.Unsigned.DecidedAt = at } }
 	q := "Does this touch the session cookie?"
 	v.Cases = []vectorCase{
 		{Name: "the proof as made, without a key export", Proof: &base, Valid: true, PayloadChecked: true},
@@ -142,6 +145,12 @@ func makeVectors(t *testing.T) *vectorFile {
 			Proof: resigned(prooftest.Assertion{RPID: "evil.example.com", Counter: 9}, same)},
 		{Name: "signed by a key the export does not hold", WithKeys: true, FailedCheck: "keys", Proof: variant(func(p *proof.Proof) { stranger.Sign(p, prooftest.Assertion{Counter: 1}) })},
 		{Name: "an older proof without its payload", Valid: true, Proof: variant(func(p *proof.Proof) { p.Payload = nil })},
+		{Name: "decided, the proof says, before the key was registered", WithKeys: true, FailedCheck: "key_lifetime",
+			Proof: variant(decidedAt(time.Date(2026, 3, 31, 12, 0, 0, 0, time.UTC)))},
+		{Name: "decided, the proof says, one second before the key was registered (the clock skew allowed)", WithKeys: true, Valid: true,
+			PayloadChecked: true, KeyRegistered: true, Proof: variant(decidedAt(time.Date(2026, 4, 1, 7, 59, 59, 0, time.UTC)))},
+		{Name: "decided, the proof says, after the key was removed", WithKeys: true, FailedCheck: "key_lifetime",
+			Proof: variant(decidedAt(time.Date(2026, 5, 1, 20, 0, 0, 0, time.UTC)))},
 	}
 	return v
 }

@@ -104,7 +104,7 @@ func keysCommand(ctx context.Context, cfg app.Config, args []string, out io.Writ
 			return fmt.Errorf("device key %s: public key: %w", k.ID, err)
 		}
 		export.Keys = append(export.Keys, proof.DeviceKey{CredentialID: id, PublicKey: pub, Person: subjects[i],
-			Name: k.Name, CreatedAt: k.CreatedAt, Removed: k.RemovedAt != nil})
+			Name: k.Name, CreatedAt: k.CreatedAt, Removed: k.RemovedAt != nil, RemovedAt: k.RemovedAt})
 	}
 	b, err := json.MarshalIndent(export, "", "  ")
 	if err != nil {

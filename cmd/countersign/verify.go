@@ -139,8 +139,11 @@ func verifyProof(raw []byte, file string, opts verifyOptions, out io.Writer) err
 			}
 		}
 		removed := ""
-		if k.Removed {
-			removed = "; it has been removed since"
+		switch {
+		case k.RemovedAt != nil:
+			removed = "; removed since, at " + k.RemovedAt.Format(time.RFC3339)
+		case k.Removed:
+			removed = "; it has been removed since, at a time the export does not say"
 		}
 		fmt.Fprintf(out, "Key: a registered device key of account %s: person %s, passkey %q, registered %s%s (checked against %s).\n",
 			keys.AccountID, res.KeyPerson, k.Name, k.CreatedAt.Format(time.RFC3339), removed, *keysFile)

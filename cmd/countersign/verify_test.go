@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
@@ -328,7 +329,8 @@ func TestVerifyCommandChecksAProofMadeOverHTTP(t *testing.T) {
 			}
 			for _, k := range keys.Keys {
 				w, ok := want[base64.RawURLEncoding.EncodeToString(k.CredentialID)]
-				if !ok || !bytes.Equal(k.PublicKey, w.PublicKey) || k.Person != w.Person || k.Name != w.Name || k.Removed != w.Removed || k.CreatedAt.IsZero() {
+				if !ok || !bytes.Equal(k.PublicKey, w.PublicKey) || k.Person != w.Person || k.Name != w.Name || k.Removed != w.Removed || k.CreatedAt.IsZero() ||
+					(k.RemovedAt != nil) != w.Removed || k.RemovedAt != nil && k.RemovedAt.Before(k.CreatedAt) {
 					t.Fatalf("exported key %+v; want %+v", k, w)
 				}
 			}
@@ -357,6 +359,84 @@ func TestVerifyCommandChecksAProofMadeOverHTTP(t *testing.T) {
 			if r := cli(t, nil, "verify", d.file, "--origin", origin, "--keys", other); r.code != 1 || !strings.Contains(r.stderr, "not a registered device key") {
 				t.Fatalf("verify with an export that lacks the key: %s; want exit 1", r)
 			}
+		})
+
+		t.Run("a key registered after the decision, or removed before it, does not verify it: exit 1", func(t *testing.T) {
+			ctx := context.Background()
+			store := d.env.Store
+			person, err := store.PersonBySubject(ctx, "ada")
+			if err != nil {
+				t.Fatal(err)
+			}
+			decidedAt, err := time.Parse(time.RFC3339Nano, d.proof["unsigned"].(map[string]any)["decided_at"].(string))
+			if err != nil {
+				t.Fatalf("the proof's decided_at: %v", err)
+			}
+			// Two more passkeys of ada's: one registered at once and removed
+			// an hour later, one registered an hour later.
+			b64 := base64.RawURLEncoding.EncodeToString
+			removedLater, registeredLater := prooftest.NewKey(), prooftest.NewKey()
+			removedID, registeredID := []byte("removed an hour after the decision"), []byte("registered an hour after the decision")
+			seed := func(id []byte, k *prooftest.Key, name string) {
+				t.Helper()
+				if err := apptest.SeedDeviceKey(ctx, store, person.ID, models.DeviceKey{ID: b64(id), Name: name, Credential: "{}", PublicKey: b64(k.COSE())}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			seed(removedID, removedLater, "removed later")
+			store.SetClock(func() time.Time { return time.Now().Add(time.Hour) })
+			defer store.SetClock(time.Now)
+			seed(registeredID, registeredLater, "registered later")
+			if err := store.RemoveDeviceKey(ctx, person.ID, b64(removedID)); err != nil {
+				t.Fatal(err)
+			}
+			store.SetClock(time.Now)
+			keysFile := filepath.Join(d.dir, "keys-life.json")
+			mustCLI(t, env, "keys", "export", "--out", keysFile)
+
+			// The decided ask, signed by a key, claiming the decision time decided.
+			signedBy := func(name string, k *prooftest.Key, id []byte, decided time.Time) string {
+				t.Helper()
+				raw, err := os.ReadFile(d.file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := proof.Parse(raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.CredentialID, p.Unsigned.DecidedAt = id, decided
+				k.Sign(p, prooftest.Assertion{Origin: origin, Counter: 1})
+				if raw, err = json.Marshal(p); err != nil {
+					t.Fatal(err)
+				}
+				file := filepath.Join(d.dir, name+".json")
+				if err := os.WriteFile(file, raw, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return file
+			}
+
+			// Removed an hour after the decision: it was live when it signed.
+			live := mustCLI(t, nil, "verify", signedBy("removed-after", removedLater, removedID, decidedAt), "--origin", origin, "--keys", keysFile)
+			if !strings.Contains(live.stdout, "VALID:") || !strings.Contains(live.stdout, `passkey "removed later"`) || !strings.Contains(live.stdout, "removed since, at") {
+				t.Fatalf("verify of a decision signed before its key was removed: %s; want VALID and the key removed since", live)
+			}
+			for _, tt := range []struct {
+				name, file, reason string
+			}{
+				{"a key registered an hour after the decision", signedBy("registered-after", registeredLater, registeredID, decidedAt),
+					"NOT valid: key_lifetime: the signing key was registered at "},
+				{"a key removed an hour before the time the proof claims", signedBy("removed-before", removedLater, removedID, decidedAt.Add(2*time.Hour)),
+					"NOT valid: key_lifetime: the signing key was removed at "},
+			} {
+				r := cli(t, nil, "verify", tt.file, "--origin", origin, "--keys", keysFile)
+				if r.code != 1 || !strings.Contains(r.stderr, tt.reason) || strings.Contains(r.stdout, "VALID") {
+					t.Fatalf("verify of a decision signed by %s: %s; want exit 1, %q", tt.name, r, tt.reason)
+				}
+			}
+			// Without the export, nothing says when the key lived: the signature alone verifies.
+			mustCLI(t, nil, "verify", signedBy("registered-after-self", registeredLater, registeredID, decidedAt), "--origin", origin, "--allow-self-asserted")
 		})
 
 		changes := []struct {
@@ -436,7 +516,7 @@ func TestVerifyRefusesAPhishedCrossOriginAssertion(t *testing.T) {
 	signed := func(name string, a prooftest.Assertion) string {
 		p := &proof.Proof{Format: proof.Format, Domain: proof.Domain, ApprovalID: "appr_test", PayloadSHA256: fmt.Sprintf("%x", sum),
 			Payload: payload, Decision: "approve", Nonce: bytes.Repeat([]byte{7}, proof.NonceSize), CredentialID: credentialID, RPID: rpID,
-			Unsigned: proof.Unsigned{Person: "ada", AccountID: "acct_test"}}
+			Unsigned: proof.Unsigned{Person: "ada", AccountID: "acct_test", DecidedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}}
 		key.Sign(p, a)
 		return write(name, p)
 	}

@@ -8,7 +8,9 @@
 // handler never runs; the caller reads
 // {"error":"forbidden","reason":"approval_refused"}. A gated tool the caller
 // may use stays in tools/list; a tool the caller lacks the permission for does
-// not, and is refused on call. Every governed call ends in one audit event.
+// not, and a call of it is answered exactly as a call of a tool that does not
+// exist, so that the caller learns no more than tools/list told them. Every
+// governed call ends in one audit event, which says what was refused and why.
 //
 // NewServer builds a server of tools declared with Define; Gate puts the same
 // rules in front of the tools of a server somebody else wrote. Nothing here is
@@ -32,6 +34,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -43,9 +46,6 @@ const DefaultApprovalTimeout = 45 * time.Second
 // refused: the text content of the result, and its structured content unless
 // the tool's output schema would not take it.
 const RefusalText = `{"error":"forbidden","reason":"approval_refused"}`
-
-// permissionRefusalText is what a caller reads when it lacks the tool's permission.
-const permissionRefusalText = `{"error":"forbidden","reason":"permission_denied"}`
 
 // Options configure the gate: where approvals are asked, how long a call
 // waits, where audit events go and how a caller is known.
@@ -273,7 +273,7 @@ func (g *governor) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if !ok || g.tools[call.Params.Name] == nil {
 				return next(ctx, method, req)
 			}
-			return g.call(ctx, call, func(ctx context.Context) (*mcp.CallToolResult, error) {
+			res, err := g.call(ctx, call, func(ctx context.Context) (*mcp.CallToolResult, error) {
 				res, err := next(ctx, method, req)
 				if err != nil {
 					return nil, err
@@ -284,6 +284,10 @@ func (g *governor) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				}
 				return r, nil
 			})
+			if err != nil {
+				return nil, err
+			}
+			return res, nil
 		}
 		return next(ctx, method, req)
 	}
@@ -306,8 +310,10 @@ func (g *governor) call(ctx context.Context, req *mcp.CallToolRequest, run func(
 		ev.Label = t.label(args)
 	}
 	if !caller.may(t.permission) {
+		// The operator reads the refusal in the audit event; the caller
+		// reads what a tool that does not exist answers.
 		finish(PhaseRefused, DecisionDeny, "", ReasonPermissionDenied)
-		return forbidden(permissionRefusalText, &PermissionError{Tool: t.name, Permission: t.permission}, nil), nil
+		return nil, unknownTool(t.name)
 	}
 	schemas := g.schemasOf(t.name)
 	needs, err := needsApproval(t, args, schemas.input)
@@ -451,12 +457,10 @@ func forbidden(text string, err error, output *jsonschema.Resolved) *mcp.CallToo
 	return res
 }
 
-// PermissionError is the refusal of a call by a caller who lacks the tool's permission.
-type PermissionError struct {
-	Tool       string
-	Permission string
-}
-
-func (e *PermissionError) Error() string {
-	return e.Tool + " needs the permission " + e.Permission
+// unknownTool is the go-sdk's own answer to a call of a tool its server does
+// not have (mcp.Server's callTool): a protocol error, invalid params,
+// "unknown tool <name>". A caller who lacks a tool's permission gets exactly
+// this, so a call cannot tell a hidden tool from one that does not exist.
+func unknownTool(name string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 }

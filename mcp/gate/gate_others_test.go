@@ -63,7 +63,6 @@ func TestGateWrapsToolsSomebodyElseWrote(t *testing.T) {
 		}, "alice", "write_file", "/etc/hosts", gate.RefusalText, 0, "refused", true},
 		{"a call the predicate leaves alone runs at once", approveBy("carol"), "alice", "write_file", "/tmp/x", "wrote /tmp/x", 1, "allowed", false},
 		{"an ungated tool passes straight through", approveBy("carol"), "alice", "read_file", "/etc/hosts", "contents of /etc/hosts", 0, "allowed", false},
-		{"a caller without the permission is refused", approveBy("carol"), "bob", "write_file", "/tmp/x", `{"error":"forbidden","reason":"permission_denied"}`, 0, "refused", false},
 	}
 	perms := map[string][]string{"alice": {"fs:write", "fs:read"}, "bob": {"fs:read"}}
 	for _, tc := range tests {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/mcp/gate"
@@ -417,5 +418,31 @@ func TestACancelledCallIsCancelledUpstream(t *testing.T) {
 				t.Errorf("the caller's call ended with %v, want context.Canceled", err)
 			}
 		})
+	}
+}
+
+// The proxy's rules hold calls for approval and declare no permissions, so
+// it hides no tool: a name the upstream does not have gets the answer the
+// upstream itself gives, with nothing of the proxy's in it.
+func TestTheProxyAnswersAToolNobodyHasAsTheUpstreamDoes(t *testing.T) {
+	w, err := start(t, rulesJSON, approve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(s *mcp.ClientSession) *jsonrpc.Error {
+		t.Helper()
+		res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": "/a"}})
+		var rpc *jsonrpc.Error
+		if !errors.As(err, &rpc) {
+			t.Fatalf("a call of a tool nobody has: %+v, %v; want a JSON-RPC error", res, err)
+		}
+		return rpc
+	}
+	via, direct := call(w.client), call(w.upstream)
+	if via.Code != direct.Code || via.Message != direct.Message || string(via.Data) != string(direct.Data) || via.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("through the proxy: %+v; direct: %+v; want the same invalid-params error", via, direct)
+	}
+	if w.asked.Load() != 0 || w.ran.Load() != 0 {
+		t.Fatalf("asked %d, ran %d; want neither", w.asked.Load(), w.ran.Load())
 	}
 }
