@@ -74,17 +74,22 @@ func startOnLocalhost(t *testing.T) *server {
 	return s
 }
 
-// node runs a Node.js script from the repository's root to its end, with a
-// limit of two minutes and env added to its environment, and returns what it
-// printed and its exit code.
+// node runs a Node.js script from the repository's root; see program.
 func node(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	return program(t, env, "node", args...)
+}
+
+// program runs name from the repository's root to its end, with a limit of
+// two minutes, no standard input and env added to its environment, and
+// returns what it printed and its exit code.
+func program(t *testing.T, env map[string]string, name string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", args...)
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = environ(env)
-	cmd.Stdin = nil // no terminal: a client must not wait for a person
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -92,11 +97,11 @@ func node(t *testing.T, env map[string]string, args ...string) result {
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		t.Fatalf("node %s did not end within 2 minutes\n%s", strings.Join(args, " "), r)
+		t.Fatalf("%s %s did not end within 2 minutes\n%s", name, strings.Join(args, " "), r)
 	case errors.As(err, &exit):
 		r.code = exit.ExitCode()
 	case err != nil:
-		t.Fatalf("run node: %v", err)
+		t.Fatalf("run %s: %v", name, err)
 	}
 	return r
 }
@@ -197,13 +202,26 @@ func TestTheConformanceSuitesServerScenariosPassAgainstTheBinary(t *testing.T) {
 }
 
 // inspector runs the MCP Inspector's command-line client against endpoint
-// with args, with no terminal (as in CI), and returns its run. Its HOME is
-// home, so that no OAuth token or catalog of the developer's takes part, and
-// it keeps its secrets in memory.
+// with args, with no terminal (as in CI), and returns its run.
 func inspector(t *testing.T, launcher, home, endpoint string, args ...string) result {
 	t.Helper()
-	env := map[string]string{"HOME": home, "MCP_INSPECTOR_SECRET_STORE": "memory"}
-	return node(t, env, append([]string{launcher, "--cli", endpoint, "--format", "json", "--connect-timeout", "30000"}, args...)...)
+	return node(t, inspectorEnv(home), append([]string{launcher, "--cli", endpoint, "--format", "json", "--connect-timeout", "30000"}, args...)...)
+}
+
+// inspectorEnv is the Inspector's environment: HOME is home, so that no
+// OAuth token or catalog of the developer's takes part, and its secrets stay
+// in memory.
+func inspectorEnv(home string) map[string]string {
+	return map[string]string{"HOME": home, "MCP_INSPECTOR_SECRET_STORE": "memory"}
+}
+
+// shellQuote quotes each word for sh.
+func shellQuote(words ...string) string {
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+	}
+	return strings.Join(quoted, " ")
 }
 
 // inspectorResult is the JSON the Inspector's CLI prints with --format json:
@@ -310,4 +328,35 @@ func TestTheInspectorCLIWorksWithABearerToken(t *testing.T) {
 			t.Errorf("the Inspector reached %s: it started an OAuth flow\n%s", path, s.log)
 		}
 	}
+
+	// With a terminal, as a person runs it, the Inspector does start its
+	// OAuth flow after the 401: it reads the metadata, finds no authorization
+	// server, falls back to the origin (the 2025-03-26 spec) and tries to
+	// register a client at /register. That answers that Countersign runs no
+	// authorization server, and the Inspector shows it.
+	t.Run("with a terminal", func(t *testing.T) {
+		if _, err := exec.LookPath("script"); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatal("script (util-linux) is not on PATH: it gives the Inspector a terminal")
+			}
+			t.Skip("script (util-linux) is not on PATH: it gives the Inspector a terminal")
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		callback := fmt.Sprintf("http://%s/oauth/callback", l.Addr())
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		line := shellQuote("node", launcher, "--cli", endpoint, "--format", "json", "--method", "tools/list",
+			"--header", wrong, "--callback-url", callback)
+		r := program(t, inspectorEnv(home), "script", "-qec", line, "/dev/null")
+		if r.code == 0 || !strings.Contains(r.stdout, "Countersign runs no OAuth authorization server; an admin gives each agent its token") {
+			t.Fatalf("tools/list with a wrong token on a terminal: want a failure with Countersign's reason\n%s", r)
+		}
+		if !strings.Contains(s.log.String(), "path=/register status=404") {
+			t.Fatalf("the Inspector did not try /register, or it was not told 404\n%s", s.log)
+		}
+	})
 }
