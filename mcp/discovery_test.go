@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -140,6 +141,23 @@ func TestTheProtectedResourceMetadataValidatesAndNeverRedirects(t *testing.T) {
 			resp, doc := getJSON(t, env.URL+path)
 			if resp.StatusCode != http.StatusNotFound || doc["error"] != "NOT_FOUND" {
 				t.Errorf("HTTP %d %v (Location %q), want a JSON 404", resp.StatusCode, doc, resp.Header.Get("Location"))
+			}
+		})
+	}
+	// A client that finds no authorization server metadata falls back to
+	// OAuth endpoints at the origin (the 2025-03-26 spec): registration is
+	// told there is no authorization server, not refused for a CSRF token.
+	for _, path := range []string{"/register", "/authorize", "/token"} {
+		t.Run("POST "+path+" is a plain 404", func(t *testing.T) {
+			resp, err := noRedirects.Post(env.URL+path, "application/json", strings.NewReader(`{"redirect_uris":["http://127.0.0.1:6276/oauth/callback"]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var doc map[string]any
+			if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || resp.StatusCode != http.StatusNotFound ||
+				!strings.Contains(fmt.Sprint(doc["message"]), "runs no OAuth authorization server") {
+				t.Errorf("HTTP %d %v (%v), want a JSON 404 saying there is no authorization server", resp.StatusCode, doc, err)
 			}
 		})
 	}
