@@ -3,6 +3,7 @@ package browsertest
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -135,6 +136,62 @@ func TestAPersonAddsAPasskeyOnAPhoneThroughALinkAndAnotherOnTheMacAfterConfirmin
 		events, _, err := s.env.Store.Audit(ctx, s.env.Account.ID, models.AuditFilter{Step: models.StepPasskeyAdded})
 		if err != nil || len(events) != 2 {
 			t.Fatalf("passkey_added events: %d %v", len(events), err)
+		}
+	})
+}
+
+func TestAPersonRemovesASecondPasskeyBySigningWithAnotherOnTheDevicesPage(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		s := start(t, db)
+		ctx := context.Background()
+		mac := s.page
+		ada := s.signUp("ada", models.RoleOwner)
+		keys := func() []models.DeviceKey {
+			t.Helper()
+			k, err := s.env.Store.DeviceKeys(ctx, ada.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return k
+		}
+		first := keys()[0]
+
+		// Add a security key, then keep only it plugged in: the Mac's first
+		// passkey is the second one ada has, and the security key signs its removal.
+		confirmWithPasskey(mac)
+		swapAuthenticator(mac)
+		mac.Type("#new_device_name", "Security key")
+		mac.ClickToLoad("[data-testid=add-passkey-here]", "/devices", "[data-testid=add-passkey]")
+		security := base64.RawURLEncoding.EncodeToString(mac.Credentials()[0].CredentialID)
+		if all := keys(); len(all) != 2 || all[1].ID != security {
+			t.Fatalf("ada's passkeys before the removal = %+v", all)
+		}
+		counter := mac.Credentials()[0].SignCount
+
+		Eval[bool](mac, `(window.confirm = () => true, true)`)
+		mac.ClickToLoad(`[data-device="`+first.ID+`"] [data-testid=remove-passkey]`, "/devices", "[data-testid=add-passkey]")
+		if flash := mac.Text("main"); !strings.Contains(flash, "Passkey removed.") {
+			t.Errorf("the notice reads %q", flash)
+		}
+		if n := mac.Count(`[data-device="` + first.ID + `"]`); n != 0 {
+			t.Errorf("the removed passkey is still listed")
+		}
+		if n := mac.Count(`[data-device="` + security + `"] [data-testid=remove-passkey]`); n != 0 {
+			t.Errorf("the last passkey offers to be removed")
+		}
+		if all := keys(); len(all) != 1 || all[0].ID != security {
+			t.Fatalf("ada's passkeys after the removal = %+v", all)
+		}
+		if after := mac.Credentials()[0].SignCount; after <= counter {
+			t.Errorf("the security key did not sign: its counter went from %v to %v", counter, after)
+		}
+		events, _, err := s.env.Store.Audit(ctx, s.env.Account.ID, models.AuditFilter{Step: models.StepPasskeyRemoved})
+		if err != nil || len(events) != 1 || events[0].Data == nil {
+			t.Fatalf("passkey_removed events: %+v %v", events, err)
+		}
+		var data map[string]string
+		if err := json.Unmarshal([]byte(*events[0].Data), &data); err != nil || data["credential_id"] != first.ID || data["removed_by"] != security {
+			t.Errorf("the passkey_removed event says %s", *events[0].Data)
 		}
 	})
 }

@@ -460,12 +460,13 @@ func TestAPasskeyAddedHereIsSignedForAuditedAndPushedToTheOtherDevices(t *testin
 			t.Fatalf("sign in with the new passkey: %s", r)
 		}
 
-		// Removing goes on the chain and to every device too.
-		if r := ada.Post("/devices/"+first+"/remove", map[string]string{}); r.Status != http.StatusSeeOther && r.Status != http.StatusOK {
+		// Removing, signed by the passkey that goes, goes on the chain and to every device too.
+		if r := removeSigned(ada, first); r.Status != http.StatusOK {
 			t.Fatalf("remove: %s", r)
 		}
 		for _, acct := range []string{p.env.Account.ID, p.second.ID} {
-			if events := passkeyEvents(t, p.env, acct, models.StepPasskeyRemoved); len(events) != 1 || events[0].Actor != "ada" || !strings.Contains(events[0].Note, `"test passkey"`) {
+			if events := passkeyEvents(t, p.env, acct, models.StepPasskeyRemoved); len(events) != 1 || events[0].Actor != "ada" ||
+				events[0].Note != `passkey "test passkey" removed, authorised by passkey "test passkey"` {
 				t.Fatalf("passkey_removed events in %s: %+v", acct, events)
 			}
 		}
@@ -478,7 +479,7 @@ func TestAPasskeyAddedHereIsSignedForAuditedAndPushedToTheOtherDevices(t *testin
 			t.Fatalf("ada's passkeys after the removal: %v", ids)
 		}
 		// The last one stays, and nothing is logged for the refusal.
-		if r := elsewhere.Post("/devices/"+work.CredentialIDString()+"/remove", map[string]string{}); r.Status != http.StatusConflict {
+		if r := removeSigned(elsewhere, work.CredentialIDString()); r.Status != http.StatusConflict {
 			t.Fatalf("removing the last passkey: %s", r)
 		}
 		if events := passkeyEvents(t, p.env, p.env.Account.ID, models.StepPasskeyRemoved); len(events) != 1 {

@@ -62,19 +62,6 @@ func (h *Handlers) DeviceRename(c echo.Context) error {
 	return h.redirectWithFlash(c, "/devices", "passkey-renamed")
 }
 
-// DeviceRemove retires one of the person's passkeys; the last one stays.
-// The person's accounts log it and their devices are told.
-func (h *Handlers) DeviceRemove(c echo.Context) error {
-	err := h.store.RemoveDeviceKey(c.Request().Context(), viewerOf(c).member.ID, c.Param("id"))
-	if msg, status, ok := refusalOf(err); ok {
-		return h.devicesPage(c, status, msg)
-	}
-	if err != nil {
-		return err
-	}
-	return h.redirectWithFlash(c, "/devices", "passkey-removed")
-}
-
 // setFlash leaves a notice for the next page the browser loads, for calls
 // answered with JSON that the page script follows with a reload.
 func (h *Handlers) setFlash(c echo.Context, flash string) {

@@ -59,21 +59,35 @@ func TestDevicesRenameAndRemoveButNeverTheLast(t *testing.T) {
 			t.Fatalf("another person's passkey was renamed to %q", k.Name)
 		}
 
-		res, _ = b.post("/devices/cred-2/remove", nil, true)
-		if res.StatusCode != http.StatusSeeOther {
-			t.Fatalf("remove: %d", res.StatusCode)
-		}
-		res, body = b.post("/devices/cred-1/remove", nil, true)
-		if res.StatusCode != http.StatusConflict {
-			t.Fatalf("removing the last passkey: %d", res.StatusCode)
+		// Removing is signed (device_remove_test.go): the form alone is
+		// refused on the page, and changes nothing.
+		res, body = b.post("/devices/cred-2/remove", nil, true)
+		if res.StatusCode != http.StatusForbidden {
+			t.Fatalf("remove with the form alone: %d", res.StatusCode)
 		}
 		refusal := elements(parseHTML(t, body), byAttr("data-testid", "refusal"))
-		if len(refusal) != 1 || !strings.Contains(textOf(refusal[0]), "last passkey") {
+		if len(refusal) != 1 || !strings.Contains(textOf(refusal[0]), "confirmation with one of your passkeys") {
 			t.Fatalf("the refusal is not shown")
+		}
+		if a := b.postJSON("/devices/cred-cy/remove/begin", "", map[string]string{}, true); a.status != http.StatusNotFound {
+			t.Fatalf("a prompt to remove another person's passkey: %d %s", a.status, a.raw)
+		}
+		if err := f.env.Store.RemoveDeviceKey(ctx, f.member.ID, "cred-2"); err != nil {
+			t.Fatal(err)
+		}
+		a := b.postJSON("/devices/cred-1/remove/begin", "", map[string]string{}, true)
+		if a.status != http.StatusConflict || !strings.Contains(a.raw, "last passkey") {
+			t.Fatalf("a prompt to remove the last passkey: %d %s", a.status, a.raw)
+		}
+		if err := f.env.Store.RemoveDeviceKey(ctx, f.member.ID, "cred-1"); models.CodeOf(err) != models.FailedPrecondition {
+			t.Fatalf("the store removed the last passkey: %v", err)
 		}
 		keys, err := f.env.Store.DeviceKeys(ctx, f.member.ID)
 		if err != nil || len(keys) != 1 || keys[0].ID != "cred-1" {
 			t.Fatalf("passkeys after = %v %v", keys, err)
+		}
+		if k, _ := f.env.Store.DeviceKeyByID(ctx, "cred-cy"); k == nil {
+			t.Fatalf("another person's passkey was removed")
 		}
 	})
 }

@@ -124,6 +124,7 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	person.POST("/devices/finish", h.DeviceAddFinish)
 	person.POST("/devices/link", h.DeviceLinkCreate)
 	person.POST("/devices/:id/rename", h.DeviceRename)
+	person.POST("/devices/:id/remove/begin", h.DeviceRemoveBegin)
 	person.POST("/devices/:id/remove", h.DeviceRemove)
 	person.POST("/signout/everywhere", h.SignOutEverywhere)
 	person.POST("/push/subscribe", h.PushSubscribe)

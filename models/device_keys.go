@@ -17,6 +17,9 @@ import (
 // DeviceGrantTTL, or turn it into a one-time device link that a new device
 // opens without a session, within DeviceLinkTTL. Grants are stored by the
 // hash of their token and spent in the transaction that stores the key.
+// Removing one is signed too: a passkey of the person signs a remove-device
+// challenge that names the passkey to remove (passkey.DeviceRemoveChallenge),
+// and the key goes in the transaction that records that assertion.
 
 // Audit steps of a person's passkeys. They are account-level events (their
 // approval_id is ""), written in every account the person is a member of.
@@ -220,10 +223,33 @@ func (s *Store) AddAuthorisedDeviceKey(ctx context.Context, use DeviceGrantUse, 
 	return &key, nil
 }
 
+// RemoveSignedDeviceKey retires the passkey id of the person whose passkey
+// made the verified remove-device assertion a, in one transaction: the
+// signer must be a live passkey of that person and its counter must grow
+// (it may be the passkey removed), the person keeps their last passkey, and
+// a passkey_removed event naming the signer goes into each of their accounts
+// with a push to each of their devices with notifications on.
+func (s *Store) RemoveSignedDeviceKey(ctx context.Context, id string, a DeviceAssertion) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		if err := s.useDeviceKey(tx, a.PersonID, a.CredentialID, a.SignCount, a.Credential); err != nil {
+			return err
+		}
+		var by DeviceKey
+		if err := tx.Table("device_keys").Where("id = ?", a.CredentialID).Take(&by).Error; err != nil {
+			return fmt.Errorf("find the authorising passkey: %w", err)
+		}
+		return s.removeDeviceKey(tx, a.PersonID, id, &by)
+	})
+	if err != nil {
+		return fmt.Errorf("remove passkey: %w", err)
+	}
+	return nil
+}
+
 // passkeyChanged records, inside the transaction that added or removed key,
 // an account-level event in every account of the person and a push to
-// their devices but the one whose endpoint is here. by is the passkey that
-// authorised an addition.
+// their devices but the one whose endpoint is here. by is the passkey whose
+// assertion authorised the change (nil for a removal without one).
 func (s *Store) passkeyChanged(tx *gorm.DB, personID, step string, key, by *DeviceKey, here string) error {
 	var p Person
 	if err := tx.Table("persons").Where("id = ?", personID).Take(&p).Error; err != nil {
@@ -235,6 +261,10 @@ func (s *Store) passkeyChanged(tx *gorm.DB, personID, step string, key, by *Devi
 	}
 	data := map[string]string{"credential_id": key.ID, "name": key.Name}
 	note, event, title := fmt.Sprintf("passkey %q removed", key.Name), PushPasskeyRemoved, "A passkey was removed from your account: "+key.Name
+	if step == StepPasskeyRemoved && by != nil {
+		data["removed_by"], data["removed_by_name"] = by.ID, by.Name
+		note = fmt.Sprintf("passkey %q removed, authorised by passkey %q", key.Name, by.Name)
+	}
 	if step == StepPasskeyAdded {
 		data["added_by"], data["added_by_name"] = by.ID, by.Name
 		note = fmt.Sprintf("passkey %q added, authorised by passkey %q", key.Name, by.Name)

@@ -215,32 +215,60 @@ func (s *Store) RenameDeviceKey(ctx context.Context, personID, id, name string) 
 	return nil
 }
 
-// RemoveDeviceKey retires a passkey; a person keeps at least one. The
-// removal goes on the audit log of every account of the person, and every
-// device of theirs with notifications on is told.
+// RemoveDeviceKey retires a passkey without a signature, for the
+// operator's tools and tests: the devices page removes one only through
+// RemoveSignedDeviceKey. A person keeps at least one. The removal goes on
+// the audit log of every account of the person, and every device of theirs
+// with notifications on is told.
 func (s *Store) RemoveDeviceKey(ctx context.Context, personID, id string) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
-		var keys []DeviceKey
-		if err := s.lock(tx.Table("device_keys")).Where("person_id = ? AND removed_at IS NULL", personID).Find(&keys).Error; err != nil {
-			return err
-		}
-		var gone *DeviceKey
-		for i := range keys {
-			if keys[i].ID == id {
-				gone = &keys[i]
-			}
-		}
-		if gone == nil {
-			return Refuse(NotFound, "credential", "no such passkey")
+		return s.removeDeviceKey(tx, personID, id, nil)
+	})
+}
+
+// removeDeviceKey retires, inside tx, the person's live passkey id, unless it
+// is their last, and records the change; by is the passkey whose assertion
+// authorised it (nil when none did).
+func (s *Store) removeDeviceKey(tx *gorm.DB, personID, id string, by *DeviceKey) error {
+	var keys []DeviceKey
+	if err := s.lock(tx.Table("device_keys")).Where("person_id = ? AND removed_at IS NULL", personID).Find(&keys).Error; err != nil {
+		return err
+	}
+	gone, err := removable(keys, id)
+	if err != nil {
+		return err
+	}
+	if err := tx.Table("device_keys").Where("id = ?", id).Update("removed_at", s.now()).Error; err != nil {
+		return fmt.Errorf("remove passkey: %w", err)
+	}
+	return s.passkeyChanged(tx, personID, StepPasskeyRemoved, gone, by, "")
+}
+
+// removable finds the passkey id among a person's live passkeys keys and
+// refuses it if it is not there or is the last.
+func removable(keys []DeviceKey, id string) (*DeviceKey, error) {
+	for i := range keys {
+		if keys[i].ID != id {
+			continue
 		}
 		if len(keys) == 1 {
-			return Refuse(FailedPrecondition, "credential", "this is your last passkey; add another before you remove it")
+			return nil, Refuse(FailedPrecondition, "credential", "this is your last passkey; add another before you remove it")
 		}
-		if err := tx.Table("device_keys").Where("id = ?", id).Update("removed_at", s.now()).Error; err != nil {
-			return fmt.Errorf("remove passkey: %w", err)
-		}
-		return s.passkeyChanged(tx, personID, StepPasskeyRemoved, gone, nil, "")
-	})
+		return &keys[i], nil
+	}
+	return nil, Refuse(NotFound, "credential", "no such passkey")
+}
+
+// CheckDeviceKeyRemoval says whether the person could remove their passkey
+// id now (it is theirs, live, and not their last), without removing it: a
+// remove-device prompt starts only then.
+func (s *Store) CheckDeviceKeyRemoval(ctx context.Context, personID, id string) error {
+	keys, err := s.DeviceKeys(ctx, personID)
+	if err != nil {
+		return err
+	}
+	_, err = removable(keys, id)
+	return err
 }
 
 // useDeviceKey records, inside tx, that a passkey signed with counter

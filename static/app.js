@@ -197,6 +197,30 @@ function initDevices() {
     field.select();
   });
 }
+function initRemovePasskeys() {
+  const card = document.getElementById("passkeys");
+  if (!card) return;
+  card.querySelectorAll("form[data-remove-passkey]").forEach((form) => {
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      if (!confirm(form.dataset.question)) return;
+      const button = form.querySelector("button");
+      const errorBox = card.querySelector("[data-error]");
+      if (errorBox) errorBox.hidden = true;
+      busy(button, true);
+      try {
+        const base = `/devices/${encodeURIComponent(form.dataset.removePasskey)}/remove`;
+        const begin = await postJSON(`${base}/begin`);
+        const credential = await getAssertion(begin);
+        const done = await postJSON(base, { ceremony: begin.ceremony, credential: credential.toJSON() });
+        location.assign(localPath(done.redirect || "/devices"));
+      } catch (err) {
+        showError(card, err);
+        busy(button, false);
+      }
+    });
+  });
+}
 function initDeviceLink() {
   const form = document.getElementById("device-link");
   if (!form) return;
@@ -471,6 +495,7 @@ initRegister();
 initAcceptInvite();
 initSignIn();
 initDevices();
+initRemovePasskeys();
 initDeviceLink();
 initPush();
 initDecisions();

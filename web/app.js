@@ -213,6 +213,35 @@ function initDevices() {
   });
 }
 
+// Devices: remove a passkey. A session alone removes none: one of the
+// person's passkeys (the one removed may do) signs a challenge that names
+// the passkey to remove, in this session, within five minutes. Without
+// this script the form posts unsigned and the server refuses it.
+function initRemovePasskeys() {
+  const card = document.getElementById("passkeys");
+  if (!card) return;
+  card.querySelectorAll("form[data-remove-passkey]").forEach((form) => {
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      if (!confirm(form.dataset.question)) return;
+      const button = form.querySelector("button");
+      const errorBox = card.querySelector("[data-error]");
+      if (errorBox) errorBox.hidden = true;
+      busy(button, true);
+      try {
+        const base = `/devices/${encodeURIComponent(form.dataset.removePasskey)}/remove`;
+        const begin = await postJSON(`${base}/begin`);
+        const credential = await getAssertion(begin);
+        const done = await postJSON(base, { ceremony: begin.ceremony, credential: credential.toJSON() });
+        location.assign(localPath(done.redirect || "/devices"));
+      } catch (err) {
+        showError(card, err);
+        busy(button, false);
+      }
+    });
+  });
+}
+
 // A one-time device link, opened on the new device: make its passkey and
 // sign in.
 function initDeviceLink() {
@@ -520,6 +549,7 @@ initRegister();
 initAcceptInvite();
 initSignIn();
 initDevices();
+initRemovePasskeys();
 initDeviceLink();
 initPush();
 initDecisions();
