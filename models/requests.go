@@ -225,9 +225,9 @@ type CommandOutcome struct {
 func OutcomeOf(a *Approval, r *AgentRequest) Outcome {
 	o := Outcome{ApprovalID: a.ID, Kind: a.Kind, Status: string(a.Status), DecidedBy: a.DecidedBy, DecidedAt: a.DecidedAt,
 		ExpiresAt: a.ExpiresAt, Proof: a.Proof}
-	if idx, ok := choiceIndex(a.Decision); ok {
+	if idx, ok := Verdict(a.Decision).Choice(); ok {
 		o.Answer = &Answer{Choice: a.Note, Index: idx, Chosen: true}
-	} else if isAnswer(a.Decision) {
+	} else if Verdict(a.Decision).IsAnswer() {
 		o.Answer = &Answer{Text: a.Note}
 	}
 	if r != nil && r.Method != "" {
