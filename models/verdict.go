@@ -1,8 +1,6 @@
 package models
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 
 	"github.com/countersign/countersign/ask"
@@ -30,10 +28,7 @@ const (
 )
 
 // AnswerVerdict is the signed verdict of a free-text answer.
-func AnswerVerdict(text string) Verdict {
-	sum := sha256.Sum256([]byte(text))
-	return Verdict(answerPrefix + hex.EncodeToString(sum[:]))
-}
+func AnswerVerdict(text string) Verdict { return Verdict(proof.AnswerDecision(text)) }
 
 // Option reads the index of an "option:<index>" verdict; ok is false for
 // any other verdict, or an index that does not read.
