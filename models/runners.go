@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -93,12 +92,8 @@ func (s *Store) EnrollRunner(ctx context.Context, accountID, name, publicKey, by
 	if _, err := ParseRunnerPublicKey(publicKey); err != nil {
 		return nil, "", err
 	}
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
-		return nil, "", err
-	}
 	r := &Runner{ID: newID("rnr"), AccountID: accountID, Name: name, PublicKey: publicKey, CreatedBy: by, CreatedAt: s.now()}
-	token := RunnerTokenPrefix + r.ID + "." + idEncoding.EncodeToString(raw)
+	token := randomToken(RunnerTokenPrefix + r.ID + ".")
 	r.TokenHash = HashToken(token)
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		var n int64
