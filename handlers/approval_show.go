@@ -46,10 +46,7 @@ func (h *Handlers) requestView(ctx context.Context, a *models.Approval) (*views.
 	if p == nil {
 		return nil, nil
 	}
-	r := &views.Request{Description: p.Description, TargetType: p.TargetType, TargetID: p.TargetID, Mode: p.Proposal.Mode}
-	if q := p.Question; q != nil {
-		r.Question, r.Choices = true, q.Choices
-	}
+	r := &views.Request{Description: p.Description, TargetType: p.TargetType, TargetID: p.TargetID, Mode: p.Proposal.Mode, Question: p.Question}
 	row, err := h.store.RequestOf(ctx, a.ID)
 	if err != nil {
 		return nil, err

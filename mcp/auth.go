@@ -43,16 +43,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		if models.IsRunnerToken(token) {
 			runner, err := s.store.RunnerByToken(r.Context(), token)
-			switch {
-			case models.CodeOf(err) == models.NotFound:
-				s.challenge(w, http.StatusUnauthorized, "invalid_token", "", "the token is not a runner token of this service")
+			if s.lookupFailed(w, err, "runner", "the token is not a runner token of this service") {
 				return
-			case err != nil:
-				s.log.Error("authenticate runner", "err", err)
-				w.Header().Set("Retry-After", "5")
-				http.Error(w, "the service cannot check tokens right now", http.StatusServiceUnavailable)
-				return
-			case runner.Disabled:
+			}
+			if runner.Disabled {
 				s.challenge(w, http.StatusUnauthorized, "invalid_token", "", "this runner is disabled; an admin must enroll it again")
 				return
 			}
@@ -60,16 +54,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		agent, err := s.store.AgentByToken(r.Context(), token)
-		switch {
-		case models.CodeOf(err) == models.NotFound:
-			s.challenge(w, http.StatusUnauthorized, "invalid_token", "", "the token is not an agent token of this service")
+		if s.lookupFailed(w, err, "agent", "the token is not an agent token of this service") {
 			return
-		case err != nil:
-			s.log.Error("authenticate agent", "err", err)
-			w.Header().Set("Retry-After", "5")
-			http.Error(w, "the service cannot check tokens right now", http.StatusServiceUnavailable)
-			return
-		case agent.Disabled:
+		}
+		if agent.Disabled {
 			s.challenge(w, http.StatusUnauthorized, "invalid_token", "", "this agent is disabled; an admin must look at it")
 			return
 		}
@@ -80,6 +68,23 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		verified.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), agentKey{}, agent)))
 	})
+}
+
+// lookupFailed answers a request whose token's principal (runner or agent)
+// could not be found, and says whether it did: 401 with unknown when the
+// service has no such token, 503 when it cannot check tokens right now.
+func (s *Server) lookupFailed(w http.ResponseWriter, err error, principal, unknown string) bool {
+	switch {
+	case err == nil:
+		return false
+	case models.CodeOf(err) == models.NotFound:
+		s.challenge(w, http.StatusUnauthorized, "invalid_token", "", unknown)
+	default:
+		s.log.Error("authenticate "+principal, "err", err)
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "the service cannot check tokens right now", http.StatusServiceUnavailable)
+	}
+	return true
 }
 
 // httpScopes returns the scopes an HTTP-level operation on /mcp needs and

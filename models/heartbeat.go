@@ -74,6 +74,10 @@ func (s *Store) HeartbeatFlushEvery() time.Duration {
 // idleAfter is how long a session lives after its newest heartbeat time.
 func (s *Store) idleAfter() time.Duration { return s.agentIdle + s.HeartbeatFlushEvery() }
 
+// idleAt is when a session whose newest heartbeat was at last ends as idle:
+// from then on it is no longer alive.
+func (s *Store) idleAt(last time.Time) time.Time { return last.Add(s.idleAfter()) }
+
 // flushChunk bounds the session ids one UPDATE of a flush names.
 const flushChunk = 1000
 
@@ -142,7 +146,7 @@ func (s *Store) quietHeartbeat(ctx context.Context, agent *Agent, id string) (*B
 		return nil, endedError(&ss, "sessionId")
 	}
 	now := s.now()
-	if !now.Before(s.beats.latest(ss.ID, ss.HeartbeatAt).Add(s.idleAfter())) {
+	if !now.Before(s.idleAt(s.beats.latest(ss.ID, ss.HeartbeatAt))) {
 		return nil, errDeliver
 	}
 	var open []pendingRequest

@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -284,16 +283,11 @@ func (s *Store) join(tx *gorm.DB, inv *Invite, p *Person, credentialID, how stri
 	if res.RowsAffected != 1 {
 		return nil, Refuse(FailedPrecondition, "invite", "this invite was used already; ask for a new one")
 	}
-	data, err := json.Marshal(map[string]string{"invite": string(inv.Kind), "role": string(inv.Role),
-		"invited_by": inv.CreatedBy, "person_id": p.ID, "credential_id": credentialID})
-	if err != nil {
+	if err := s.accountEvent(tx, now, inv.AccountID, ActorPerson, p.Subject, StepMemberJoined,
+		fmt.Sprintf("joined as %s, %s; invited by %s", inv.Role, how, inv.CreatedBy),
+		map[string]string{"invite": string(inv.Kind), "role": string(inv.Role),
+			"invited_by": inv.CreatedBy, "person_id": p.ID, "credential_id": credentialID}); err != nil {
 		return nil, err
-	}
-	text := string(data)
-	ev := &TimelineEvent{AccountID: inv.AccountID, At: now, ActorKind: ActorPerson, Actor: p.Subject, Step: StepMemberJoined,
-		Note: fmt.Sprintf("joined as %s, %s; invited by %s", inv.Role, how, inv.CreatedBy), Data: &text}
-	if err := tx.Table("events").Create(ev).Error; err != nil {
-		return nil, fmt.Errorf("append event: %w", err)
 	}
 	return &Member{Person: *p, AccountID: inv.AccountID, Role: inv.Role}, nil
 }

@@ -130,12 +130,12 @@ func (s *Store) fileRequest(ctx context.Context, agent *Agent, req *ask.Request)
 	default:
 		a.ApproveMeans = "Your decision is recorded; nothing executes."
 	}
-	idle := false
+	var idle *AgentSession // the session, ended here as idle
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		if req.SessionID != "" {
 			ss, err := s.openSession(tx, agent, req.SessionID, "sessionId")
 			if errors.Is(err, errSessionIdle) {
-				idle = true
+				idle = ss
 				return nil // the session's end commits; the request is refused below
 			}
 			if err != nil {
@@ -165,12 +165,8 @@ func (s *Store) fileRequest(ctx context.Context, agent *Agent, req *ask.Request)
 	if err != nil {
 		return nil, nil, err
 	}
-	if idle {
-		var ss AgentSession
-		if err := s.db.WithContext(ctx).Table("agent_sessions").Where("id = ?", req.SessionID).Take(&ss).Error; err != nil {
-			return nil, nil, fmt.Errorf("load session: %w", err)
-		}
-		return nil, nil, endedError(&ss, "sessionId")
+	if idle != nil {
+		return nil, nil, endedError(idle, "sessionId")
 	}
 	return a, r, nil
 }
@@ -225,9 +221,9 @@ type CommandOutcome struct {
 func OutcomeOf(a *Approval, r *AgentRequest) Outcome {
 	o := Outcome{ApprovalID: a.ID, Kind: a.Kind, Status: string(a.Status), DecidedBy: a.DecidedBy, DecidedAt: a.DecidedAt,
 		ExpiresAt: a.ExpiresAt, Proof: a.Proof}
-	if idx, ok := choiceIndex(a.Decision); ok {
+	if idx, ok := Verdict(a.Decision).Choice(); ok {
 		o.Answer = &Answer{Choice: a.Note, Index: idx, Chosen: true}
-	} else if isAnswer(a.Decision) {
+	} else if Verdict(a.Decision).IsAnswer() {
 		o.Answer = &Answer{Text: a.Note}
 	}
 	if r != nil && r.Method != "" {

@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -74,9 +73,18 @@ const (
 )
 
 // accountEvent appends, inside tx, an event of the account that is about no
-// approval to its audit log.
-func (s *Store) accountEvent(tx *gorm.DB, accountID, actorKind, actor, step, note string) error {
-	ev := &TimelineEvent{AccountID: accountID, At: s.now(), ActorKind: actorKind, Actor: actor, Step: step, Note: note}
+// approval to its audit log, at time at; data, when not nil, is kept with it
+// as JSON.
+func (s *Store) accountEvent(tx *gorm.DB, at time.Time, accountID, actorKind, actor, step, note string, data any) error {
+	ev := &TimelineEvent{AccountID: accountID, At: at, ActorKind: actorKind, Actor: actor, Step: step, Note: note}
+	if data != nil {
+		b, err := json.Marshal(data)
+		if err != nil {
+			return fmt.Errorf("event data: %w", err)
+		}
+		text := string(b)
+		ev.Data = &text
+	}
 	if err := tx.Table("events").Create(ev).Error; err != nil {
 		return fmt.Errorf("append event: %w", err)
 	}
@@ -93,12 +101,8 @@ func (s *Store) EnrollRunner(ctx context.Context, accountID, name, publicKey, by
 	if _, err := ParseRunnerPublicKey(publicKey); err != nil {
 		return nil, "", err
 	}
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
-		return nil, "", err
-	}
 	r := &Runner{ID: newID("rnr"), AccountID: accountID, Name: name, PublicKey: publicKey, CreatedBy: by, CreatedAt: s.now()}
-	token := RunnerTokenPrefix + r.ID + "." + idEncoding.EncodeToString(raw)
+	token := randomToken(RunnerTokenPrefix + r.ID + ".")
 	r.TokenHash = HashToken(token)
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		var n int64
@@ -111,7 +115,7 @@ func (s *Store) EnrollRunner(ctx context.Context, accountID, name, publicKey, by
 		if err := tx.Table("runners").Create(r).Error; err != nil {
 			return err
 		}
-		return s.accountEvent(tx, accountID, ActorAdmin, by, StepRunnerEnrolled, "runner "+name+" ("+r.ID+") enrolled with key "+publicKey)
+		return s.accountEvent(tx, s.now(), accountID, ActorAdmin, by, StepRunnerEnrolled, "runner "+name+" ("+r.ID+") enrolled with key "+publicKey, nil)
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("enroll runner: %w", err)
@@ -191,7 +195,7 @@ func (s *Store) DisableRunner(ctx context.Context, accountID, name, by string) (
 				return err
 			}
 		}
-		return s.accountEvent(tx, accountID, ActorAdmin, by, StepRunnerDisabled, "runner "+r.Name+" ("+r.ID+") disabled")
+		return s.accountEvent(tx, s.now(), accountID, ActorAdmin, by, StepRunnerDisabled, "runner "+r.Name+" ("+r.ID+") disabled", nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("disable runner: %w", err)

@@ -102,7 +102,7 @@ func (s *Store) openSession(tx *gorm.DB, agent *Agent, id, field string) (*Agent
 		return &ss, endedError(&ss, field)
 	}
 	now := s.now()
-	if !now.Before(s.beats.latest(ss.ID, ss.HeartbeatAt).Add(s.idleAfter())) {
+	if !now.Before(s.idleAt(s.beats.latest(ss.ID, ss.HeartbeatAt))) {
 		if err := s.endSession(tx, &ss, EndedIdle); err != nil {
 			return nil, err
 		}
@@ -238,7 +238,7 @@ func (s *Store) EndIdleSessions(ctx context.Context) (int64, error) {
 	}
 	var n int64
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		now := s.now()
+		now := s.now() // idleAt(heartbeat_at) <= now, said as a bound on heartbeat_at
 		res := tx.Table("agent_sessions").Where("ended_at IS NULL AND heartbeat_at <= ?", now.Add(-s.idleAfter())).
 			Updates(map[string]any{"ended_at": now, "end_reason": EndedIdle})
 		n = res.RowsAffected
@@ -271,9 +271,8 @@ func (s *Store) ListSessions(ctx context.Context, accountID string, limit int) (
 	for _, ss := range list {
 		v := SessionView{AgentSession: ss, State: SessionActive}
 		v.HeartbeatAt = s.beats.latest(ss.ID, ss.HeartbeatAt)
-		if ss.EndedAt == nil && !now.Before(v.HeartbeatAt.Add(s.idleAfter())) {
-			t := v.HeartbeatAt.Add(s.idleAfter())
-			v.EndedAt, v.EndReason = &t, EndedIdle
+		if idle := s.idleAt(v.HeartbeatAt); ss.EndedAt == nil && !now.Before(idle) {
+			v.EndedAt, v.EndReason = &idle, EndedIdle
 		}
 		if v.EndedAt != nil {
 			v.State = SessionEnded

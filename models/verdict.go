@@ -1,8 +1,6 @@
 package models
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 
 	"github.com/countersign/countersign/ask"
@@ -30,21 +28,27 @@ const (
 )
 
 // AnswerVerdict is the signed verdict of a free-text answer.
-func AnswerVerdict(text string) Verdict {
-	sum := sha256.Sum256([]byte(text))
-	return Verdict(answerPrefix + hex.EncodeToString(sum[:]))
-}
+func AnswerVerdict(text string) Verdict { return Verdict(proof.AnswerDecision(text)) }
 
-// choiceIndex reads the index of a "choice:<index>" decision.
-func choiceIndex(decision string) (int, bool) {
-	if !strings.HasPrefix(decision, choicePrefix) {
+// Option reads the index of an "option:<index>" verdict; ok is false for
+// any other verdict, or an index that does not read.
+func (v Verdict) Option() (index int, ok bool) { return v.index(optionPrefix) }
+
+// Choice reads the index of a "choice:<index>" verdict; ok is false for any
+// other verdict, or an index that does not read.
+func (v Verdict) Choice() (index int, ok bool) { return v.index(choicePrefix) }
+
+// IsAnswer says whether v is the signed verdict of a free-text answer.
+func (v Verdict) IsAnswer() bool { return strings.HasPrefix(string(v), answerPrefix) }
+
+// index reads the index after prefix, when v starts with it.
+func (v Verdict) index(prefix string) (int, bool) {
+	rest, found := strings.CutPrefix(string(v), prefix)
+	if !found {
 		return 0, false
 	}
-	return parseIndex(strings.TrimPrefix(decision, choicePrefix))
+	return parseIndex(rest)
 }
-
-// isAnswer says whether a decision is a free-text answer.
-func isAnswer(decision string) bool { return strings.HasPrefix(decision, answerPrefix) }
 
 // Decision is a person's answer, with the proof that they gave it.
 type Decision struct {
@@ -88,12 +92,12 @@ func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
 			return d, Invalid("decision", "a question is answered: pick one of its choices or write an answer")
 		}
 	case strings.HasPrefix(string(choice), choicePrefix):
-		idx, ok := choiceIndex(string(choice))
+		idx, ok := choice.Choice()
 		if question == nil || question.Free() || !ok || idx >= len(question.Choices) || !proof.ValidDecision(string(choice)) {
 			return d, Invalid("decision", "%q is not a choice of approval %s", choice, a.ID)
 		}
 		d.Note = question.Choices[idx]
-	case choice == VerdictAnswer || strings.HasPrefix(string(choice), answerPrefix):
+	case choice == VerdictAnswer || choice.IsAnswer():
 		if question == nil || !question.Free() {
 			return d, Invalid("decision", "approval %s asks no free-text question", a.ID)
 		}
@@ -112,7 +116,7 @@ func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
 		}
 	case strings.HasPrefix(string(choice), optionPrefix):
 		opts := a.DecisionOptions()
-		idx, ok := parseIndex(strings.TrimPrefix(string(choice), optionPrefix))
+		idx, ok := choice.Option()
 		if a.Kind != KindDecision || !ok || idx >= len(opts) || !proof.ValidDecision(string(choice)) {
 			return d, Invalid("decision", "%q is not an option of approval %s", choice, a.ID)
 		}
@@ -125,7 +129,7 @@ func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
 		switch {
 		case choice == VerdictQuestion:
 			field = "question"
-		case isAnswer(string(d.Verdict)):
+		case d.Verdict.IsAnswer():
 			field = "answer"
 		}
 		return d, Invalid(field, "at most %d characters (got %d)", NoteLimit, n)

@@ -148,12 +148,9 @@ func (s *Store) RenameColumn(ctx context.Context, accountID, key, name string) e
 // RemoveColumn removes an empty column; one that holds items is refused.
 func (s *Store) RemoveColumn(ctx context.Context, accountID, key string) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
-		var c WorkColumn
-		if err := s.lock(tx.Table("work_columns")).Where("account_id = ? AND key = ?", accountID, key).Take(&c).Error; err != nil {
-			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return Refuse(NotFound, "key", "no column %q on this board", key)
-			}
-			return fmt.Errorf("find column: %w", err)
+		c, err := findColumn(s.lock(tx.Table("work_columns")), accountID, key, "key")
+		if err != nil {
+			return err
 		}
 		var n int64
 		if err := tx.Table("work_items").Where("account_id = ? AND column_key = ?", accountID, key).Count(&n).Error; err != nil {
@@ -271,15 +268,7 @@ func (s *Store) WorkBoard(ctx context.Context, accountID, columnKey string) (*Bo
 // GetWorkItem reads one item of the account; another account's or a removed
 // one is NOT_FOUND.
 func (s *Store) GetWorkItem(ctx context.Context, accountID, itemID string) (*WorkItem, error) {
-	var it WorkItem
-	err := s.db.WithContext(ctx).Table("work_items").Where("account_id = ? AND id = ?", accountID, itemID).Take(&it).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, Refuse(NotFound, "item_id", "no work item %q on this account's board", itemID)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("find item: %w", err)
-	}
-	return &it, nil
+	return findItem(s.db.WithContext(ctx).Table("work_items"), accountID, itemID, "item_id")
 }
 
 // WorkItemHistory reads an item's history, oldest first.
@@ -294,8 +283,14 @@ func (s *Store) WorkItemHistory(ctx context.Context, accountID, itemID string) (
 
 // column reads a column of the account inside tx; a missing one is NOT_FOUND naming field.
 func (s *Store) column(tx *gorm.DB, accountID, key, field string) (*WorkColumn, error) {
+	return findColumn(tx.Table("work_columns"), accountID, key, field)
+}
+
+// findColumn reads a column of the account from columns, a query on
+// work_columns (locked or not); a missing one is NOT_FOUND naming field.
+func findColumn(columns *gorm.DB, accountID, key, field string) (*WorkColumn, error) {
 	var c WorkColumn
-	err := tx.Table("work_columns").Where("account_id = ? AND key = ?", accountID, key).Take(&c).Error
+	err := columns.Where("account_id = ? AND key = ?", accountID, key).Take(&c).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, Refuse(NotFound, field, "no column %q on this account's board", key)
 	}
@@ -307,8 +302,14 @@ func (s *Store) column(tx *gorm.DB, accountID, key, field string) (*WorkColumn, 
 
 // item reads and locks an item of the account inside tx; a missing one is NOT_FOUND naming field.
 func (s *Store) item(tx *gorm.DB, accountID, id, field string) (*WorkItem, error) {
+	return findItem(s.lock(tx.Table("work_items")), accountID, id, field)
+}
+
+// findItem reads an item of the account from items, a query on work_items
+// (locked or not); a missing one is NOT_FOUND naming field.
+func findItem(items *gorm.DB, accountID, id, field string) (*WorkItem, error) {
 	var it WorkItem
-	err := s.lock(tx.Table("work_items")).Where("account_id = ? AND id = ?", accountID, id).Take(&it).Error
+	err := items.Where("account_id = ? AND id = ?", accountID, id).Take(&it).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, Refuse(NotFound, field, "no work item %q on this account's board", id)
 	}

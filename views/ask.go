@@ -55,11 +55,10 @@ type Request struct {
 	Description string
 	TargetType  string
 	TargetID    string
-	Mode        string    // advisory or command
-	Move        *Move     // the work_move command; nil on an advisory proposal
-	Choices     []string  // the question's choices; empty on a free-text question
-	Question    bool      // the request asks a question
-	Outcome     *Executed // what the command did, once it was approved
+	Mode        string        // advisory or command
+	Move        *Move         // the work_move command; nil on an advisory proposal
+	Question    *ask.Question // nil unless the request asks a question
+	Outcome     *Executed     // what the command did, once it was approved
 }
 
 // Move is a work_move in the board's words: the item's title and the names
@@ -80,7 +79,7 @@ type Executed struct {
 }
 
 // FreeText says whether the request asks a question answered in words.
-func (r *Request) FreeText() bool { return r.Question && len(r.Choices) == 0 }
+func (r *Request) FreeText() bool { return r.Question != nil && r.Question.Free() }
 
 // Event is one line of an ask's timeline.
 type Event struct {
@@ -120,14 +119,14 @@ func (a Ask) Closed() bool { return slices.Contains(models.ClosedStatuses, model
 
 // Choices are the choices of a request's question, in order.
 func (a Ask) Choices() []string {
-	if a.Request == nil {
+	if a.Request == nil || a.Request.Question == nil {
 		return nil
 	}
-	return a.Request.Choices
+	return a.Request.Question.Choices
 }
 
 // Asks says whether the ask is a request's question, answered with a choice or words.
-func (a Ask) Asks() bool { return a.Request != nil && a.Request.Question }
+func (a Ask) Asks() bool { return a.Request != nil && a.Request.Question != nil }
 
 // Options are the answers of a decision ask, in order.
 func (a Ask) Options() []string {
@@ -139,27 +138,28 @@ func (a Ask) Options() []string {
 
 // DecisionText says in words what the person decided.
 func (a Ask) DecisionText() string {
-	switch d := a.Decision; {
-	case d == "approve":
+	v := models.Verdict(a.Decision)
+	switch {
+	case v == models.VerdictApprove:
 		return "Approved"
-	case d == "deny":
+	case v == models.VerdictDeny:
 		return "Denied"
-	case d == "not_mine":
+	case v == models.VerdictNotMine:
 		return "Denied as not mine: the requesting agent was blocked"
-	case strings.HasPrefix(d, "option:"):
-		i, err := strconv.Atoi(strings.TrimPrefix(d, "option:"))
-		if opts := a.Options(); err == nil && i >= 0 && i < len(opts) {
+	case v.IsAnswer():
+		return "Answered in words (signed as the SHA-256 of the text)"
+	}
+	if i, ok := v.Option(); ok {
+		if opts := a.Options(); i < len(opts) {
 			return fmt.Sprintf("Chose option %d: %s", i+1, opts[i])
 		}
-		return "Chose " + d
-	case strings.HasPrefix(d, "choice:"):
-		i, err := strconv.Atoi(strings.TrimPrefix(d, "choice:"))
-		if c := a.Choices(); err == nil && i >= 0 && i < len(c) {
+		return "Chose " + a.Decision
+	}
+	if i, ok := v.Choice(); ok {
+		if c := a.Choices(); i < len(c) {
 			return fmt.Sprintf("Answered with choice %d: %s", i+1, c[i])
 		}
-		return "Chose " + d
-	case strings.HasPrefix(d, "answer:"):
-		return "Answered in words (signed as the SHA-256 of the text)"
+		return "Chose " + a.Decision
 	}
 	return a.Decision
 }

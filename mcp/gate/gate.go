@@ -306,6 +306,21 @@ func (g *governor) call(ctx context.Context, req *mcp.CallToolRequest, run func(
 		ev.DurationMs = time.Since(start).Milliseconds()
 		g.opts.Audit(ctx, ev)
 	}
+	// allowed runs a call let through (by d, or by the rule when d is the
+	// zero Decision), tells d's tracker how it ended and audits it.
+	allowed := func(d Decision) (*mcp.CallToolResult, error) {
+		res, err := run(ctx)
+		failed := callError(res, err)
+		if d.tracker != nil {
+			d.tracker.Finished(context.WithoutCancel(ctx), failed)
+		}
+		if failed != nil {
+			finish(PhaseError, DecisionAllow, d.by, ReasonToolError+": "+failed.Error())
+		} else {
+			finish(PhaseAllowed, DecisionAllow, d.by, "")
+		}
+		return res, err
+	}
 	if t.label != nil {
 		ev.Label = t.label(args)
 	}
@@ -324,13 +339,7 @@ func (g *governor) call(ctx context.Context, req *mcp.CallToolRequest, run func(
 		return &res, nil
 	}
 	if !needs {
-		res, err := run(ctx)
-		if failed := callError(res, err); failed != nil {
-			finish(PhaseError, DecisionAllow, "", ReasonToolError+": "+failed.Error())
-		} else {
-			finish(PhaseAllowed, DecisionAllow, "", "")
-		}
-		return res, err
+		return allowed(Decision{})
 	}
 	d, refused := g.ask(ctx, ApprovalRequest{
 		Server: g.opts.Server, Caller: caller.Name, Tool: t.name, Label: ev.Label,
@@ -345,17 +354,7 @@ func (g *governor) call(ctx context.Context, req *mcp.CallToolRequest, run func(
 		finish(PhaseRefused, DecisionDeny, refused.By, refused.auditReason())
 		return forbidden(RefusalText, refused, schemas.output), nil
 	}
-	res, err := run(ctx)
-	failed := callError(res, err)
-	if d.tracker != nil {
-		d.tracker.Finished(context.WithoutCancel(ctx), failed)
-	}
-	if failed != nil {
-		finish(PhaseError, DecisionAllow, d.by, ReasonToolError+": "+failed.Error())
-	} else {
-		finish(PhaseAllowed, DecisionAllow, d.by, "")
-	}
-	return res, err
+	return allowed(d)
 }
 
 // needsApproval applies a tool's rule; a rule that panics asks, since when
