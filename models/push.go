@@ -191,14 +191,20 @@ type PushTarget struct {
 	Auth     string
 }
 
-// recipients is the query of the ids of the people an ask is asked of: the
-// named member, or the account's owners and admins.
-func recipients(tx *gorm.DB, a *Approval) *gorm.DB {
-	q := tx.Table("memberships m").Select("p.id").Joins("JOIN persons p ON p.id = m.person_id").Where("m.account_id = ?", a.AccountID)
+// recipientDevices reads, in one query, the push subscriptions of the people
+// an ask is asked of: the named member, or the account's owners and admins.
+func recipientDevices(tx *gorm.DB, a *Approval) ([]PushSubscription, error) {
+	q, args := `SELECT s.* FROM push_subscriptions s JOIN memberships m ON m.person_id = s.person_id`, []any{a.AccountID}
 	if a.AskedOf != "" {
-		return q.Where("p.subject = ?", a.AskedOf)
+		q += ` JOIN persons p ON p.id = m.person_id WHERE m.account_id = ? AND p.subject = ?`
+		args = append(args, a.AskedOf)
+	} else {
+		q += ` WHERE m.account_id = ? AND m.role IN ?`
+		args = append(args, []Role{RoleOwner, RoleAdmin})
 	}
-	return q.Where("m.role IN ?", []Role{RoleOwner, RoleAdmin})
+	var subs []PushSubscription
+	err := tx.Raw(q+` ORDER BY s.person_id, s.id`, args...).Scan(&subs).Error
+	return subs, err
 }
 
 // queueAskPushes writes, inside the ask's transaction, one push per device
@@ -207,9 +213,8 @@ func recipients(tx *gorm.DB, a *Approval) *gorm.DB {
 // with the recipients: one reads their devices, one their counts against the
 // cap, one inserts every push.
 func (s *Store) queueAskPushes(tx *gorm.DB, a *Approval) error {
-	var subs []PushSubscription
-	if err := tx.Table("push_subscriptions").Where("person_id IN (?)", recipients(tx.Session(&gorm.Session{NewDB: true}), a)).
-		Order("person_id, id").Find(&subs).Error; err != nil {
+	subs, err := recipientDevices(tx, a)
+	if err != nil {
 		return fmt.Errorf("find the recipients' devices: %w", err)
 	}
 	if len(subs) == 0 {
