@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http/httptest"
@@ -85,25 +82,7 @@ func node(t *testing.T, env map[string]string, args ...string) result {
 // returns what it printed and its exit code.
 func program(t *testing.T, env map[string]string, name string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = repoRoot(t)
-	cmd.Env = environ(env)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	var exit *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		t.Fatalf("%s %s did not end within 2 minutes\n%s", name, strings.Join(args, " "), r)
-	case errors.As(err, &exit):
-		r.code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("run %s: %v", name, err)
-	}
-	return r
+	return runFor(t, 2*time.Minute, repoRoot(t), env, name, args...)
 }
 
 // bearerProxy forwards every request to target with token in the

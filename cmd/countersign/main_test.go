@@ -77,9 +77,18 @@ func (r result) String() string {
 // exit code; a run that does not end within a minute fails the test.
 func cli(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	return runFor(t, time.Minute, "", env, binary, args...)
+}
+
+// runFor runs name in dir ("" for this one) with env added to the
+// environment and no standard input, and returns what it printed and its
+// exit code; a run that does not end within limit fails the test.
+func runFor(t *testing.T, limit time.Duration, dir string, env map[string]string, name string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
 	cmd.Env = environ(env)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -88,11 +97,11 @@ func cli(t *testing.T, env map[string]string, args ...string) result {
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		t.Fatalf("countersign %s did not end within a minute\n%s", strings.Join(args, " "), r)
+		t.Fatalf("%s %s did not end within %s\n%s", filepath.Base(name), strings.Join(args, " "), limit, r)
 	case errors.As(err, &exit):
 		r.code = exit.ExitCode()
 	case err != nil:
-		t.Fatalf("run countersign %s: %v", strings.Join(args, " "), err)
+		t.Fatalf("run %s %s: %v", filepath.Base(name), strings.Join(args, " "), err)
 	}
 	return r
 }
