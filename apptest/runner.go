@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/models"
-	"github.com/countersign/countersign/proof"
 )
 
 // Join invites subject to the account with role and accepts the invite in
@@ -98,23 +97,13 @@ func RunAsk(runnerID, publicKey, askedOf, scriptSHA256 string, argv []string, ef
 func (e *Env) KeysExport(accountID string) []byte {
 	e.t.Helper()
 	ctx := context.Background()
-	keys, subjects, err := e.Store.AccountDeviceKeys(ctx, accountID)
-	if err != nil {
-		e.t.Fatalf("device keys: %v", err)
-	}
 	u, err := url.Parse(e.URL)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	export := proof.Keys{Format: proof.KeysFormat, AccountID: accountID, RPID: u.Hostname(), Exported: e.Store.Now(), Keys: []proof.DeviceKey{}}
-	for i, k := range keys {
-		id, err1 := base64.RawURLEncoding.DecodeString(k.ID)
-		pub, err2 := base64.RawURLEncoding.DecodeString(k.PublicKey)
-		if err1 != nil || err2 != nil {
-			e.t.Fatalf("device key %s: %v %v", k.ID, err1, err2)
-		}
-		export.Keys = append(export.Keys, proof.DeviceKey{CredentialID: id, PublicKey: pub, Person: subjects[i], Name: k.Name,
-			CreatedAt: k.CreatedAt, Removed: k.RemovedAt != nil})
+	export, err := e.Store.ExportKeys(ctx, accountID, u.Hostname())
+	if err != nil {
+		e.t.Fatalf("export keys: %v", err)
 	}
 	b, err := json.Marshal(export)
 	if err != nil {

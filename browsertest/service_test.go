@@ -2,7 +2,6 @@ package browsertest
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"net/url"
 	"slices"
@@ -135,24 +134,11 @@ func (s *service) keys() *proof.Keys {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	keys, subjects, err := s.env.Store.AccountDeviceKeys(ctx, s.env.Account.ID)
+	export, err := s.env.Store.ExportKeys(ctx, s.env.Account.ID, u.Hostname())
 	if err != nil {
-		s.t.Fatalf("account device keys: %v", err)
+		s.t.Fatalf("export keys: %v", err)
 	}
-	out := &proof.Keys{Format: proof.KeysFormat, AccountID: s.env.Account.ID, RPID: u.Hostname(), Exported: s.env.Store.Now()}
-	for i, k := range keys {
-		id, err := base64.RawURLEncoding.DecodeString(k.ID)
-		if err != nil {
-			s.t.Fatalf("device key %s: credential id: %v", k.ID, err)
-		}
-		pub, err := base64.RawURLEncoding.DecodeString(k.PublicKey)
-		if err != nil {
-			s.t.Fatalf("device key %s: public key: %v", k.ID, err)
-		}
-		out.Keys = append(out.Keys, proof.DeviceKey{CredentialID: id, PublicKey: pub, Person: subjects[i],
-			Name: k.Name, CreatedAt: k.CreatedAt, Removed: k.RemovedAt != nil})
-	}
-	return out
+	return export
 }
 
 // checkProof reads raw as a decision proof and checks it as `countersign

@@ -3,12 +3,15 @@ package models
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/countersign/countersign/proof"
 )
 
 // randomToken returns a prefixed secret of 256 random bits.
@@ -171,27 +174,38 @@ func (s *Store) DeviceKeyByID(ctx context.Context, id string) (*DeviceKey, error
 	return &k, nil
 }
 
-// AccountDeviceKeys lists every passkey, removed ones too, of every member
-// of the account, for a key export.
-func (s *Store) AccountDeviceKeys(ctx context.Context, accountID string) ([]DeviceKey, []string, error) {
+// ExportKeys is the account's key export (`countersign keys export`, the
+// format of proof.Keys): every passkey, removed ones too, of every member of
+// the account and of everyone who decided an ask here and has since left,
+// whose old proofs must still check out against it. rpID is the relying
+// party the passkeys belong to.
+func (s *Store) ExportKeys(ctx context.Context, accountID, rpID string) (*proof.Keys, error) {
 	var rows []struct {
 		DeviceKey
 		Subject string
 	}
-	// Members, and people who decided asks here and have since left: their
-	// old proofs must still check out against the export.
 	err := s.db.WithContext(ctx).Raw(`SELECT k.*, p.subject FROM device_keys k JOIN persons p ON p.id = k.person_id
 		WHERE k.person_id IN (SELECT person_id FROM memberships WHERE account_id = ?)
 		   OR p.subject IN (SELECT decided_by FROM approvals WHERE account_id = ? AND proof IS NOT NULL)
 		ORDER BY k.created_at`, accountID, accountID).Scan(&rows).Error
 	if err != nil {
-		return nil, nil, fmt.Errorf("list account passkeys: %w", err)
+		return nil, fmt.Errorf("list account passkeys: %w", err)
 	}
-	keys, subjects := make([]DeviceKey, len(rows)), make([]string, len(rows))
-	for i, r := range rows {
-		keys[i], subjects[i] = r.DeviceKey, r.Subject
+	export := &proof.Keys{Format: proof.KeysFormat, AccountID: accountID, RPID: rpID, Exported: s.now(),
+		Keys: make([]proof.DeviceKey, 0, len(rows))}
+	for _, r := range rows {
+		id, err := base64.RawURLEncoding.DecodeString(r.ID)
+		if err != nil {
+			return nil, fmt.Errorf("device key %s: credential id: %w", r.ID, err)
+		}
+		pub, err := base64.RawURLEncoding.DecodeString(r.PublicKey)
+		if err != nil {
+			return nil, fmt.Errorf("device key %s: public key: %w", r.ID, err)
+		}
+		export.Keys = append(export.Keys, proof.DeviceKey{CredentialID: id, PublicKey: pub, Person: r.Subject,
+			Name: r.Name, CreatedAt: r.CreatedAt, Removed: r.RemovedAt != nil, RemovedAt: r.RemovedAt})
 	}
-	return keys, subjects, nil
+	return export, nil
 }
 
 // RenameDeviceKey names a passkey.

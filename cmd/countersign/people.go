@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/models"
-	"github.com/countersign/countersign/proof"
 )
 
 const (
@@ -88,23 +86,9 @@ func keysCommand(ctx context.Context, cfg app.Config, args []string, out io.Writ
 	if err != nil {
 		return err
 	}
-	keys, subjects, err := store.AccountDeviceKeys(ctx, acct.ID)
+	export, err := store.ExportKeys(ctx, acct.ID, u.Hostname())
 	if err != nil {
 		return err
-	}
-	export := proof.Keys{Format: proof.KeysFormat, AccountID: acct.ID, RPID: u.Hostname(), Exported: store.Now(),
-		Keys: make([]proof.DeviceKey, 0, len(keys))}
-	for i, k := range keys {
-		id, err := base64.RawURLEncoding.DecodeString(k.ID)
-		if err != nil {
-			return fmt.Errorf("device key %s: credential id: %w", k.ID, err)
-		}
-		pub, err := base64.RawURLEncoding.DecodeString(k.PublicKey)
-		if err != nil {
-			return fmt.Errorf("device key %s: public key: %w", k.ID, err)
-		}
-		export.Keys = append(export.Keys, proof.DeviceKey{CredentialID: id, PublicKey: pub, Person: subjects[i],
-			Name: k.Name, CreatedAt: k.CreatedAt, Removed: k.RemovedAt != nil, RemovedAt: k.RemovedAt})
 	}
 	b, err := json.MarshalIndent(export, "", "  ")
 	if err != nil {
