@@ -372,8 +372,10 @@ func TestVerifyCommandChecksAProofMadeOverHTTP(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the proof's decided_at: %v", err)
 			}
-			// Two more passkeys of ada's: one registered at once and removed
-			// an hour later, one registered an hour later.
+			// Two more passkeys of ada's: one registered a minute before the
+			// decision and removed an hour after it, one registered an hour
+			// after it. (Registered "now", the first would be seconds younger
+			// than the decision on a slow machine, and rightly refused.)
 			b64 := base64.RawURLEncoding.EncodeToString
 			removedLater, registeredLater := prooftest.NewKey(), prooftest.NewKey()
 			removedID, registeredID := []byte("removed an hour after the decision"), []byte("registered an hour after the decision")
@@ -383,8 +385,9 @@ func TestVerifyCommandChecksAProofMadeOverHTTP(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			store.SetClock(func() time.Time { return decidedAt.Add(-time.Minute) })
 			seed(removedID, removedLater, "removed later")
-			store.SetClock(func() time.Time { return time.Now().Add(time.Hour) })
+			store.SetClock(func() time.Time { return decidedAt.Add(time.Hour) })
 			defer store.SetClock(time.Now)
 			seed(registeredID, registeredLater, "registered later")
 			if err := store.RemoveDeviceKey(ctx, person.ID, b64(removedID)); err != nil {
