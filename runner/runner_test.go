@@ -79,11 +79,20 @@ func (s *hostScene) approve(t *testing.T, b *apptest.Browser, id string) {
 // serve runs runner serve on the folder until the test ends.
 func (s *hostScene) serve(t *testing.T, dir string, executed func(string)) {
 	t.Helper()
+	s.serveWith(t, dir, Options{}, executed)
+}
+
+// serveWith runs runner serve on the folder with opts (its server, token,
+// time limit and logger filled in) until the test ends or stop is called;
+// stop cancels it and returns once Serve has returned.
+func (s *hostScene) serveWith(t *testing.T, dir string, opts Options, executed func(string)) (stop func()) {
+	t.Helper()
 	host, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(host, Options{Server: s.env.URL, Token: s.enroled.Token, TimeLimit: time.Minute, Logger: apptest.Logger()})
+	opts.Server, opts.Token, opts.TimeLimit, opts.Logger = s.env.URL, s.enroled.Token, time.Minute, apptest.Logger()
+	r, err := New(host, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +105,9 @@ func (s *hostScene) serve(t *testing.T, dir string, executed func(string)) {
 			t.Errorf("serve: %v", err)
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
 }
 
 // ended waits (generously) until the run has ended and returns it.

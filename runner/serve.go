@@ -13,7 +13,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -30,8 +32,13 @@ type Options struct {
 	Token     string        // the runner token from enrollment
 	Poll      time.Duration // how often it lists its runs besides being told (default 30 s)
 	TimeLimit time.Duration // how long one run may take (default 10 min)
+	Parallel  int           // how many runs it executes at once (default DefaultParallel; 1: one after another)
 	Logger    *slog.Logger
 }
+
+// DefaultParallel is how many runs a runner executes at once unless told:
+// enough that a long deploy does not hold back every other approved run.
+const DefaultParallel = 4
 
 // Limits on what a run's output becomes on the timeline.
 const (
@@ -55,7 +62,8 @@ func RunnerIDOfToken(token string) (string, error) {
 	return id, nil
 }
 
-// Runner is a running runner serve: a loaded host and its connection to the service.
+// Runner is a running runner serve: a loaded host, its connection to the
+// service and the runs it is handling.
 type Runner struct {
 	host     *Host
 	opts     Options
@@ -63,8 +71,13 @@ type Runner struct {
 	origin   string
 	log      *slog.Logger
 	wake     chan struct{}
-	session  *sdk.ClientSession
+	slots    chan struct{}           // one held by each run in hand: at most Parallel
+	runs     sync.WaitGroup          // the runs in hand, awaited before Serve returns
 	executed func(approvalID string) // tests hear of each execution
+
+	mu      sync.Mutex
+	session *sdk.ClientSession // the current connection; a run in hand reports on whichever is current
+	inHand  map[string]bool    // approval ids of the runs being handled, never picked up twice
 }
 
 // New checks the options and makes a runner of host.
@@ -83,16 +96,22 @@ func New(host *Host, opts Options) (*Runner, error) {
 	if opts.TimeLimit <= 0 {
 		opts.TimeLimit = 10 * time.Minute
 	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = DefaultParallel
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
 	return &Runner{host: host, opts: opts, id: id, origin: u.Scheme + "://" + u.Host, log: opts.Logger.With("runner", id),
-		wake: make(chan struct{}, 1)}, nil
+		wake: make(chan struct{}, 1), slots: make(chan struct{}, opts.Parallel), inHand: map[string]bool{}}, nil
 }
 
 // Serve runs until ctx ends: it subscribes to its runs, lists them now and
-// every Poll, and handles each approved one once.
+// every Poll, and handles each approved one once, up to Parallel at a time.
+// When ctx ends, the scripts still running are killed, as at their time
+// limit, and Serve returns once every run in hand has ended.
 func (r *Runner) Serve(ctx context.Context) error {
+	defer r.runs.Wait()
 	for wait := time.Second; ctx.Err() == nil; wait = min(wait*2, 30*time.Second) {
 		err := r.connected(ctx, func() { wait = time.Second })
 		if ctx.Err() != nil {
@@ -118,7 +137,9 @@ func (r *Runner) connected(ctx context.Context, ok func()) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer session.Close()
+	r.mu.Lock()
 	r.session = session
+	r.mu.Unlock()
 	if err := session.Subscribe(ctx, &sdk.SubscribeParams{URI: "countersign://runners/" + r.id + "/runs"}); err != nil {
 		return fmt.Errorf("subscribe to its runs: %w", err)
 	}
@@ -126,7 +147,7 @@ func (r *Runner) connected(ctx context.Context, ok func()) error {
 	tick := time.NewTicker(r.opts.Poll)
 	defer tick.Stop()
 	for {
-		if err := r.Pass(ctx); err != nil {
+		if err := r.pass(ctx); err != nil {
 			return err
 		}
 		select {
@@ -145,23 +166,68 @@ func (r *Runner) poke() {
 	}
 }
 
-// Pass lists the runner's active runs and handles each in turn.
-func (r *Runner) Pass(ctx context.Context) error {
+// pass lists the runner's active runs and hands each one not yet in hand
+// to a goroutine of its own, oldest first, while a slot is free. A run
+// left over waits for a later pass: each run that ends starts one.
+func (r *Runner) pass(ctx context.Context) error {
 	var list struct {
 		Approvals []Approval `json:"approvals"`
 	}
 	if err := r.call(ctx, "approvals_list", map[string]any{"status": "active", "page_size": 200}, &list); err != nil {
 		return fmt.Errorf("list its runs: %w", err)
 	}
-	for _, a := range list.Approvals {
-		if err := r.handle(ctx, a.ApprovalID, a.Status); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			r.log.Error("handle a run", "approval", a.ApprovalID, "err", err)
+	for _, a := range slices.Backward(list.Approvals) { // the list is newest first
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
+		if a.Status != "approved" && !r.journaled(a.ApprovalID) {
+			continue // in progress under another host's claim
+		}
+		r.mu.Lock()
+		taken := r.inHand[a.ApprovalID]
+		r.mu.Unlock()
+		if taken {
+			continue
+		}
+		select {
+		case r.slots <- struct{}{}:
+		default:
+			return nil // every slot is busy
+		}
+		r.take(ctx, a.ApprovalID, a.Status)
 	}
 	return nil
+}
+
+// take handles one run in a goroutine of its own, holding a slot.
+func (r *Runner) take(ctx context.Context, id, status string) {
+	r.mu.Lock()
+	r.inHand[id] = true
+	r.mu.Unlock()
+	r.runs.Add(1)
+	go func() {
+		defer r.runs.Done()
+		defer func() {
+			r.mu.Lock()
+			delete(r.inHand, id)
+			r.mu.Unlock()
+			<-r.slots
+			r.poke() // a run waiting for a slot starts now
+		}()
+		if err := r.handle(ctx, id, status); err != nil && ctx.Err() == nil {
+			r.log.Error("handle a run", "approval", id, "err", err)
+		}
+	}()
+}
+
+// journaled says whether the run has an entry in this host's journal.
+func (r *Runner) journaled(id string) bool {
+	_, err := os.Stat(r.journalPath(id))
+	return !errors.Is(err, os.ErrNotExist)
+}
+
+func (r *Runner) journalPath(id string) string {
+	return filepath.Join(r.host.Dir, JournalDir, filepath.Base(id)+".json")
 }
 
 // refusedError is a tool call the service refused (isError), with its text.
@@ -177,7 +243,10 @@ func lost(err error) bool {
 }
 
 func (r *Runner) call(ctx context.Context, tool string, args any, out any) error {
-	res, err := r.session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	r.mu.Lock()
+	session := r.session
+	r.mu.Unlock()
+	res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		return err
 	}
@@ -212,11 +281,10 @@ func (r *Runner) report(ctx context.Context, approvalID, payloadSHA256, step, no
 // did not write in this pass is a claim from before a restart, and the run
 // is reported failed, never executed.
 func (r *Runner) handle(ctx context.Context, id, status string) error {
-	path := filepath.Join(r.host.Dir, JournalDir, filepath.Base(id)+".json")
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && status != "approved" {
+	if status != "approved" && !r.journaled(id) {
 		return nil // in progress under another host's claim
 	}
-	j, err := openJournal(path)
+	j, err := openJournal(r.journalPath(id))
 	if errors.Is(err, errLocked) {
 		return nil // another process of this host has it
 	}
@@ -322,11 +390,16 @@ func (r *Runner) execute(ctx context.Context, plan *Plan) (step, note string) {
 	}
 	defer os.RemoveAll(private)
 	verified := filepath.Join(private, filepath.Base(plan.Script))
-	if err := os.WriteFile(verified, plan.Code, 0o500); err != nil {
+	// No fork of this process (another run starting) may inherit the copy's
+	// open descriptor, which would leave it "text file busy" to exec.
+	syscall.ForkLock.RLock()
+	err = os.WriteFile(verified, plan.Code, 0o500)
+	syscall.ForkLock.RUnlock()
+	if err != nil {
 		return "failed", clip("a private copy of the script: "+err.Error(), 500)
 	}
-	// A file just written may be "text file busy" for a moment, while a
-	// fork elsewhere in this process still holds its descriptor: try again.
+	// A file just written may still be "text file busy" for a moment, while
+	// a fork elsewhere (not through os/exec) holds its descriptor: try again.
 	var (
 		cmd *exec.Cmd
 		out *io.PipeReader

@@ -19,8 +19,9 @@ import (
 const runnerUsage = `usage:
   countersign runner init --dir D [--scripts S]          on the runner host: key pair and scripts folder; public key on the last line
   countersign runner trust --dir D --keys KEYS.json      on the runner host: pin the device keys of countersign keys export
-  countersign runner serve --dir D --server URL [--token-file F] [--time-limit 10m]
-                                                         on the runner host: run approved pinned runs (token: --token-file or COUNTERSIGN_RUNNER_TOKEN)
+  countersign runner serve --dir D --server URL [--token-file F] [--time-limit 10m] [--parallel 4]
+                                                         on the runner host: run approved pinned runs, up to --parallel at once
+                                                         (token: --token-file or COUNTERSIGN_RUNNER_TOKEN)
   countersign runner enroll --name N --public-key KEY [--account A]
                                                          on the service: enroll a runner; its id, then its token, on the last two lines
   countersign runner list [--account A]
@@ -46,6 +47,7 @@ func runnerHostCommand(ctx context.Context, args []string, getenv func(string) s
 	tokenFile := fs.String("token-file", "", "a file holding the runner token (serve)")
 	limit := fs.Duration("time-limit", 10*time.Minute, "how long one run may take (serve)")
 	poll := fs.Duration("poll", 30*time.Second, "how often to list its runs besides being told (serve)")
+	parallel := fs.Int("parallel", runner.DefaultParallel, "how many runs to execute at once; 1 runs them one after another (serve)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *dir == "" {
 		return true, usageError{runnerUsage}
 	}
@@ -88,6 +90,9 @@ func runnerHostCommand(ctx context.Context, args []string, getenv func(string) s
 	if *server == "" {
 		return true, usageError{runnerUsage}
 	}
+	if *parallel < 1 {
+		return true, usageError{fmt.Sprintf("runner serve: --parallel %d: at least 1 run at a time\n%s", *parallel, runnerUsage)}
+	}
 	token := strings.TrimSpace(getenv("COUNTERSIGN_RUNNER_TOKEN"))
 	if *tokenFile != "" {
 		raw, err := os.ReadFile(*tokenFile)
@@ -103,11 +108,11 @@ func runnerHostCommand(ctx context.Context, args []string, getenv func(string) s
 	if err != nil {
 		return true, err
 	}
-	r, err := runner.New(host, runner.Options{Server: *server, Token: token, Poll: *poll, TimeLimit: *limit, Logger: log})
+	r, err := runner.New(host, runner.Options{Server: *server, Token: token, Poll: *poll, TimeLimit: *limit, Parallel: *parallel, Logger: log})
 	if err != nil {
 		return true, err
 	}
-	log.Info("runner serving", "server", *server, "scripts", host.Scripts, "pinned_keys", len(host.Trusted.Keys))
+	log.Info("runner serving", "server", *server, "scripts", host.Scripts, "pinned_keys", len(host.Trusted.Keys), "parallel", *parallel)
 	return true, r.Serve(ctx)
 }
 

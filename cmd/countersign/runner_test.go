@@ -65,6 +65,9 @@ func TestRunnerInitEnrollTrustListAndDisable(t *testing.T) {
 		t.Errorf("serve without a token: %s", r)
 	}
 	env := map[string]string{"COUNTERSIGN_RUNNER_TOKEN": token}
+	if r := cli(t, env, "runner", "serve", "--dir", dir, "--server", "http://localhost:1", "--parallel", "0"); r.code != 2 || !strings.Contains(r.stderr, "--parallel 0") {
+		t.Errorf("serve with --parallel 0: %s", r)
+	}
 	if r := cli(t, env, "runner", "serve", "--dir", dir, "--server", "http://localhost:1"); r.code != 1 || !strings.Contains(r.stderr, "no device key is pinned") {
 		t.Errorf("serve with no pinned key: %s", r)
 	}
