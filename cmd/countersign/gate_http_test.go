@@ -19,8 +19,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/apptest/gatetest"
 	"github.com/countersign/countersign/mcp/gate"
-	"github.com/countersign/countersign/mcp/gate/gatetest"
 )
 
 // environmentUpstream, set, makes the test binary an MCP server over stdio

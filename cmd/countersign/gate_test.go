@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/mcp/gate/gatetest"
+	"github.com/countersign/countersign/apptest/gatetest"
 	"github.com/countersign/countersign/models"
 )
 

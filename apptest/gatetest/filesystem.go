@@ -27,7 +27,7 @@ import (
 // repoRoot is the module's folder, found from this file.
 func repoRoot() string {
 	_, here, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(here), "..", "..", "..")
+	return filepath.Join(filepath.Dir(here), "..", "..")
 }
 
 // FilesystemServer is the pinned @modelcontextprotocol/server-filesystem
