@@ -26,6 +26,7 @@ type Approval struct {
 	Payload       json.RawMessage `json:"payload"`
 	PayloadSHA256 string          `json:"payload_sha256"`
 	Proof         json.RawMessage `json:"proof"`
+	ExpiresAt     time.Time       `json:"expires_at"`
 	Timeline      []Event         `json:"timeline"`
 }
 

@@ -281,3 +281,26 @@ func TestStoppingTheRunnerKillsEachRunInHandAndARestartReportsEachFailed(t *test
 		t.Errorf("the scripts started %d and %d times, want once each", n, m)
 	}
 }
+
+// TestWaitingRunsStartByTheirDeadline files three runs, the newest with the
+// nearest deadline, and one slot: they run nearest deadline first.
+func TestWaitingRunsStartByTheirDeadline(t *testing.T) {
+	s := newHostScene(t, apptest.SQLite)
+	sha := s.writeScript(t, "brief.sh", brief)
+	late, _ := s.file(t, "brief.sh", sha, "ada", 50*time.Minute)
+	middle, _ := s.file(t, "brief.sh", sha, "ada", 40*time.Minute)
+	soon, _ := s.file(t, "brief.sh", sha, "ada", 30*time.Minute)
+	for _, id := range []string{late, middle, soon} {
+		s.approve(t, s.ada, id)
+	}
+	s.serveWith(t, s.dir, Options{Parallel: 1}, nil)
+	for _, id := range []string{late, middle, soon} {
+		if got := s.ended(t, id); got.Status != models.StatusDone {
+			t.Fatalf("run %s ended %s", id, got.Status)
+		}
+	}
+	want := []string{"+ " + soon, "- " + soon, "+ " + middle, "- " + middle, "+ " + late, "- " + late}
+	if got := s.order(t); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("the runs started in the order %q, want nearest deadline first %q", got, want)
+	}
+}

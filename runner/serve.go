@@ -176,7 +176,12 @@ func (r *Runner) pass(ctx context.Context) error {
 	if err := r.call(ctx, "approvals_list", map[string]any{"status": "active", "page_size": 200}, &list); err != nil {
 		return fmt.Errorf("list its runs: %w", err)
 	}
-	for _, a := range slices.Backward(list.Approvals) { // the list is newest first
+	// The run whose deadline comes first goes first, so that a queue never
+	// lets a run expire while a later one runs; on a tie the older one.
+	runs := slices.Clone(list.Approvals)
+	slices.Reverse(runs) // the list is newest first
+	slices.SortStableFunc(runs, func(a, b Approval) int { return a.ExpiresAt.Compare(b.ExpiresAt) })
+	for _, a := range runs {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
