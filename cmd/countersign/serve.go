@@ -16,17 +16,18 @@ import (
 // serve runs the service until ctx ends (SIGTERM or Ctrl-C), then drains
 // requests for up to 20 seconds.
 func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
-	// TLS first: a missing or mismatched certificate stops the start before
-	// the database is touched.
-	secure, err := app.NewTLS(cfg, log)
-	if err != nil {
-		return fmt.Errorf("configuration:\n%w", err)
-	}
 	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
+	// TLS once the store is open: on PostgreSQL the ACME manager keeps its
+	// cache in the database. A missing or mismatched certificate file still
+	// stops the start, before any listener.
+	secure, err := app.NewTLS(cfg, a.Store, log)
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on COUNTERSIGN_ADDR %s: %w", cfg.Addr, err)
