@@ -16,17 +16,25 @@ import (
 // serve runs the service until ctx ends (SIGTERM or Ctrl-C), then drains
 // requests for up to 20 seconds.
 func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
+	// Certificate files first: a missing or mismatched pair stops the start
+	// before the database is touched. The ACME manager is built once the
+	// store is open, since on PostgreSQL its cache is in the database.
+	var secure *app.TLS
+	if cfg.ACMEDomain == "" {
+		var err error
+		if secure, err = app.NewTLS(cfg, nil, log); err != nil {
+			return fmt.Errorf("configuration:\n%w", err)
+		}
+	}
 	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	// TLS once the store is open: on PostgreSQL the ACME manager keeps its
-	// cache in the database. A missing or mismatched certificate file still
-	// stops the start, before any listener.
-	secure, err := app.NewTLS(cfg, a.Store, log)
-	if err != nil {
-		return fmt.Errorf("configuration:\n%w", err)
+	if cfg.ACMEDomain != "" {
+		if secure, err = app.NewTLS(cfg, a.Store, log); err != nil {
+			return fmt.Errorf("configuration:\n%w", err)
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
