@@ -3,15 +3,17 @@ package app
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"golang.org/x/crypto/acme/autocert"
+
+	"github.com/countersign/countersign/models"
 )
 
 // TLS is how serve answers HTTPS when it ends TLS itself
@@ -28,15 +30,18 @@ type TLS struct {
 	Manager *autocert.Manager
 }
 
-// ACMECacheDir is the folder under COUNTERSIGN_DATA where the ACME account
-// key and certificates are kept across restarts.
+// ACMECacheDir is the folder under COUNTERSIGN_DATA where, on SQLite, the
+// ACME account key and certificates are kept across restarts. On PostgreSQL
+// they are in the database (see sharedACMECache).
 const ACMECacheDir = "acme"
 
 // NewTLS builds the TLS setup cfg asks for, or returns nil when serve
 // answers plain HTTP. The certificate files are read and matched here, at
 // start, so a missing, unreadable or mismatched pair stops the start with
-// the setting's name. With ACME nothing is fetched until the first handshake.
-func NewTLS(cfg Config, log *slog.Logger) (*TLS, error) {
+// the setting's name. With ACME nothing is fetched until the first handshake;
+// store decides where the manager keeps its cache (see acmeCache), and may be
+// nil with certificate files.
+func NewTLS(cfg Config, store *models.Store, log *slog.Logger) (*TLS, error) {
 	redirect := redirectTo(cfg.BaseURL)
 	switch {
 	case cfg.TLSCert != "":
@@ -49,10 +54,13 @@ func NewTLS(cfg Config, log *slog.Logger) (*TLS, error) {
 		}
 		return &TLS{Config: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: pair.get}, Redirect: redirect}, nil
 	case cfg.ACMEDomain != "":
+		if store == nil {
+			return nil, errors.New("COUNTERSIGN_ACME_DOMAIN: the ACME manager needs the store for its cache")
+		}
 		m := &autocert.Manager{
 			Prompt:     autocert.AcceptTOS,
 			HostPolicy: autocert.HostWhitelist(cfg.ACMEDomain),
-			Cache:      autocert.DirCache(filepath.Join(cfg.Data, ACMECacheDir)),
+			Cache:      acmeCache(cfg, store),
 		}
 		c := m.TLSConfig()
 		c.MinVersion = tls.VersionTLS12

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -12,15 +11,11 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/crypto/acme/autocert"
 )
 
 // loadWith loads the configuration from env alone.
@@ -86,43 +81,6 @@ func TestTheRedirectListenersAddress(t *testing.T) {
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// The ACME manager is built for the one domain, caches under the data
-// folder, and redirects plain HTTP to the base URL; nothing reaches the network.
-func TestTheACMEManagerServesOnlyItsDomain(t *testing.T) {
-	data := t.TempDir()
-	cfg, err := loadWith(map[string]string{"COUNTERSIGN_ACME_DOMAIN": "Approvals.Example.com", "COUNTERSIGN_BASE_URL": "https://approvals.example.com", "COUNTERSIGN_DATA": data})
-	if err != nil {
-		t.Fatal(err)
-	}
-	secure, err := NewTLS(cfg, quietLog())
-	if err != nil || secure == nil || secure.Manager == nil {
-		t.Fatalf("NewTLS = %+v, %v; want a manager", secure, err)
-	}
-	m := secure.Manager
-	if err := m.HostPolicy(context.Background(), "approvals.example.com"); err != nil {
-		t.Errorf("the host policy refuses the domain: %v", err)
-	}
-	for _, other := range []string{"example.com", "evil.example.com", "approvals.example.com.evil.example", "localhost"} {
-		if err := m.HostPolicy(context.Background(), other); err == nil {
-			t.Errorf("the host policy allows %s", other)
-		}
-	}
-	if dir, ok := m.Cache.(autocert.DirCache); !ok || string(dir) != filepath.Join(data, ACMECacheDir) {
-		t.Errorf("cache = %#v, want DirCache %s", m.Cache, filepath.Join(data, ACMECacheDir))
-	}
-	if m.Prompt == nil || !m.Prompt("https://letsencrypt.org/tos") {
-		t.Errorf("the manager does not accept the terms of service: it would never get a certificate")
-	}
-	if !strings.Contains(strings.Join(secure.Config.NextProtos, ","), "acme-tls/1") {
-		t.Errorf("NextProtos = %v, want acme-tls/1 for TLS-ALPN-01 challenges", secure.Config.NextProtos)
-	}
-	rec := httptest.NewRecorder()
-	secure.Redirect.ServeHTTP(rec, httptest.NewRequest("GET", "http://approvals.example.com/inbox?x=1", nil))
-	if rec.Code != http.StatusMovedPermanently || rec.Header().Get("Location") != "https://approvals.example.com/inbox?x=1" {
-		t.Errorf("plain HTTP answered %d to %q, want 301 to https://approvals.example.com/inbox?x=1", rec.Code, rec.Header().Get("Location"))
-	}
-}
-
 // writePair writes a self-signed certificate and its key as PEM files.
 func writePair(t *testing.T, dir, name string) (certFile, keyFile string) {
 	t.Helper()
@@ -159,7 +117,7 @@ func TestCertificateFilesAreReadAgainWhenTheyChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secure, err := NewTLS(cfg, quietLog())
+	secure, err := NewTLS(cfg, nil, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}

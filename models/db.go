@@ -120,8 +120,8 @@ type migration struct {
 }
 
 var dialectWords = map[Dialect]*strings.Replacer{
-	SQLite:   strings.NewReplacer("{{serial}}", "INTEGER PRIMARY KEY AUTOINCREMENT", "{{time}}", "TIMESTAMP", "{{json}}", "TEXT"),
-	Postgres: strings.NewReplacer("{{serial}}", "BIGSERIAL PRIMARY KEY", "{{time}}", "TIMESTAMPTZ", "{{json}}", "TEXT"),
+	SQLite:   strings.NewReplacer("{{serial}}", "INTEGER PRIMARY KEY AUTOINCREMENT", "{{time}}", "TIMESTAMP", "{{json}}", "TEXT", "{{bytes}}", "BLOB"),
+	Postgres: strings.NewReplacer("{{serial}}", "BIGSERIAL PRIMARY KEY", "{{time}}", "TIMESTAMPTZ", "{{json}}", "TEXT", "{{bytes}}", "BYTEA"),
 }
 
 // Migrate applies, in order and each in its own transaction, the migrations

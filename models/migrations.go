@@ -344,4 +344,11 @@ CREATE TABLE runners (
 ALTER TABLE approvals ADD COLUMN runner_id TEXT NOT NULL DEFAULT '';
 CREATE INDEX approvals_runner ON approvals (runner_id, seq) WHERE runner_id <> ''
 `},
+	{15, "the ACME cache (account key, certificates, challenge tokens), shared by the instances on one PostgreSQL", `
+CREATE TABLE acme_cache (
+	name TEXT PRIMARY KEY,
+	data {{bytes}} NOT NULL,
+	updated_at {{time}} NOT NULL
+)
+`},
 }

@@ -16,17 +16,26 @@ import (
 // serve runs the service until ctx ends (SIGTERM or Ctrl-C), then drains
 // requests for up to 20 seconds.
 func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
-	// TLS first: a missing or mismatched certificate stops the start before
-	// the database is touched.
-	secure, err := app.NewTLS(cfg, log)
-	if err != nil {
-		return fmt.Errorf("configuration:\n%w", err)
+	// Certificate files first: a missing or mismatched pair stops the start
+	// before the database is touched. The ACME manager is built once the
+	// store is open, since on PostgreSQL its cache is in the database.
+	var secure *app.TLS
+	if cfg.ACMEDomain == "" {
+		var err error
+		if secure, err = app.NewTLS(cfg, nil, log); err != nil {
+			return fmt.Errorf("configuration:\n%w", err)
+		}
 	}
 	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
+	if cfg.ACMEDomain != "" {
+		if secure, err = app.NewTLS(cfg, a.Store, log); err != nil {
+			return fmt.Errorf("configuration:\n%w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on COUNTERSIGN_ADDR %s: %w", cfg.Addr, err)
