@@ -269,7 +269,18 @@ func TestAnAddDeviceAssertionAuthorisesOnlyForItsPurposeForFiveMinutesOnce(t *te
 				t.Fatal(err)
 			}
 			setSession(t, other, token)
-			refused(t, "ada's grant in another session", addHere(t, other, grant, newKey, "Elsewhere", ""), http.StatusForbidden)
+			// With that session's own CSRF token, so that what refuses is the
+			// grant's tie to its session, not the CSRF guard.
+			m := csrfMeta.FindStringSubmatch(string(other.Get("/devices").Raw))
+			if m == nil {
+				t.Fatal("no csrf-token meta on the other session's devices page")
+			}
+			other.CSRF = m[1]
+			r := addHere(t, other, grant, newKey, "Elsewhere", "")
+			refused(t, "ada's grant in another session", r, http.StatusForbidden)
+			if !strings.Contains(string(r.Raw), "made for another person or session") {
+				t.Errorf("ada's grant in another session: %s; want it refused for its session", r)
+			}
 		})
 		t.Run("a grant adds one passkey, once", func(t *testing.T) {
 			grant := grantOf(t, authorise(ada.For(t)))
