@@ -39,6 +39,7 @@ type bareServer struct {
 	url      string // POST /items
 	mcp      string // the MCP endpoint of bareTool
 	database string
+	db       *gorm.DB // for the direct run
 	close    func()
 }
 
@@ -134,7 +135,7 @@ func startBare(ctx context.Context, databaseURL string) (*bareServer, error) {
 	}
 	cleanups = append(cleanups, serveHTTP(ln, e))
 	base := "http://" + ln.Addr().String()
-	return &bareServer{url: base + "/items", mcp: base + "/mcp", database: database, close: cleanup}, nil
+	return &bareServer{url: base + "/items", mcp: base + "/mcp", database: database, db: db, close: cleanup}, nil
 }
 
 // bareTool is the bare MCP tool: the same one insert as POST /items, behind

@@ -50,6 +50,7 @@ type options struct {
 	database   string
 	cpuprofile string
 	tool       string // approvals_create or approval_request
+	direct     bool   // also measure both sides without HTTP and MCP (direct.go)
 }
 
 // tools are the tools the load command can drive, with the call that files one ask.
@@ -83,6 +84,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.token, "token", "", "with -url: an agent token with mcp:write and approvals:write")
 	fs.StringVar(&o.database, "database", "", "postgres://… on this machine: the in-process service and the bare handler each run on a fresh database made there (dropped afterwards); empty for SQLite files")
 	fs.StringVar(&o.tool, "tool", "approvals_create", "the tool that files each ask: approvals_create, or approval_request (an advisory work_change with a new idempotency key per call)")
+	fs.BoolVar(&o.direct, "direct", false, "also run both sides without HTTP and MCP: Store.CreateApproval, and the bare gorm insert, each called by the clients as goroutines; their ratio is the most approvals_create/bare can reach (not with -url or -tool approval_request)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write CPU profiles of the two runs to PREFIX.create.pprof and PREFIX.bare.pprof, and allocation profiles beside them (PREFIX.create.allocs.pprof, PREFIX.bare.allocs.pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -92,6 +94,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if tools[o.tool] == nil {
 		return fmt.Errorf("-tool must be approvals_create or approval_request, not %q", o.tool)
+	}
+	if o.direct && (o.url != "" || o.tool != "approvals_create") {
+		return errors.New("-direct measures the in-process service's approvals_create: it goes with neither -url nor -tool approval_request")
 	}
 	if o.clients < 1 || o.duration <= 0 || o.warmup < 0 {
 		return errors.New("-clients must be at least 1, -duration more than 0 and -warmup not negative")
@@ -109,7 +114,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "bare: %s\n\n", bareDB)
-	phases := append([]phase{create}, bare...)
+	phases := append(create, bare...)
 	report(out, phases, []string{createDB, bareDB})
 	for _, p := range phases {
 		if p.ok == 0 {
@@ -119,9 +124,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
-// runCreate measures approvals_create, then stops the in-process service so
-// that it does not share the machine with the bare run.
-func runCreate(ctx context.Context, o options, out io.Writer) (phase, string, error) {
+// runCreate measures approvals_create (and with -direct Store.CreateApproval
+// after it), then stops the in-process service so that it does not share the
+// machine with the bare run.
+func runCreate(ctx context.Context, o options, out io.Writer) ([]phase, string, error) {
 	var (
 		t   *target
 		err error
@@ -132,19 +138,29 @@ func runCreate(ctx context.Context, o options, out io.Writer) (phase, string, er
 		t, err = remoteService(o.url, o.token, out)
 	}
 	if err != nil {
-		return phase{}, "", err
+		return nil, "", err
 	}
 	defer t.close()
 	sessions, err := connect(ctx, t, o.clients)
 	if err != nil {
-		return phase{}, "", err
+		return nil, "", err
 	}
 	defer closeAll(sessions)
 	file := tools[o.tool]
 	p, err := drive(ctx, o.tool, o.clients, o.warmup, o.duration, profilePath(o.cpuprofile, "create"),
 		func(ctx context.Context, c int, n int64) error { return file(ctx, sessions[c], c, n) })
-	return p, t.database, err
+	if err != nil || !o.direct {
+		return []phase{p}, t.database, err
+	}
+	d, err := drive(ctx, directCreate, o.clients, o.warmup, o.duration, profilePath(o.cpuprofile, "direct"), fileDirect(t.store, t.agent))
+	return []phase{p, d}, t.database, err
 }
+
+// The names of the direct runs in the report.
+const (
+	directCreate = "direct Store.CreateApproval"
+	directBare   = "direct gorm insert"
+)
 
 // runBare measures the yardstick twice on one database: plain HTTP posts,
 // then MCP sessions calling the bare tool.
@@ -170,7 +186,11 @@ func runBare(ctx context.Context, o options) ([]phase, string, error) {
 	defer closeAll(sessions)
 	tool, err := drive(ctx, "bare MCP tool+gorm insert", o.clients, o.warmup, o.duration, profilePath(o.cpuprofile, "baremcp"),
 		func(ctx context.Context, c int, n int64) error { return createItem(ctx, sessions[c], c, n) })
-	return []phase{plain, tool}, b.database, err
+	if err != nil || !o.direct {
+		return []phase{plain, tool}, b.database, err
+	}
+	d, err := drive(ctx, directBare, o.clients, o.warmup, o.duration, profilePath(o.cpuprofile, "directbare"), insertDirect(b.db))
+	return []phase{plain, tool, d}, b.database, err
 }
 
 func profilePath(prefix, run string) string {
@@ -181,9 +201,19 @@ func profilePath(prefix, run string) string {
 }
 
 // report prints the table, the ratio against the target, the ratio against
-// the bare MCP tool, and the errors seen. phases are the service's run, the
-// bare handler's and the bare MCP tool's.
+// the bare MCP tool, with -direct the ratio of the direct runs, and the errors
+// seen. phases are the service's run (and its direct run), the bare
+// handler's, the bare MCP tool's (and the direct bare insert's).
 func report(out io.Writer, phases []phase, databases []string) {
+	direct := map[string]phase{}
+	var runs []phase // the three over HTTP, in order
+	for _, p := range phases {
+		if p.name == directCreate || p.name == directBare {
+			direct[p.name] = p
+		} else {
+			runs = append(runs, p)
+		}
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "name\tclients\trequests\treq/s\tp50 ms\tp99 ms\terrors\tcpu ms/req\t")
 	for _, p := range phases {
@@ -192,7 +222,7 @@ func report(out io.Writer, phases []phase, databases []string) {
 	}
 	tw.Flush()
 	fmt.Fprintln(out, "cpu ms/req: CPU time of this process (server and clients) per request, steadier than req/s on a shared machine")
-	create, bare := phases[0], phases[1]
+	create, bare := runs[0], runs[1]
 	if bare.throughput() > 0 {
 		ratio := create.throughput() / bare.throughput()
 		target, verdict := targetRatio(databases[1]), "meets" // the bare run names the database for a remote service too
@@ -204,9 +234,13 @@ func report(out io.Writer, phases []phase, databases []string) {
 	if c, b := create.cpuPerRequest(), bare.cpuPerRequest(); c > 0 && b > 0 && databases[0] != "remote" {
 		fmt.Fprintf(out, "cpu ratio (bare cpu/req ÷ %s cpu/req) = %.2f: the ratio if both were bound by CPU alone\n", create.name, float64(b)/float64(c))
 	}
-	if bareTool := phases[2]; bareTool.throughput() > 0 {
+	if bareTool := runs[2]; bareTool.throughput() > 0 {
 		fmt.Fprintf(out, "ratio %s/bare MCP tool = %.2f: what an ask costs beyond an MCP call that inserts one row\n",
 			create.name, create.throughput()/bareTool.throughput())
+	}
+	if d, b := direct[directCreate], direct[directBare]; b.throughput() > 0 {
+		fmt.Fprintf(out, "ratio direct = %.2f: Store.CreateApproval against the bare gorm insert, both without HTTP and MCP; %s/bare could reach this only if HTTP and MCP cost nothing\n",
+			d.throughput()/b.throughput(), create.name)
 	}
 	if databases[0] == "remote" {
 		fmt.Fprintln(out, "note: the server under test is another process (its CPU is not in cpu ms/req) and the bare handler runs in this one; the two runs differ in more than the handler")

@@ -67,6 +67,32 @@ func TestTheLoadCommandFilesRequestsWithApprovalRequest(t *testing.T) {
 	}
 }
 
+// With -direct the load also calls Store.CreateApproval and the bare gorm
+// insert without HTTP and MCP, with no errors, and reports their ratio.
+func TestTheLoadCommandMeasuresBothSidesDirectly(t *testing.T) {
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := run(ctx, []string{"-direct", "-clients", "4", "-duration", "500ms", "-warmup", "100ms"}, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	if !strings.Contains(text, "ratio direct = ") {
+		t.Errorf("no ratio of the direct runs:\n%s", text)
+	}
+	row := regexp.MustCompile(`(?m)^\s*(approvals_create|direct Store\.CreateApproval|bare echo\+gorm insert|bare MCP tool\+gorm insert|direct gorm insert)\s+4\s+(\d+)\s+\d+\s+[\d.]+\s+[\d.]+\s+(\d+)\s+[\d.]+\s*$`)
+	seen := map[string]bool{}
+	for _, r := range row.FindAllStringSubmatch(text, -1) {
+		if r[2] == "0" || r[3] != "0" {
+			t.Errorf("%s: %s requests, %s errors; want some requests and no errors:\n%s", r[1], r[2], r[3], text)
+		}
+		seen[r[1]] = true
+	}
+	if len(seen) != 5 {
+		t.Fatalf("want a row for each of the five runs, got %v:\n%s", seen, text)
+	}
+}
+
 func TestTheLoadCommandRefusesBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-clients", "0"},
@@ -74,6 +100,8 @@ func TestTheLoadCommandRefusesBadFlags(t *testing.T) {
 		{"-duration", "0s"},
 		{"-url", "http://example.com:8080", "-token", "x"},
 		{"-url", "http://127.0.0.1:8080"},
+		{"-direct", "-url", "http://127.0.0.1:8080", "-token", "x"},
+		{"-direct", "-tool", "approval_request"},
 		{"extra"},
 	} {
 		var out bytes.Buffer

@@ -41,6 +41,10 @@ type target struct {
 	token    string
 	database string // what the service stores asks in, for the report
 	close    func()
+	// store and agent are the in-process service's store and the agent the
+	// load files as, for the direct run; nil for a remote service.
+	store *models.Store
+	agent *models.Agent
 }
 
 // startService runs Countersign in this process, configured through
@@ -93,7 +97,7 @@ func startService(ctx context.Context, databaseURL string, out io.Writer) (*targ
 		cleanup()
 		return nil, fmt.Errorf("default account: %w", err)
 	}
-	_, token, err := a.Store.CreateAgent(ctx, acct.ID, "load", models.AllScopes)
+	agent, token, err := a.Store.CreateAgent(ctx, acct.ID, "load", models.AllScopes)
 	if err != nil {
 		cleanup()
 		return nil, err
@@ -113,7 +117,8 @@ func startService(ctx context.Context, databaseURL string, out io.Writer) (*targ
 	fmt.Fprintf(out, "service: in-process, http://%s/mcp, %s\n", ln.Addr(), database)
 	fmt.Fprintf(out, "service: per-requester ask limit raised through configuration: COUNTERSIGN_ASK_RATE=%s COUNTERSIGN_ASK_BURST=%d\n", cfg.AskRate, cfg.AskBurst)
 	fmt.Fprintf(out, "service: GOGC=%s, as countersign serve runs (the bare run shares this process and so this setting)\n", gogc)
-	return &target{endpoint: "http://" + ln.Addr().String() + "/mcp", token: token, database: string(a.Store.Dialect()), close: cleanup}, nil
+	return &target{endpoint: "http://" + ln.Addr().String() + "/mcp", token: token, database: string(a.Store.Dialect()), close: cleanup,
+		store: a.Store, agent: agent}, nil
 }
 
 // remoteService targets an already running server on this machine.
