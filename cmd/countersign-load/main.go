@@ -3,6 +3,8 @@
 // approval_request) over Streamable HTTP for a fixed time; then the same N clients post to a bare Echo handler that
 // does one gorm insert into the same kind of database. It prints both, and the
 // ratio of their throughputs: the cost of everything an ask is beyond one row.
+// With -direct it also calls Store.CreateApproval and the bare insert with no
+// HTTP and no MCP: their ratio is the ceiling of the first.
 //
 // By default it runs the service in this process on a fresh SQLite file (or,
 // with -database, a fresh PostgreSQL database); with -url it drives a server
@@ -85,7 +87,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.database, "database", "", "postgres://… on this machine: the in-process service and the bare handler each run on a fresh database made there (dropped afterwards); empty for SQLite files")
 	fs.StringVar(&o.tool, "tool", "approvals_create", "the tool that files each ask: approvals_create, or approval_request (an advisory work_change with a new idempotency key per call)")
 	fs.BoolVar(&o.direct, "direct", false, "also run both sides without HTTP and MCP: Store.CreateApproval, and the bare gorm insert, each called by the clients as goroutines; their ratio is the most approvals_create/bare can reach (not with -url or -tool approval_request)")
-	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write CPU profiles of the two runs to PREFIX.create.pprof and PREFIX.bare.pprof, and allocation profiles beside them (PREFIX.create.allocs.pprof, PREFIX.bare.allocs.pprof)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of each run to PREFIX.RUN.pprof (RUN: create, bare, baremcp; with -direct also direct and directbare), and an allocation profile beside it (PREFIX.RUN.allocs.pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
