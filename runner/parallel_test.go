@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -302,5 +303,53 @@ func TestWaitingRunsStartByTheirDeadline(t *testing.T) {
 	want := []string{"+ " + soon, "- " + soon, "+ " + middle, "- " + middle, "+ " + late, "- " + late}
 	if got := s.order(t); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("the runs started in the order %q, want nearest deadline first %q", got, want)
+	}
+}
+
+// A runner that lost a run to another process sharing its key leaves it
+// alone: the run stays active while the winner executes it, and the loser
+// lists its runs only when it polls or is told of a change, not again every
+// time it finds the run is not its to execute (it once did so hundreds of
+// times a second).
+func TestARunnerThatLostARunDoesNotListItsRunsOverAndOver(t *testing.T) {
+	s := newHostScene(t, apptest.SQLite)
+	sha := s.writeScript(t, "wait.sh", waiting)
+	id, marker := s.file(t, "wait.sh", sha, "ada", 30*time.Minute)
+	key, err := os.ReadFile(filepath.Join(s.dir, KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, KeyFile), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Init(other, s.host.Scripts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Trust(other, s.env.KeysExport(s.env.Account.ID)); err != nil {
+		t.Fatal(err)
+	}
+	// Both serve before the approval, so both try to claim the run.
+	var listings atomic.Int64
+	count := func(r *Runner) { r.listed = func() { listings.Add(1) } }
+	s.serveRunner(t, s.dir, Options{Poll: time.Minute}, count)
+	s.serveRunner(t, other, Options{Poll: time.Minute}, count)
+	s.approve(t, s.ada, id)
+	untilStarted(t, marker)
+	time.Sleep(500 * time.Millisecond) // the loser has heard its claim refused
+
+	// While the winner runs it, neither lists its runs again: a one-minute
+	// poll, and no change to hear of.
+	before := listings.Load()
+	time.Sleep(2 * time.Second)
+	if n := listings.Load() - before; n > 2 {
+		t.Errorf("the two runners listed their runs %d times in 2 s with a one-minute poll while one ran the run; want none (a change heard may add one or two)", n)
+	}
+	release(t, marker)
+	if a := s.ended(t, id); a.Status != models.StatusDone {
+		t.Errorf("the run ended %s, want done", a.Status)
+	}
+	if n := starts(t, marker); n != 1 {
+		t.Errorf("the script started %d times, want once", n)
 	}
 }

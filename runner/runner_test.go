@@ -87,6 +87,12 @@ func (s *hostScene) serve(t *testing.T, dir string, executed func(string)) {
 // stop cancels it and returns once Serve has returned.
 func (s *hostScene) serveWith(t *testing.T, dir string, opts Options, executed func(string)) (stop func()) {
 	t.Helper()
+	return s.serveRunner(t, dir, opts, func(r *Runner) { r.executed = executed })
+}
+
+// serveRunner is serveWith with the runner's test hooks set by hook.
+func (s *hostScene) serveRunner(t *testing.T, dir string, opts Options, hook func(*Runner)) (stop func()) {
+	t.Helper()
 	host, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +102,7 @@ func (s *hostScene) serveWith(t *testing.T, dir string, opts Options, executed f
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.executed = executed
+	hook(r)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

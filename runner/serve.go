@@ -74,10 +74,16 @@ type Runner struct {
 	slots    chan struct{}           // one held by each run in hand: at most Parallel
 	runs     sync.WaitGroup          // the runs in hand, awaited before Serve returns
 	executed func(approvalID string) // tests hear of each execution
+	listed   func()                  // tests hear of each listing of its runs
 
 	mu      sync.Mutex
 	session *sdk.ClientSession // the current connection; a run in hand reports on whichever is current
 	inHand  map[string]bool    // approval ids of the runs being handled, never picked up twice
+	// waiting is set when a pass found every slot busy: the next run to end
+	// wakes the loop for another pass. A run that ends with nobody waiting
+	// wakes nothing, so a run handled at once (another host's, or one this
+	// host has finished) is not taken again and again.
+	waiting bool
 }
 
 // New checks the options and makes a runner of host.
@@ -167,11 +173,14 @@ func (r *Runner) poke() {
 }
 
 // pass lists the runner's active runs and hands each one not yet in hand
-// to a goroutine of its own, oldest first, while a slot is free. A run
-// left over waits for a later pass: each run that ends starts one.
+// to a goroutine of its own, nearest deadline first, while a slot is free. A
+// run left over waits for a later pass: the next run to end starts one.
 func (r *Runner) pass(ctx context.Context) error {
 	var list struct {
 		Approvals []Approval `json:"approvals"`
+	}
+	if r.listed != nil {
+		r.listed()
 	}
 	if err := r.call(ctx, "approvals_list", map[string]any{"status": "active", "page_size": 200}, &list); err != nil {
 		return fmt.Errorf("list its runs: %w", err)
@@ -194,9 +203,7 @@ func (r *Runner) pass(ctx context.Context) error {
 		if taken {
 			continue
 		}
-		select {
-		case r.slots <- struct{}{}:
-		default:
+		if !r.takeSlot() {
 			return nil // every slot is busy
 		}
 		r.take(ctx, a.ApprovalID, a.Status)
@@ -215,14 +222,33 @@ func (r *Runner) take(ctx context.Context, id, status string) {
 		defer func() {
 			r.mu.Lock()
 			delete(r.inHand, id)
-			r.mu.Unlock()
 			<-r.slots
-			r.poke() // a run waiting for a slot starts now
+			waiting := r.waiting
+			r.waiting = false
+			r.mu.Unlock()
+			if waiting {
+				r.poke() // a run waiting for a slot starts now
+			}
 		}()
 		if err := r.handle(ctx, id, status); err != nil && ctx.Err() == nil {
 			r.log.Error("handle a run", "approval", id, "err", err)
 		}
 	}()
+}
+
+// takeSlot takes a free slot, or says there is none and notes that a run
+// waits for one. It and the release of a slot hold mu, so a slot given back
+// just after a pass found none always wakes the loop.
+func (r *Runner) takeSlot() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	select {
+	case r.slots <- struct{}{}:
+		return true
+	default:
+		r.waiting = true
+		return false
+	}
 }
 
 // journaled says whether the run has an entry in this host's journal.
