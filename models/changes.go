@@ -222,7 +222,7 @@ func (s *Store) ListenPostgres(ctx context.Context, databaseURL string, log *slo
 // listenOnce listens until the connection fails; listening is called once
 // LISTEN is in place.
 func (s *Store) listenOnce(ctx context.Context, databaseURL string, log *slog.Logger, listening func()) error {
-	cfg, err := pgx.ParseConfig(databaseURL)
+	cfg, err := PostgresConfig(databaseURL)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/glebarez/sqlite"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -65,7 +68,11 @@ func Open(ctx context.Context, databaseURL, dataDir string, log *slog.Logger) (*
 		db, err = gorm.Open(sqlite.Open(SQLiteDSN(filepath.Join(dataDir, SQLiteFile))), cfg)
 		dialect = SQLite
 	case strings.HasPrefix(databaseURL, "postgres://"), strings.HasPrefix(databaseURL, "postgresql://"):
-		db, err = gorm.Open(postgres.Open(databaseURL), cfg)
+		pgcfg, perr := PostgresConfig(databaseURL)
+		if perr != nil {
+			return nil, "", perr
+		}
+		db, err = gorm.Open(postgres.New(postgres.Config{Conn: stdlib.OpenDB(*pgcfg)}), cfg)
 		dialect = Postgres
 	default:
 		return nil, "", errors.New("database URL must start with postgres:// (or be empty for the embedded SQLite file)")
@@ -92,6 +99,47 @@ func Open(ctx context.Context, databaseURL, dataDir string, log *slog.Logger) (*
 		return nil, "", err
 	}
 	return db, dialect, nil
+}
+
+// sessionKeepalive is what every PostgreSQL session of Countersign's asks
+// of the server, unless the database URL sets it: probe an idle client after
+// 10 s, every 5 s, and give up after 3 unanswered probes or 25 s of
+// unacknowledged data. A session whose instance's host died or dropped off
+// the network then ends within about 25 s, and with it every lock it held
+// (a sweep turn, a row under decision, a transaction's advisory lock); the
+// kernel's defaults would keep them for over two hours.
+var sessionKeepalive = [][2]string{
+	{"tcp_keepalives_idle", "10"},
+	{"tcp_keepalives_interval", "5"},
+	{"tcp_keepalives_count", "3"},
+	{"tcp_user_timeout", "25000"}, // ms
+}
+
+// PostgresConfig parses databaseURL for pgx, and has each new session set
+// sessionKeepalive, but what the URL sets itself, right after it connects
+// (with SET, not in the startup packet, which a pooler such as PgBouncer
+// refuses to carry).
+func PostgresConfig(databaseURL string) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("database URL: %w", err)
+	}
+	var set []string
+	for _, kv := range sessionKeepalive {
+		if _, given := cfg.RuntimeParams[kv[0]]; !given {
+			set = append(set, fmt.Sprintf("set_config('%s', '%s', false)", kv[0], kv[1]))
+		}
+	}
+	if len(set) > 0 {
+		query := "SELECT " + strings.Join(set, ", ")
+		cfg.AfterConnect = func(ctx context.Context, conn *pgconn.PgConn) error {
+			if _, err := conn.Exec(ctx, query).ReadAll(); err != nil {
+				return fmt.Errorf("set TCP keepalives: %w", err)
+			}
+			return nil
+		}
+	}
+	return cfg, nil
 }
 
 // SQLiteDSN is the DSN of the SQLite file at path. It turns on WAL, a busy
