@@ -186,7 +186,7 @@ func CheckDatabase(c Config, create bool) error {
 // OpenStore opens the configured database, for the service and the CLI; log
 // hears of the migrations it applies.
 func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (*models.Store, error) {
-	db, dialect, err := models.Open(ctx, cfg.DatabaseURL, cfg.Data, log)
+	db, dialect, err := models.Open(ctx, cfg.DatabaseURL, cfg.Data, cfg.DatabasePool, log)
 	if err != nil {
 		return nil, err
 	}

@@ -18,27 +18,28 @@ import (
 
 // Config is every setting, read from COUNTERSIGN_* environment variables.
 type Config struct {
-	Addr        string        // COUNTERSIGN_ADDR
-	Data        string        // COUNTERSIGN_DATA
-	DatabaseURL string        // COUNTERSIGN_DATABASE_URL
-	BaseURL     string        // COUNTERSIGN_BASE_URL
-	AskTTL      time.Duration // COUNTERSIGN_ASK_TTL
-	AskRate     mcp.AskRate   // COUNTERSIGN_ASK_RATE
-	AskBurst    int           // COUNTERSIGN_ASK_BURST
-	SweepEvery  time.Duration // COUNTERSIGN_SWEEP_EVERY
-	PushContact string        // COUNTERSIGN_PUSH_CONTACT
-	PushCap     models.PushCap
-	PushHosts   []string      // COUNTERSIGN_PUSH_ALLOWED_HOSTS
-	PushWorkers int           // COUNTERSIGN_PUSH_WORKERS
-	PushRetry   time.Duration // COUNTERSIGN_PUSH_RETRY
-	SessionIdle time.Duration // COUNTERSIGN_SESSION_IDLE_WEB
-	AgentIdle   time.Duration // COUNTERSIGN_SESSION_IDLE
-	MetricsAddr string        // COUNTERSIGN_METRICS_ADDR
-	Proxies     []*net.IPNet  // COUNTERSIGN_TRUSTED_PROXIES
-	TLSCert     string        // COUNTERSIGN_TLS_CERT
-	TLSKey      string        // COUNTERSIGN_TLS_KEY
-	ACMEDomain  string        // COUNTERSIGN_ACME_DOMAIN
-	HTTPAddr    string        // COUNTERSIGN_HTTP_ADDR; "" when there is no redirect listener
+	Addr         string        // COUNTERSIGN_ADDR
+	Data         string        // COUNTERSIGN_DATA
+	DatabaseURL  string        // COUNTERSIGN_DATABASE_URL
+	DatabasePool int           // COUNTERSIGN_DATABASE_POOL
+	BaseURL      string        // COUNTERSIGN_BASE_URL
+	AskTTL       time.Duration // COUNTERSIGN_ASK_TTL
+	AskRate      mcp.AskRate   // COUNTERSIGN_ASK_RATE
+	AskBurst     int           // COUNTERSIGN_ASK_BURST
+	SweepEvery   time.Duration // COUNTERSIGN_SWEEP_EVERY
+	PushContact  string        // COUNTERSIGN_PUSH_CONTACT
+	PushCap      models.PushCap
+	PushHosts    []string      // COUNTERSIGN_PUSH_ALLOWED_HOSTS
+	PushWorkers  int           // COUNTERSIGN_PUSH_WORKERS
+	PushRetry    time.Duration // COUNTERSIGN_PUSH_RETRY
+	SessionIdle  time.Duration // COUNTERSIGN_SESSION_IDLE_WEB
+	AgentIdle    time.Duration // COUNTERSIGN_SESSION_IDLE
+	MetricsAddr  string        // COUNTERSIGN_METRICS_ADDR
+	Proxies      []*net.IPNet  // COUNTERSIGN_TRUSTED_PROXIES
+	TLSCert      string        // COUNTERSIGN_TLS_CERT
+	TLSKey       string        // COUNTERSIGN_TLS_KEY
+	ACMEDomain   string        // COUNTERSIGN_ACME_DOMAIN
+	HTTPAddr     string        // COUNTERSIGN_HTTP_ADDR; "" when there is no redirect listener
 }
 
 // TLS says whether serve ends TLS itself, with its own certificate or ACME.
@@ -58,6 +59,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_ADDR", ":8080", "Listen address."},
 	{"COUNTERSIGN_DATA", "./data", "Data folder: the SQLite file `countersign.db` lives here."},
 	{"COUNTERSIGN_DATABASE_URL", "", "Empty for the embedded SQLite file; `postgres://user:pass@host/db` for PostgreSQL."},
+	{"COUNTERSIGN_DATABASE_POOL", strconv.Itoa(models.PoolSize(models.Postgres)), "PostgreSQL only: the most connections one instance opens, besides one for its change listener; open ones stay while idle (up to 5 minutes). Instances × (this + 1) must stay below the server's `max_connections` (100 by default, 3 of them reserved): set it lower for three instances or more. From `8` to `1000`. SQLite keeps 8."},
 	{"COUNTERSIGN_BASE_URL", "http://localhost:8080", "The public origin people open. Passkeys are bound to its host (the WebAuthn RP ID): use `https://` in production, and `localhost`, not `127.0.0.1`, on your machine."},
 	{"COUNTERSIGN_ASK_TTL", "168h", "An ask's life unless its kind sets a shorter one (a run's `expires_at`)."},
 	{"COUNTERSIGN_ASK_RATE", "60/m", "Asks one requester may file per second (`s`), minute (`m`) or hour (`h`)."},
@@ -159,6 +161,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
 			bad("COUNTERSIGN_DATABASE_URL", "must be a postgres://user:password@host/db URL, or empty for the embedded SQLite file")
 		}
+	}
+	if c.DatabasePool, err = strconv.Atoi(get("COUNTERSIGN_DATABASE_POOL")); err != nil || c.DatabasePool < 8 || c.DatabasePool > 1000 {
+		bad("COUNTERSIGN_DATABASE_POOL", "must be a whole number from 8 to 1000")
 	}
 	c.BaseURL = strings.TrimRight(get("COUNTERSIGN_BASE_URL"), "/")
 	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {

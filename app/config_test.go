@@ -64,7 +64,7 @@ func TestDefaultsLoad(t *testing.T) {
 	}
 	if c.Addr != ":8080" || c.Data != "./data" || c.DatabaseURL != "" || c.BaseURL != "http://localhost:8080" ||
 		c.AskRate.String() != "60/m" || c.AskBurst != 20 || c.PushCap.N != 20 || c.PushContact != "mailto:countersign@localhost" ||
-		c.SessionIdle != 12*time.Hour || c.AgentIdle != 30*time.Minute {
+		c.SessionIdle != 12*time.Hour || c.AgentIdle != 30*time.Minute || c.DatabasePool != 32 {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -93,6 +93,35 @@ func TestAgentSessionIdleIsValidatedAtStart(t *testing.T) {
 			}
 			if tc.ok && c.AgentIdle != tc.want {
 				t.Errorf("AgentIdle = %v, want %v", c.AgentIdle, tc.want)
+			}
+		})
+	}
+}
+
+func TestTheDatabasePoolIsValidatedAtStart(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		ok    bool
+		want  int
+	}{
+		{"8", true, 8}, {"64", true, 64}, {"1000", true, 1000}, {"7", false, 0}, {"0", false, 0},
+		{"-8", false, 0}, {"1001", false, 0}, {"many", false, 0}, {"8.5", false, 0},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			c, err := LoadConfig(func(k string) string {
+				if k == "COUNTERSIGN_DATABASE_POOL" {
+					return tc.value
+				}
+				return ""
+			})
+			if tc.ok != (err == nil) {
+				t.Fatalf("COUNTERSIGN_DATABASE_POOL=%s: err = %v, want ok=%t", tc.value, err, tc.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "COUNTERSIGN_DATABASE_POOL: must be a whole number from 8 to 1000") {
+				t.Errorf("the error does not name the variable and its range: %v", err)
+			}
+			if tc.ok && c.DatabasePool != tc.want {
+				t.Errorf("DatabasePool = %d, want %d", c.DatabasePool, tc.want)
 			}
 		})
 	}

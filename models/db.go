@@ -32,11 +32,11 @@ const (
 // SQLiteFile is the name of the SQLite database file in the data folder.
 const SQLiteFile = "countersign.db"
 
-// PoolSize is how many connections models.Open keeps to the database: on
-// SQLite one writer at a time is the rule and readers run beside it in WAL
-// mode, so a few suffice; on PostgreSQL enough for the server's concurrent
-// requests, within the server's default max_connections of 100 for two or
-// three instances.
+// PoolSize is how many connections models.Open keeps to the database unless
+// told otherwise: on SQLite one writer at a time is the rule and readers run
+// beside it in WAL mode, so a few suffice; on PostgreSQL enough for the
+// server's concurrent requests, within the server's default max_connections
+// of 100 for two instances (COUNTERSIGN_DATABASE_POOL sets it for more).
 func PoolSize(dialect Dialect) int {
 	if dialect == SQLite {
 		return 8
@@ -46,8 +46,10 @@ func PoolSize(dialect Dialect) int {
 
 // Open connects to the database named by databaseURL, or, when it is empty, to
 // the SQLite file countersign.db in dataDir (made if missing), and applies the
-// migrations that have not run yet, telling log of each.
-func Open(ctx context.Context, databaseURL, dataDir string, log *slog.Logger) (*gorm.DB, Dialect, error) {
+// migrations that have not run yet, telling log of each. On PostgreSQL pool
+// is how many connections it keeps at most (0: PoolSize); SQLite keeps its
+// PoolSize.
+func Open(ctx context.Context, databaseURL, dataDir string, pool int, log *slog.Logger) (*gorm.DB, Dialect, error) {
 	cfg := &gorm.Config{
 		// gorm logs nothing: every query error is returned to its caller, which
 		// wraps it and has it logged once, where it becomes a 500.
@@ -85,6 +87,9 @@ func Open(ctx context.Context, databaseURL, dataDir string, log *slog.Logger) (*
 		return nil, "", fmt.Errorf("open %s database: %w", dialect, err)
 	}
 	poolSize := PoolSize(dialect)
+	if dialect == Postgres && pool > 0 {
+		poolSize = pool
+	}
 	sqlDB.SetMaxOpenConns(poolSize)
 	// Every open connection may stay idle: a pool that closes connections
 	// between bursts opens new ones under load, and on PostgreSQL each costs a

@@ -197,7 +197,7 @@ func openBench(b *testing.B) (*benchEnv, error) {
 	} else if _, err := os.Stat(filepath.Join(dir, "countersign.db")); err != nil {
 		return nil, fmt.Errorf("%s=%s: %w (copy the cached folder there first)", benchDirEnv, dir, err)
 	}
-	db, dialect, err := Open(ctx, "", dir, slog.New(slog.DiscardHandler))
+	db, dialect, err := Open(ctx, "", dir, 0, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func buildBench(b *testing.B, dir string) (err error) {
 			os.RemoveAll(tmp)
 		}
 	}()
-	db, dialect, err := Open(ctx, "", tmp, slog.New(slog.DiscardHandler))
+	db, dialect, err := Open(ctx, "", tmp, 0, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 // openSQLite opens a fresh SQLite store; the group commit is SQLite's alone.
 func openSQLite(t *testing.T) *Store {
 	t.Helper()
-	db, dialect, err := Open(context.Background(), "", t.TempDir(), slog.New(slog.DiscardHandler))
+	db, dialect, err := Open(context.Background(), "", t.TempDir(), 0, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

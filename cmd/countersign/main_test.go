@@ -182,7 +182,7 @@ type agentRow struct {
 // readAgent reads the agent named name from the SQLite file in data.
 func readAgent(t *testing.T, data, name string) agentRow {
 	t.Helper()
-	db, _, err := models.Open(context.Background(), "", data, apptest.Logger())
+	db, _, err := models.Open(context.Background(), "", data, 0, apptest.Logger())
 	if err != nil {
 		t.Fatalf("open the database: %v", err)
 	}
