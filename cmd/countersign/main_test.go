@@ -517,9 +517,15 @@ func answerQuestions(ctx context.Context, t *testing.T, store *models.Store, acc
 		n := 0
 		defer func() { answered <- n }()
 		for ctx.Err() == nil {
+			// Only a question its agent has heartbeated on since filing it
+			// (a written heartbeat time, flushed within a second): answered
+			// sooner, the first heartbeat would carry the answer and the
+			// script would never see its session waiting.
 			var ids []string
-			if err := store.DB().WithContext(ctx).Table("approvals").Where("account_id = ? AND kind = ? AND status = ?",
-				accountID, models.KindAgentRequest, models.StatusPending).Pluck("id", &ids).Error; err != nil && ctx.Err() == nil {
+			if err := store.DB().WithContext(ctx).Raw(`SELECT a.id FROM approvals a
+				JOIN agent_requests r ON r.approval_id = a.id JOIN agent_sessions s ON s.id = r.session_id
+				WHERE a.account_id = ? AND a.kind = ? AND a.status = ? AND s.heartbeat_at > r.created_at`,
+				accountID, models.KindAgentRequest, models.StatusPending).Scan(&ids).Error; err != nil && ctx.Err() == nil {
 				t.Errorf("find questions: %v", err)
 				return
 			}
