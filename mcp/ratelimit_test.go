@@ -59,6 +59,39 @@ func TestAsksAreLimitedPerRequester(t *testing.T) {
 	})
 }
 
+// A retry of approval_request with its idempotency key is answered with the
+// request it filed even when the agent may file no new one now: only a new
+// request counts against the limit.
+func TestARetryAtTheLimitGetsItsRequestBack(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		env := apptest.Start(t, db, map[string]string{"COUNTERSIGN_ASK_RATE": "2/m", "COUNTERSIGN_ASK_BURST": "1"})
+		_, token := env.Agent(env.Account.ID, "busy")
+		busy := env.Connect(token)
+		request := func(key string) map[string]any {
+			return map[string]any{"kind": "life_change", "title": "Book the dentist for Tuesday",
+				"proposal": map[string]any{"mode": "advisory"}, "idempotencyKey": key}
+		}
+		first := busy.OK("approval_request", request("dentist"))
+		if first["repeated"] != false {
+			t.Fatalf("the first call: %v, want a new request", first)
+		}
+		if r := busy.Call("approval_request", request("another")); r.Code != string(models.ResourceExhausted) {
+			t.Fatalf("a new request past the burst of 1: %s, want RESOURCE_EXHAUSTED", r)
+		}
+		before := snapshot(t, env)
+		for range 3 {
+			again := busy.Call("approval_request", request("dentist"))
+			if again.IsError || again.Out["approvalId"] != first["approvalId"] || again.Out["repeated"] != true {
+				t.Fatalf("a retry at the limit: %s, want request %v back, repeated", again, first["approvalId"])
+			}
+		}
+		before.mustEqual(t, snapshot(t, env), "the retries")
+		if r := busy.Call("approval_request", request("another")); r.Code != string(models.ResourceExhausted) {
+			t.Errorf("a new request after the retries: %s, want still RESOURCE_EXHAUSTED (the retries took nothing)", r)
+		}
+	})
+}
+
 func TestABodyOverTheBoundIsRefused(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		env := apptest.Start(t, db, nil)

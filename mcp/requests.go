@@ -84,13 +84,15 @@ Do not use it for pull requests, rolls, runs or documents: use approvals_create.
 		InputSchema: mustRequestSchema(),
 	}
 	return define(s, tool, writeScopes, func(ctx context.Context, agent *models.Agent, in RequestInput) (*RequestOut, error) {
-		undo, err := s.limiter.allow(agent.ID)
-		if err != nil {
-			return nil, err
-		}
-		a, r, repeat, err := s.store.FileRequest(ctx, agent, in.raw)
-		if err != nil || repeat {
-			undo() // only new requests count against the limit
+		// Only a new request counts against the limit: a retry with its
+		// idempotency key is answered even when the agent is at its limit.
+		var undo func()
+		a, r, repeat, err := s.store.FileRequest(ctx, agent, in.raw, func() (err error) {
+			undo, err = s.limiter.allow(agent.ID)
+			return err
+		})
+		if undo != nil && (err != nil || repeat) {
+			undo() // not filed after all: refused, or another call with the key won the race
 		}
 		if err != nil {
 			return nil, err

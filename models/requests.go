@@ -68,14 +68,22 @@ type AgentRequest struct {
 // for the agent, or returns the request an earlier call with the same
 // idempotency key and the same arguments filed (repeat is then true). The
 // same key with other arguments is FAILED_PRECONDITION naming idempotencyKey;
-// a refused call stores nothing, so it reserves no key.
-func (s *Store) FileRequest(ctx context.Context, agent *Agent, raw json.RawMessage) (a *Approval, r *AgentRequest, repeat bool, err error) {
+// a refused call stores nothing, so it reserves no key. admit, when not nil,
+// is asked just before a new request is filed, never for a repeat, and its
+// error refuses the call: a retry is answered even when the agent may file
+// no new request now.
+func (s *Store) FileRequest(ctx context.Context, agent *Agent, raw json.RawMessage, admit func() error) (a *Approval, r *AgentRequest, repeat bool, err error) {
 	req, err := ask.ParseRequest(raw)
 	if err != nil {
 		return nil, nil, false, err
 	}
 	if a, r, err := s.earlierRequest(ctx, agent, req); a != nil || err != nil {
 		return a, r, true, err
+	}
+	if admit != nil {
+		if err := admit(); err != nil {
+			return nil, nil, false, err
+		}
 	}
 	a, r, err = s.fileRequest(ctx, agent, req)
 	if err != nil && CodeOf(err) == "" {

@@ -73,7 +73,7 @@ func TestAnApprovedWorkMoveMovesTheItemAndTheHeartbeatCarriesItOnce(t *testing.T
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, r, repeat, err := s.FileRequest(ctx, agent, moveArgs("k1", it.ID, "done", ss.ID))
+		a, r, repeat, err := s.FileRequest(ctx, agent, moveArgs("k1", it.ID, "done", ss.ID), nil)
 		if err != nil || repeat {
 			t.Fatalf("file: %v repeat=%t", err, repeat)
 		}
@@ -135,7 +135,7 @@ func TestAWorkMoveThatCannotRunFailsAndLeavesTheBoard(t *testing.T) {
 		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
 		owner, _ := s.AddMember(ctx, acct.ID, "alice", "Alice", models.RoleOwner)
 		it := board(t, s, acct.ID)
-		a, _, _, err := s.FileRequest(ctx, agent, moveArgs("k1", it.ID, "done", ""))
+		a, _, _, err := s.FileRequest(ctx, agent, moveArgs("k1", it.ID, "done", ""), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,11 +169,11 @@ func TestIdempotencyKeys(t *testing.T) {
 		it := board(t, s, acct.ID)
 
 		t.Run("a refused call reserves no key", func(t *testing.T) {
-			_, _, _, err := s.FileRequest(ctx, agent, moveArgs("k0", it.ID, "nowhere", ""))
+			_, _, _, err := s.FileRequest(ctx, agent, moveArgs("k0", it.ID, "nowhere", ""), nil)
 			if models.CodeOf(err) != models.NotFound || models.FieldOf(err) != "proposal.command.input.columnKey" {
 				t.Fatalf("err = %v", err)
 			}
-			if _, _, repeat, err := s.FileRequest(ctx, agent, moveArgs("k0", it.ID, "done", "")); err != nil || repeat {
+			if _, _, repeat, err := s.FileRequest(ctx, agent, moveArgs("k0", it.ID, "done", ""), nil); err != nil || repeat {
 				t.Fatalf("the key was reserved by a refused call: %v repeat=%t", err, repeat)
 			}
 		})
@@ -183,7 +183,7 @@ func TestIdempotencyKeys(t *testing.T) {
 			errs := make([]error, 20)
 			for i := range ids {
 				wg.Go(func() {
-					a, _, _, err := s.FileRequest(ctx, agent, moveArgs("k-race", it.ID, "todo", ""))
+					a, _, _, err := s.FileRequest(ctx, agent, moveArgs("k-race", it.ID, "todo", ""), nil)
 					errs[i] = err
 					if a != nil {
 						ids[i] = a.ID
@@ -206,13 +206,13 @@ func TestIdempotencyKeys(t *testing.T) {
 			}
 		})
 		t.Run("the same key with other arguments is refused", func(t *testing.T) {
-			_, _, _, err := s.FileRequest(ctx, agent, moveArgs("k-race", it.ID, "done", ""))
+			_, _, _, err := s.FileRequest(ctx, agent, moveArgs("k-race", it.ID, "done", ""), nil)
 			if models.CodeOf(err) != models.FailedPrecondition || models.FieldOf(err) != "idempotencyKey" {
 				t.Fatalf("err = %v", err)
 			}
 		})
 		t.Run("keys are per agent", func(t *testing.T) {
-			if _, _, repeat, err := s.FileRequest(ctx, other, moveArgs("k-race", it.ID, "done", "")); err != nil || repeat {
+			if _, _, repeat, err := s.FileRequest(ctx, other, moveArgs("k-race", it.ID, "done", ""), nil); err != nil || repeat {
 				t.Fatalf("another agent's key: %v repeat=%t", err, repeat)
 			}
 		})
@@ -245,7 +245,7 @@ func TestSessions(t *testing.T) {
 		if _, err := s.Heartbeat(ctx, agent, idle.ID); models.CodeOf(err) != models.FailedPrecondition {
 			t.Errorf("heartbeat of an idle session: %v", err)
 		}
-		if _, _, _, err := s.FileRequest(ctx, agent, json.RawMessage(fmt.Sprintf(`{"kind":"life_change","title":"t","proposal":{"mode":"advisory"},"idempotencyKey":"x","sessionId":%q}`, idle.ID))); models.CodeOf(err) != models.FailedPrecondition || models.FieldOf(err) != "sessionId" {
+		if _, _, _, err := s.FileRequest(ctx, agent, json.RawMessage(fmt.Sprintf(`{"kind":"life_change","title":"t","proposal":{"mode":"advisory"},"idempotencyKey":"x","sessionId":%q}`, idle.ID)), nil); models.CodeOf(err) != models.FailedPrecondition || models.FieldOf(err) != "sessionId" {
 			t.Errorf("request in an idle session: %v", err)
 		}
 	})
@@ -259,7 +259,7 @@ func TestTwoHeartbeatsAtOnceDeliverAnInstructionOnce(t *testing.T) {
 		owner, _ := s.AddMember(ctx, acct.ID, "alice", "Alice", models.RoleOwner)
 		ss, _ := s.StartSession(ctx, agent, "")
 		for trial := range 10 {
-			a, _, _, err := s.FileRequest(ctx, agent, json.RawMessage(fmt.Sprintf(`{"kind":"memory_change","title":"Forget X","proposal":{"mode":"advisory"},"idempotencyKey":"k%d","sessionId":%q}`, trial, ss.ID)))
+			a, _, _, err := s.FileRequest(ctx, agent, json.RawMessage(fmt.Sprintf(`{"kind":"memory_change","title":"Forget X","proposal":{"mode":"advisory"},"idempotencyKey":"k%d","sessionId":%q}`, trial, ss.ID)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -318,7 +318,7 @@ func TestApproveVersusExpiryNeverMovesAfterTheDeadline(t *testing.T) {
 			_ = json.Unmarshal(args, &m)
 			m["expiresInMinutes"] = 5
 			args, _ = json.Marshal(m)
-			a, _, _, err := s.FileRequest(ctx, agent, args)
+			a, _, _, err := s.FileRequest(ctx, agent, args, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -364,11 +364,11 @@ func TestVerdictsOfARequestsQuestion(t *testing.T) {
 		s, acct := openStore(t, db)
 		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
 		owner, _ := s.AddMember(ctx, acct.ID, "alice", "Alice", models.RoleOwner)
-		choices, _, _, err := s.FileRequest(ctx, agent, json.RawMessage(`{"kind":"agent_request","title":"Which branch?","proposal":{"mode":"advisory"},"question":{"choices":["main","next"]},"idempotencyKey":"q1"}`))
+		choices, _, _, err := s.FileRequest(ctx, agent, json.RawMessage(`{"kind":"agent_request","title":"Which branch?","proposal":{"mode":"advisory"},"question":{"choices":["main","next"]},"idempotencyKey":"q1"}`), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		free, _, _, err := s.FileRequest(ctx, agent, json.RawMessage(`{"kind":"agent_request","title":"What name?","proposal":{"mode":"advisory"},"question":{},"idempotencyKey":"q2"}`))
+		free, _, _, err := s.FileRequest(ctx, agent, json.RawMessage(`{"kind":"agent_request","title":"What name?","proposal":{"mode":"advisory"},"question":{},"idempotencyKey":"q2"}`), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

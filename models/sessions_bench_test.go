@@ -46,7 +46,7 @@ func BenchmarkSessionHeartbeat(b *testing.B) {
 				ids[i] = ss.ID
 				if i%10 == 0 {
 					args := fmt.Sprintf(`{"kind":"agent_request","title":"Which branch?","proposal":{"mode":"advisory"},"question":{},"sessionId":%q,"idempotencyKey":"k%d"}`, ss.ID, i)
-					if _, _, _, err := s.FileRequest(ctx, agent, json.RawMessage(args)); err != nil {
+					if _, _, _, err := s.FileRequest(ctx, agent, json.RawMessage(args), nil); err != nil {
 						b.Fatal(err)
 					}
 				}
