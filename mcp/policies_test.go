@@ -215,6 +215,24 @@ func mustStayPending(t *testing.T, c *apptest.Client, args map[string]any, why s
 	return out
 }
 
+// RFC 3339 lets T and Z be written in lower case and a time carry any
+// offset: until is read so, frozen in the payload as that instant in UTC, and
+// the request's expiry is that instant too, in UTC like every time answered
+// (w.request reads the ask back and compares).
+func TestUntilIsReadAsRFC3339WritesIt(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		w := newPolicyWorld(t, db)
+		at := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
+		want := at.Format(time.RFC3339)
+		for _, written := range []string{strings.ToLower(want), at.In(time.FixedZone("", 5*3600+30*60)).Format(time.RFC3339)} {
+			req := w.request(t, map[string]any{"until": written, "device": "mac"})
+			if got := req["payload"].(map[string]any)["auto_approve"].(map[string]any)["until"]; got != want {
+				t.Errorf("until %q is frozen as %v, want %s", written, got, want)
+			}
+		}
+	})
+}
+
 func TestAnAutoApprovePolicyFromRequestToRevoke(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()

@@ -82,7 +82,10 @@ type autoApprovePayload struct {
 func (s *Store) RequestAutoApprove(ctx context.Context, in AutoApproveRequest) (*Approval, error) {
 	agent := in.Requester
 	now := s.now()
-	until, err := time.Parse(time.RFC3339, strings.TrimSpace(in.Until))
+	// RFC 3339 (5.6) lets T and Z be written in lower case; the instant is
+	// kept in UTC, as the store keeps every time, whatever offset it came with.
+	until, err := time.Parse(time.RFC3339, strings.ToUpper(strings.TrimSpace(in.Until)))
+	until = until.UTC()
 	switch {
 	case err != nil:
 		return nil, Invalid("until", "must be an RFC 3339 time such as %s", now.Add(8*time.Hour).Format(time.RFC3339))
