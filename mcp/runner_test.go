@@ -201,6 +201,8 @@ func TestRunnerReportsAreSignedCheckedAndCarriedOnTheTimeline(t *testing.T) {
 			{"no signature", c1, map[string]any{"approval_id": id, "step": "started", "expected_state": "approved"}, models.InvalidArgument, "runner"},
 			{"answered, which no runner reports", c1, report(s.r1, s.r1.Runner.ID, id, sha, "answered", "x", "", now), models.InvalidArgument, "step"},
 			{"step before started", c1, report(s.r1, s.r1.Runner.ID, id, sha, "step", "out", "", now), models.FailedPrecondition, ""},
+			{"a claim expecting pending", c1, report(s.r1, s.r1.Runner.ID, id, sha, "started", "claimed", "pending", now), models.FailedPrecondition, ""},
+			{"a claim expecting a state the seed does not name", c1, report(s.r1, s.r1.Runner.ID, id, sha, "started", "claimed", "done", now), models.InvalidArgument, "expected_state"},
 		}
 		for _, tc := range refusals {
 			t.Run(tc.name+" is refused and records nothing", func(t *testing.T) {

@@ -258,18 +258,28 @@ var ProgressSteps = []string{"started", "step", "answered", "done", "failed", "s
 // NoteLimit is the most characters a progress or decision note may hold.
 const NoteLimit = 500
 
+// parseExpectedState reads a report's expected_state, the compare-and-set of
+// approvals_add_progress: "" for none, else one of the states the seed names.
+// A state other than the approval's own then fails with FAILED_PRECONDITION
+// naming it (update).
+func parseExpectedState(state string) (Status, error) {
+	switch state {
+	case "":
+		return "", nil
+	case "pending", "question", "approved", "in_progress":
+		return Status(state), nil
+	}
+	return "", Invalid("expected_state", "must be pending, question, approved or in_progress (the state you last read), not %q", state)
+}
+
 // AddProgress records a step the requesting agent reports on its ask.
 func (s *Store) AddProgress(ctx context.Context, agent *Agent, id string, p Progress) (*Approval, error) {
 	if !slices.Contains(ProgressSteps, p.Step) {
 		return nil, Invalid("step", "must be one of %s, not %q", strings.Join(ProgressSteps, ", "), p.Step)
 	}
-	var expected Status
-	switch p.ExpectedState {
-	case "":
-	case "pending", "question", "approved", "in_progress":
-		expected = Status(p.ExpectedState)
-	default:
-		return nil, Invalid("expected_state", "must be pending, question, approved or in_progress (the state you last read), not %q", p.ExpectedState)
+	expected, err := parseExpectedState(p.ExpectedState)
+	if err != nil {
+		return nil, err
 	}
 	if n := runeCount(p.Note); n > NoteLimit {
 		return nil, Invalid("note", "at most %d characters (got %d)", NoteLimit, n)

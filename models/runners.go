@@ -248,13 +248,9 @@ func (s *Store) AddRunnerReport(ctx context.Context, runner *Runner, id string, 
 	if !slices.Contains(RunnerSteps, rep.Step) {
 		return nil, Invalid("step", "a runner reports %s, not %q", strings.Join(RunnerSteps, ", "), rep.Step)
 	}
-	var expected Status
-	switch rep.ExpectedState {
-	case "":
-	case "approved", "in_progress":
-		expected = Status(rep.ExpectedState)
-	default:
-		return nil, Invalid("expected_state", "a runner expects approved or in_progress, not %q", rep.ExpectedState)
+	expected, err := parseExpectedState(rep.ExpectedState)
+	if err != nil {
+		return nil, err
 	}
 	if n := runeCount(rep.Note); n > NoteLimit {
 		return nil, Invalid("note", "at most %d characters (got %d)", NoteLimit, n)
