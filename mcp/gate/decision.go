@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
+	"unicode"
 )
 
 // ApprovalRequest is what a sink is asked: who is calling, which tool, its
@@ -96,8 +96,16 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 	return json.Marshal(decisionJSON{Approved: d.approved, By: d.by, Reason: d.reason, Proof: d.proof})
 }
 
-// named says whether the approval names somebody.
-func (d Decision) named() bool { return strings.TrimSpace(d.by) != "" }
+// named says whether the approval names somebody: by holds a character one
+// can see, not only white space or invisible ones (a zero-width space).
+func (d Decision) named() bool {
+	for _, r := range d.by {
+		if unicode.IsGraphic(r) && !unicode.IsSpace(r) {
+			return true
+		}
+	}
+	return false
+}
 
 // Tracker is told, after an approval, that the approved call starts and how
 // it ended, so the approver can see whether it ran. Started returning an

@@ -110,10 +110,15 @@ type Rule[In any] struct {
 func Always[In any]() Rule[In] { return Rule[In]{always: true} }
 
 // When is a rule that asks for the calls whose arguments pred picks: only
-// the destructive half of the argument space warrants a person.
-func When[In any](pred func(In) bool) Rule[In] { return Rule[In]{when: pred} }
+// the destructive half of the argument space warrants a person. A nil pred
+// panics, at the tool's declaration: it would silently ask for nothing.
+func When[In any](pred func(In) bool) Rule[In] {
+	if pred == nil {
+		panic("gate.When: nil predicate; use gate.Always for every call, or no rule for none")
+	}
+	return Rule[In]{when: pred}
+}
 
-// asks says whether the rule asks for anything at all.
 // Asks says whether the rule asks a person for any call at all: whether it
 // needs a sink.
 func (r Rule[In]) Asks() bool { return r.always || r.when != nil }

@@ -225,6 +225,12 @@ func TestSeed002(t *testing.T) {
 			wantRefusal: &gate.ApprovalRefusedError{Tool: "delete_case", Reason: gate.ReasonAnonymous},
 		},
 		{
+			name: "a typed yes naming only invisible characters is refused at run time",
+			sink: approveBy("\u200b\u2060\ufeff"), client: "alice", tool: "delete_case", args: map[string]any{"id": "42", "force": true},
+			wantText: gate.RefusalText, wantError: true, wantPhase: "refused", wantDecision: "deny", wantReason: "anonymous_approval", wantAsked: true,
+			wantRefusal: &gate.ApprovalRefusedError{Tool: "delete_case", Reason: gate.ReasonAnonymous},
+		},
+		{
 			name: "a yes decoded from a chat reply without by is refused",
 			sink: decoded(`{"approved": true}`), client: "alice", tool: "delete_case", args: map[string]any{"id": "42", "force": true},
 			wantText: gate.RefusalText, wantError: true, wantPhase: "refused", wantDecision: "deny", wantReason: "anonymous_approval", wantAsked: true,
@@ -504,6 +510,17 @@ func TestTrackerHearsTheCallStartAndEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A predicate rule with no predicate would ask for nothing while the tool
+// declares an approval: it panics where the tool is declared, at boot.
+func TestAWhenRuleWithoutAPredicateFailsAtItsDeclaration(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "nil predicate") {
+			t.Fatalf("gate.When(nil) recovered %v, want a panic naming the nil predicate", r)
+		}
+	}()
+	gate.When[DeleteCase](nil)
 }
 
 func TestConstructionFailsWithNowhereToAsk(t *testing.T) {
