@@ -296,3 +296,43 @@ func TestGateOverStreamableHTTP(t *testing.T) {
 		}
 	})
 }
+
+// Rules that ask for approvals with nowhere to ask fail at boot, naming what
+// is missing, before any upstream is started; rules that ask for nothing
+// need no Countersign.
+func TestTheGateWithRulesThatAskAndNoCountersignFailsAtBoot(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "upstream-started")
+	upstream := []string{"--", "sh", "-c", "touch " + marker}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+	}{
+		{"neither variable", map[string]string{}},
+		{"no token", map[string]string{"COUNTERSIGN_URL": "http://127.0.0.1:1"}},
+		{"no URL", map[string]string{"COUNTERSIGN_TOKEN": "cs_agent_x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rules := writeRules(t, `{"server": "files", "tools": {"write_file": {"approval": "args.path.startsWith('/etc')"}}}`)
+			var stderr strings.Builder
+			err := gateCommand(context.Background(), append([]string{"--rules", rules}, upstream...),
+				func(k string) string { return tc.env[k] }, strings.NewReader(""), io.Discard, &stderr)
+			if err == nil || !strings.Contains(err.Error(), "set COUNTERSIGN_URL (the service's base URL) and COUNTERSIGN_TOKEN (an agent token)") {
+				t.Fatalf("gate = %v, want a refusal naming COUNTERSIGN_URL and COUNTERSIGN_TOKEN", err)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatal("the upstream was started although the gate could not ask anyone")
+			}
+		})
+	}
+	t.Run("rules that ask for nothing start the upstream without Countersign", func(t *testing.T) {
+		rules := writeRules(t, `{"server": "files", "tools": {"write_file": {"approval": false}}}`)
+		err := gateCommand(context.Background(), append([]string{"--rules", rules}, upstream...),
+			func(string) string { return "" }, strings.NewReader(""), io.Discard, io.Discard)
+		if err != nil && strings.Contains(err.Error(), "COUNTERSIGN_URL") {
+			t.Fatalf("gate = %v, want no call for Countersign", err)
+		}
+		if _, err := os.Stat(marker); err != nil {
+			t.Fatalf("the upstream was not started: %v", err)
+		}
+	})
+}
