@@ -64,16 +64,7 @@ func TestTwoInstancesStartAtOnceOnAnEmptyDatabase(t *testing.T) {
 // PostgreSQL, and every one of them may stay idle; SQLite keeps its own.
 func TestTheDatabasePoolSettingSizesThePostgreSQLPool(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
-		cfg := apptest.Config(t, db, map[string]string{"COUNTERSIGN_DATABASE_POOL": "12"})
-		store, err := app.OpenStore(context.Background(), cfg, apptest.Logger())
-		if err != nil {
-			t.Fatal(err)
-		}
-		sqlDB, err := store.DB().DB()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sqlDB.Close()
+		_, sqlDB := apptest.OpenStore(t, apptest.Config(t, db, map[string]string{"COUNTERSIGN_DATABASE_POOL": "12"}))
 		want := 12
 		if db == apptest.SQLite {
 			want = models.PoolSize(models.SQLite)

@@ -6,6 +6,7 @@ package apptest
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -132,6 +133,22 @@ func Config(t testing.TB, db Database, overrides map[string]string) app.Config {
 		t.Fatalf("test config: %v", err)
 	}
 	return cfg
+}
+
+// OpenStore opens the store of cfg as an instance of the service would, and
+// closes its database when the test ends; it also returns that database.
+func OpenStore(t testing.TB, cfg app.Config) (*models.Store, *sql.DB) {
+	t.Helper()
+	store, err := app.OpenStore(context.Background(), cfg, Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB, err := store.DB().DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sqlDB.Close() })
+	return store, sqlDB
 }
 
 // Start runs the service on db behind an httptest server.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 )
@@ -40,15 +39,7 @@ func TestEveryPostgreSQLSessionAsksForKeepalives(t *testing.T) {
 				if c.query != "" {
 					cfg.DatabaseURL += "&" + c.query
 				}
-				store, err := app.OpenStore(ctx, cfg, apptest.Logger())
-				if err != nil {
-					t.Fatal(err)
-				}
-				sqlDB, err := store.DB().DB()
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer sqlDB.Close()
+				_, sqlDB := apptest.OpenStore(t, cfg)
 				// Two sessions of the pool at once, so that neither is the other.
 				tx1, err := sqlDB.BeginTx(ctx, nil)
 				if err != nil {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 )
@@ -21,13 +20,7 @@ func openInstances(t *testing.T, db apptest.Database, n int) []*models.Store {
 	cfg := apptest.Config(t, db, nil)
 	var stores []*models.Store
 	for range n {
-		s, err := app.OpenStore(context.Background(), cfg, apptest.Logger())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sqlDB, err := s.DB().DB(); err == nil {
-			t.Cleanup(func() { sqlDB.Close() })
-		}
+		s, _ := apptest.OpenStore(t, cfg)
 		stores = append(stores, s)
 	}
 	return stores
