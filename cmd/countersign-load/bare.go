@@ -112,20 +112,17 @@ func startBare(ctx context.Context, databaseURL string) (*bareServer, error) {
 		if err := c.Bind(&in); err != nil {
 			return err
 		}
-		item := bareItem{Name: in.Name, Body: in.Body, CreatedAt: time.Now().UTC()}
-		if err := db.WithContext(c.Request().Context()).Create(&item).Error; err != nil {
-			return fmt.Errorf("insert: %w", err)
+		id, err := insertItem(c.Request().Context(), db, in.Name, in.Body)
+		if err != nil {
+			return err
 		}
-		return c.JSON(http.StatusCreated, map[string]int64{"id": item.ID})
+		return c.JSON(http.StatusCreated, map[string]int64{"id": id})
 	})
 	mcpServer := sdk.NewServer(&sdk.Implementation{Name: "countersign-load-bare", Version: "1"}, nil)
 	sdk.AddTool(mcpServer, &sdk.Tool{Name: bareTool, Description: "Insert one item."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, in bareInput) (*sdk.CallToolResult, bareOutput, error) {
-			item := bareItem{Name: in.Name, Body: in.Body, CreatedAt: time.Now().UTC()}
-			if err := db.WithContext(ctx).Create(&item).Error; err != nil {
-				return nil, bareOutput{}, fmt.Errorf("insert: %w", err)
-			}
-			return nil, bareOutput{ID: item.ID}, nil
+			id, err := insertItem(ctx, db, in.Name, in.Body)
+			return nil, bareOutput{ID: id}, err
 		})
 	e.Any("/mcp", echo.WrapHandler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return mcpServer }, nil)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -136,6 +133,16 @@ func startBare(ctx context.Context, databaseURL string) (*bareServer, error) {
 	cleanups = append(cleanups, serveHTTP(ln, e))
 	base := "http://" + ln.Addr().String()
 	return &bareServer{url: base + "/items", mcp: base + "/mcp", database: database, db: db, close: cleanup}, nil
+}
+
+// insertItem is the yardstick's one row: the insert the bare handler, the
+// bare MCP tool and the direct bare run each do.
+func insertItem(ctx context.Context, db *gorm.DB, name, body string) (int64, error) {
+	item := bareItem{Name: name, Body: body, CreatedAt: time.Now().UTC()}
+	if err := db.WithContext(ctx).Create(&item).Error; err != nil {
+		return 0, fmt.Errorf("insert: %w", err)
+	}
+	return item.ID, nil
 }
 
 // bareTool is the bare MCP tool: the same one insert as POST /items, behind

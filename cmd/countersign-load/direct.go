@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"gorm.io/gorm"
 
@@ -49,13 +48,10 @@ func fileDirect(store *models.Store, agent *models.Agent) request {
 // insertDirect does the bare handler's insert, without its HTTP.
 func insertDirect(db *gorm.DB) request {
 	return func(ctx context.Context, c int, n int64) error {
-		item := bareItem{Name: fmt.Sprintf("item-%d-%d", c, n), Body: "Fixes the login redirect.", CreatedAt: time.Now().UTC()}
-		if err := db.WithContext(ctx).Create(&item).Error; err != nil {
-			return fmt.Errorf("insert: %w", err)
+		id, err := insertItem(ctx, db, fmt.Sprintf("item-%d-%d", c, n), "Fixes the login redirect.")
+		if err == nil && id <= 0 {
+			err = fmt.Errorf("unexpected id %d", id)
 		}
-		if item.ID <= 0 {
-			return fmt.Errorf("unexpected id %d", item.ID)
-		}
-		return nil
+		return err
 	}
 }
