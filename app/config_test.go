@@ -69,59 +69,50 @@ func TestDefaultsLoad(t *testing.T) {
 	}
 }
 
-func TestAgentSessionIdleIsValidatedAtStart(t *testing.T) {
+// A setting out of its range is refused at start, naming the variable and
+// what it takes; one in range is read as given.
+func TestSettingsAreValidatedAtStart(t *testing.T) {
 	for _, tc := range []struct {
-		value string
-		ok    bool
-		want  time.Duration
+		name, value string
+		want        any // the setting read, or nil when it is refused
+		refusal     string
 	}{
-		{"1s", true, time.Second}, {"45m", true, 45 * time.Minute}, {"999ms", false, 0}, {"0", false, 0},
-		{"-5m", false, 0}, {"thirty minutes", false, 0}, {"30", false, 0},
+		{"COUNTERSIGN_SESSION_IDLE", "1s", time.Second, ""},
+		{"COUNTERSIGN_SESSION_IDLE", "45m", 45 * time.Minute, ""},
+		{"COUNTERSIGN_SESSION_IDLE", "999ms", nil, "COUNTERSIGN_SESSION_IDLE:"},
+		{"COUNTERSIGN_SESSION_IDLE", "0", nil, "COUNTERSIGN_SESSION_IDLE:"},
+		{"COUNTERSIGN_SESSION_IDLE", "-5m", nil, "COUNTERSIGN_SESSION_IDLE:"},
+		{"COUNTERSIGN_SESSION_IDLE", "thirty minutes", nil, "COUNTERSIGN_SESSION_IDLE:"},
+		{"COUNTERSIGN_SESSION_IDLE", "30", nil, "COUNTERSIGN_SESSION_IDLE:"},
+		{"COUNTERSIGN_DATABASE_POOL", "8", 8, ""},
+		{"COUNTERSIGN_DATABASE_POOL", "64", 64, ""},
+		{"COUNTERSIGN_DATABASE_POOL", "1000", 1000, ""},
+		{"COUNTERSIGN_DATABASE_POOL", "7", nil, "COUNTERSIGN_DATABASE_POOL: must be a whole number from 8 to 1000"},
+		{"COUNTERSIGN_DATABASE_POOL", "0", nil, "COUNTERSIGN_DATABASE_POOL: must be a whole number from 8 to 1000"},
+		{"COUNTERSIGN_DATABASE_POOL", "-8", nil, "COUNTERSIGN_DATABASE_POOL: must be a whole number from 8 to 1000"},
+		{"COUNTERSIGN_DATABASE_POOL", "1001", nil, "COUNTERSIGN_DATABASE_POOL: must be a whole number from 8 to 1000"},
+		{"COUNTERSIGN_DATABASE_POOL", "many", nil, "COUNTERSIGN_DATABASE_POOL: must be a whole number from 8 to 1000"},
+		{"COUNTERSIGN_DATABASE_POOL", "8.5", nil, "COUNTERSIGN_DATABASE_POOL: must be a whole number from 8 to 1000"},
 	} {
-		t.Run(tc.value, func(t *testing.T) {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			c, err := LoadConfig(func(k string) string {
-				if k == "COUNTERSIGN_SESSION_IDLE" {
+				if k == tc.name {
 					return tc.value
 				}
 				return ""
 			})
-			if tc.ok != (err == nil) {
-				t.Fatalf("COUNTERSIGN_SESSION_IDLE=%s: err = %v, want ok=%t", tc.value, err, tc.ok)
-			}
-			if err != nil && !strings.Contains(err.Error(), "COUNTERSIGN_SESSION_IDLE:") {
-				t.Errorf("the error does not name the variable: %v", err)
-			}
-			if tc.ok && c.AgentIdle != tc.want {
-				t.Errorf("AgentIdle = %v, want %v", c.AgentIdle, tc.want)
-			}
-		})
-	}
-}
-
-func TestTheDatabasePoolIsValidatedAtStart(t *testing.T) {
-	for _, tc := range []struct {
-		value string
-		ok    bool
-		want  int
-	}{
-		{"8", true, 8}, {"64", true, 64}, {"1000", true, 1000}, {"7", false, 0}, {"0", false, 0},
-		{"-8", false, 0}, {"1001", false, 0}, {"many", false, 0}, {"8.5", false, 0},
-	} {
-		t.Run(tc.value, func(t *testing.T) {
-			c, err := LoadConfig(func(k string) string {
-				if k == "COUNTERSIGN_DATABASE_POOL" {
-					return tc.value
+			if tc.want == nil {
+				if err == nil || !strings.Contains(err.Error(), tc.refusal) {
+					t.Fatalf("err = %v, want a refusal saying %q", err, tc.refusal)
 				}
-				return ""
-			})
-			if tc.ok != (err == nil) {
-				t.Fatalf("COUNTERSIGN_DATABASE_POOL=%s: err = %v, want ok=%t", tc.value, err, tc.ok)
+				return
 			}
-			if err != nil && !strings.Contains(err.Error(), "COUNTERSIGN_DATABASE_POOL: must be a whole number from 8 to 1000") {
-				t.Errorf("the error does not name the variable and its range: %v", err)
+			if err != nil {
+				t.Fatalf("err = %v, want it read", err)
 			}
-			if tc.ok && c.DatabasePool != tc.want {
-				t.Errorf("DatabasePool = %d, want %d", c.DatabasePool, tc.want)
+			read := map[string]any{"COUNTERSIGN_SESSION_IDLE": c.AgentIdle, "COUNTERSIGN_DATABASE_POOL": c.DatabasePool}[tc.name]
+			if read != tc.want {
+				t.Errorf("read as %v, want %v", read, tc.want)
 			}
 		})
 	}
