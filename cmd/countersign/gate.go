@@ -73,7 +73,7 @@ func gateCommand(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return fmt.Errorf("gate: read the rules: %w", err)
 	}
-	rules, err := proxy.ParseRules(raw)
+	rules, err := proxy.ParseRules(raw, homeDir(getenv))
 	if err != nil {
 		return fmt.Errorf("gate: %s: %w", *rulesFile, err)
 	}
@@ -105,6 +105,19 @@ func gateCommand(ctx context.Context, args []string, getenv func(string) string,
 		return gateHTTP(ctx, *upstreamURL, headers, *listen, getenv("COUNTERSIGN_GATE_TOKENS"), rules, opts, stderr)
 	}
 	return gateStdio(ctx, command, *callerName, rules, opts, stdin, stdout, stderr)
+}
+
+// homeDir is the directory a leading ~ names for an upstream the gate
+// starts, found as Node's os.homedir() finds it: HOME, else the user's
+// entry in the password database.
+func homeDir(getenv func(string) string) string {
+	if home := getenv("HOME"); home != "" {
+		return home
+	}
+	if u, err := user.Current(); err == nil {
+		return u.HomeDir
+	}
+	return ""
 }
 
 func needsSink(r *proxy.Rules) bool {

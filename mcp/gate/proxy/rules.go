@@ -8,7 +8,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path"
 	"sort"
+	"strings"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -17,16 +19,30 @@ import (
 )
 
 // RulesFile is the rules JSON: the upstream's name on asks, how long a call
-// waits, and per tool either true (every call asks) or a CEL predicate over
-// args.
+// waits, what a path means on the upstream, and per tool either true (every
+// call asks) or a CEL predicate over args, with the path functions of
+// PathLibrary.
 //
 //	{"server": "filesystem", "timeout": "45s",
-//	 "tools": {"write_file": {"approval": true},
-//	           "move_file": {"approval": "args.destination.startsWith('/etc')"}}}
+//	 "paths": {"roots": ["/srv/fs"]},
+//	 "tools": {"write_file": {"approval": "path.within(args.path, '/srv/fs/secret')"},
+//	           "move_file": {"approval": "!path.within(args.destination, '/srv/fs/public')"},
+//	           "delete_file": {"approval": true}}}
 type RulesFile struct {
 	Server  string              `json:"server"`
 	Timeout string              `json:"timeout"`
+	Paths   PathsFile           `json:"paths"`
 	Tools   map[string]ToolRule `json:"tools"`
+}
+
+// PathsFile says what a path means on the upstream, for path.clean and
+// path.within: its allowed directories, absolute and in the order it was
+// given them, against which it resolves relative paths, and the home
+// directory `~` names there when it is not the gate's own (an upstream over
+// HTTP on another host).
+type PathsFile struct {
+	Roots []string `json:"roots"`
+	Home  string   `json:"home"`
 }
 
 // ToolRule is one tool's rule: approval is true, false, or a CEL expression.
@@ -38,12 +54,16 @@ type ToolRule struct {
 type Rules struct {
 	Server   string
 	Timeout  time.Duration // 0 when the file does not say
+	Paths    PathOptions
 	Approval map[string]gate.Rule[gate.Args]
 }
 
-// ParseRules reads and compiles a rules file. A predicate that does not
-// compile, or is not a bool, is refused naming its tool.
-func ParseRules(b []byte) (*Rules, error) {
+// ParseRules reads and compiles a rules file; home is the directory `~`
+// names when the file names none (the gate's own, which an upstream it
+// starts inherits), or "". A predicate that does not compile, or is not a
+// bool, is refused naming its tool, and so is a root or home that is not
+// absolute.
+func ParseRules(b []byte, home string) (*Rules, error) {
 	var f RulesFile
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -51,6 +71,7 @@ func ParseRules(b []byte) (*Rules, error) {
 		return nil, fmt.Errorf("rules: %w", err)
 	}
 	r := &Rules{Server: f.Server, Approval: map[string]gate.Rule[gate.Args]{}}
+	var err error
 	if f.Timeout != "" {
 		d, err := time.ParseDuration(f.Timeout)
 		if err != nil || d <= 0 {
@@ -58,7 +79,10 @@ func ParseRules(b []byte) (*Rules, error) {
 		}
 		r.Timeout = d
 	}
-	env, err := cel.NewEnv(cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)))
+	if r.Paths, err = readPaths(f.Paths, home); err != nil {
+		return nil, err
+	}
+	env, err := cel.NewEnv(cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)), PathLibrary(r.Paths))
 	if err != nil {
 		return nil, fmt.Errorf("rules: CEL environment: %w", err)
 	}
@@ -89,6 +113,31 @@ func ParseRules(b []byte) (*Rules, error) {
 		}
 	}
 	return r, nil
+}
+
+// readPaths checks the paths section: a home, and each root once `~` is
+// expanded, must be absolute; roots are kept clean, as the upstream keeps
+// its allowed directories.
+func readPaths(f PathsFile, home string) (PathOptions, error) {
+	o := PathOptions{Home: home}
+	if f.Home != "" {
+		o.Home = f.Home
+	}
+	if o.Home != "" && !strings.HasPrefix(o.Home, "/") {
+		return PathOptions{}, fmt.Errorf("rules: paths.home %q is not an absolute path", o.Home)
+	}
+	if o.Home != "" {
+		o.Home = path.Clean(o.Home)
+	}
+	for _, root := range f.Roots {
+		// Clean with no roots reads only absolute paths and ~/….
+		clean, err := PathOptions{Home: o.Home}.Clean(root)
+		if err != nil {
+			return PathOptions{}, fmt.Errorf("rules: paths.roots: %q is not an absolute path or one under the home directory", root)
+		}
+		o.Roots = append(o.Roots, clean)
+	}
+	return o, nil
 }
 
 // compile turns a CEL expression into a predicate over a call's arguments.
