@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -77,6 +78,7 @@ func gateCommand(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return fmt.Errorf("gate: %s: %w", *rulesFile, err)
 	}
+	warnRawPathComparisons(slog.New(slog.NewTextHandler(stderr, nil)), *rulesFile, rules.Warnings)
 	audit := gate.JSONLines(stderr, nil)
 	if *auditLog != "" {
 		f, err := os.OpenFile(*auditLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -105,6 +107,16 @@ func gateCommand(ctx context.Context, args []string, getenv func(string) string,
 		return gateHTTP(ctx, *upstreamURL, headers, *listen, getenv("COUNTERSIGN_GATE_TOKENS"), rules, opts, stderr)
 	}
 	return gateStdio(ctx, command, *callerName, rules, opts, stdin, stdout, stderr)
+}
+
+// warnRawPathComparisons warns, at start, of each rule that compares a path
+// argument as a raw string: the upstream resolves the path first, so the
+// same file spelled another way (/srv/fs/public/../secret) slips past it.
+func warnRawPathComparisons(log *slog.Logger, file string, warnings []proxy.RuleWarning) {
+	for _, w := range warnings {
+		log.Warn("gate: a rule compares a path as a raw string, and the same path spelled another way (.., //, ~) slips past it",
+			"rules", file, "tool", w.Tool, "rule", w.Expression, "argument", "args."+w.Argument, "function", w.Function, "use", w.Suggestion())
+	}
 }
 
 // homeDir is the directory a leading ~ names for an upstream the gate

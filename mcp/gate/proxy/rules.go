@@ -56,6 +56,9 @@ type Rules struct {
 	Timeout  time.Duration // 0 when the file does not say
 	Paths    PathOptions
 	Approval map[string]gate.Rule[gate.Args]
+	// Warnings are the rules that compare a path argument as a raw
+	// string, in the order of their tools' names.
+	Warnings []RuleWarning
 }
 
 // ParseRules reads and compiles a rules file; home is the directory `~`
@@ -103,11 +106,12 @@ func ParseRules(b []byte, home string) (*Rules, error) {
 				r.Approval[name] = gate.Rule[gate.Args]{}
 			}
 		case json.Unmarshal(raw, &expr) == nil:
-			pred, err := compile(env, expr)
+			pred, ast, err := compile(env, expr)
 			if err != nil {
 				return nil, fmt.Errorf("rules: tool %s: approval predicate %q: %w", name, expr, err)
 			}
 			r.Approval[name] = gate.When(pred)
+			r.Warnings = append(r.Warnings, rawPathComparisons(name, expr, ast)...)
 		default:
 			return nil, fmt.Errorf("rules: tool %s: approval must be true, false or a CEL predicate over args, not %s", name, raw)
 		}
@@ -140,20 +144,21 @@ func readPaths(f PathsFile, home string) (PathOptions, error) {
 	return o, nil
 }
 
-// compile turns a CEL expression into a predicate over a call's arguments.
-// A predicate that fails at run time (a missing argument, say) asks: when in
-// doubt, a person decides.
-func compile(env *cel.Env, expr string) (func(gate.Args) bool, error) {
+// compile turns a CEL expression into a predicate over a call's arguments,
+// and returns its checked AST. A predicate that fails at run time (a missing
+// argument, a path that cannot be read) asks: when in doubt, a person
+// decides.
+func compile(env *cel.Env, expr string) (func(gate.Args) bool, *cel.Ast, error) {
 	ast, iss := env.Compile(expr)
 	if iss != nil && iss.Err() != nil {
-		return nil, iss.Err()
+		return nil, nil, iss.Err()
 	}
 	if ast.OutputType() != cel.BoolType && ast.OutputType() != cel.DynType {
-		return nil, fmt.Errorf("is a %s, not a bool", ast.OutputType())
+		return nil, nil, fmt.Errorf("is a %s, not a bool", ast.OutputType())
 	}
 	prg, err := env.Program(ast)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return func(args gate.Args) bool {
 		if args == nil {
@@ -165,5 +170,5 @@ func compile(env *cel.Env, expr string) (func(gate.Args) bool, error) {
 		}
 		b, ok := out.Value().(bool)
 		return !ok || b
-	}, nil
+	}, ast, nil
 }
