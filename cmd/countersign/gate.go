@@ -30,6 +30,14 @@ const gateUsage = `usage:
       an upstream over Streamable HTTP, served over Streamable HTTP at ADDR/mcp; callers send a bearer
       token of COUNTERSIGN_GATE_TOKENS (name=token,name=token), and the name is the caller in audit events
 
+Rules: per tool, true or a CEL predicate over args. Compare paths with path.within(p, dir) and path.clean(p),
+which read a path as the upstream opens it (.., //, ~ under paths.home or HOME, a relative path against
+paths.roots), never with startsWith, contains or ==, which /srv/fs/public/../secret/b.txt slips past:
+  {"server": "filesystem", "timeout": "45s", "paths": {"roots": ["/srv/fs"]},
+   "tools": {"write_file": {"approval": "path.within(args.path, '/srv/fs/secret')"},
+             "move_file": {"approval": "path.within(args.source, '/srv/fs/secret') || path.within(args.destination, '/srv/fs/secret')"},
+             "edit_file": {"approval": true}}}
+
 Environment: COUNTERSIGN_URL (the service's base URL) and COUNTERSIGN_TOKEN (an agent token with the
 approvals scopes) reach Countersign; neither is passed to the upstream nor shown to the caller.`
 

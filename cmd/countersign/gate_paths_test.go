@@ -15,6 +15,7 @@ import (
 
 	"github.com/countersign/countersign/apptest/gatetest"
 	"github.com/countersign/countersign/mcp/gate"
+	"github.com/countersign/countersign/mcp/gate/proxy"
 	"github.com/countersign/countersign/models"
 )
 
@@ -155,5 +156,51 @@ func TestTheGateAsksForEverySpellingOfAPathInTheFolderItGuards(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Every rules example we show, in the README and in gate --help, reads, and
+// compares paths only through path.within and path.clean: the gate warns of
+// none of them.
+func TestEveryRulesExampleComparesPathsWithThePathFunctions(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var help strings.Builder
+	err = gateCommand(context.Background(), []string{"--help"}, func(string) string { return "" }, strings.NewReader(""), &help, io.Discard)
+	if err != nil {
+		help.WriteString(err.Error())
+	}
+	examples := map[string][]string{"README.md": nil, "gate --help": nil}
+	for _, block := range strings.Split(string(readme), "```json\n")[1:] {
+		if block, _, _ = strings.Cut(block, "```"); strings.Contains(block, `"tools"`) {
+			examples["README.md"] = append(examples["README.md"], block)
+		}
+	}
+	if i := strings.Index(help.String(), `{"server"`); i >= 0 {
+		var example json.RawMessage
+		if err := json.NewDecoder(strings.NewReader(help.String()[i:])).Decode(&example); err != nil {
+			t.Fatalf("the rules example of gate --help: %v", err)
+		}
+		examples["gate --help"] = []string{string(example)}
+	}
+	for where, blocks := range examples {
+		if len(blocks) == 0 {
+			t.Errorf("%s shows no rules example", where)
+		}
+		for _, block := range blocks {
+			rules, err := proxy.ParseRules([]byte(block), "/Users/ada")
+			if err != nil {
+				t.Errorf("%s: %v\n%s", where, err, block)
+				continue
+			}
+			if !strings.Contains(block, "path.within(") {
+				t.Errorf("%s: the example uses no path.within:\n%s", where, block)
+			}
+			for _, w := range rules.Warnings {
+				t.Errorf("%s: the example compares args.%s with %s: %s", where, w.Argument, w.Function, w.Expression)
+			}
+		}
 	}
 }
