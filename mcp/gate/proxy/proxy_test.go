@@ -326,6 +326,7 @@ func TestParseRulesReadsThePaths(t *testing.T) {
 		{"no paths section: the gate's home, no roots", ``, "/home/gate", proxy.PathOptions{Home: "/home/gate"}},
 		{"roots are kept clean, in order, ~ under the home", `"paths": {"roots": ["/srv/fs/", "//srv/./other", "~/notes"]},`, "/home/gate",
 			proxy.PathOptions{Roots: []string{"/srv/fs", "/srv/other", "/home/gate/notes"}, Home: "/home/gate"}},
+		{"a relative HOME names no home", ``, "ada", proxy.PathOptions{}},
 		{"the file's home wins over the gate's, for an upstream on another host", `"paths": {"roots": ["~"], "home": "/home/srv/"},`, "/home/gate",
 			proxy.PathOptions{Roots: []string{"/home/srv"}, Home: "/home/srv"}},
 	}

@@ -27,7 +27,7 @@ import (
 //	 "paths": {"roots": ["/srv/fs"]},
 //	 "tools": {"write_file": {"approval": "path.within(args.path, '/srv/fs/secret')"},
 //	           "move_file": {"approval": "!path.within(args.destination, '/srv/fs/public')"},
-//	           "delete_file": {"approval": true}}}
+//	           "edit_file": {"approval": true}}}
 type RulesFile struct {
 	Server  string              `json:"server"`
 	Timeout string              `json:"timeout"`
@@ -63,7 +63,7 @@ type Rules struct {
 
 // ParseRules reads and compiles a rules file; home is the directory `~`
 // names when the file names none (the gate's own, which an upstream it
-// starts inherits), or "". A predicate that does not compile, or is not a
+// starts inherits), or "" (a relative home counts as none). A predicate that does not compile, or is not a
 // bool, is refused naming its tool, and so is a root or home that is not
 // absolute.
 func ParseRules(b []byte, home string) (*Rules, error) {
@@ -119,19 +119,19 @@ func ParseRules(b []byte, home string) (*Rules, error) {
 	return r, nil
 }
 
-// readPaths checks the paths section: a home, and each root once `~` is
-// expanded, must be absolute; roots are kept clean, as the upstream keeps
-// its allowed directories.
+// readPaths checks the paths section, with home as the default home: the
+// file's home, and each root once `~` is expanded, must be absolute; roots
+// are kept clean, as the upstream keeps its allowed directories.
 func readPaths(f PathsFile, home string) (PathOptions, error) {
-	o := PathOptions{Home: home}
-	if f.Home != "" {
-		o.Home = f.Home
-	}
-	if o.Home != "" && !strings.HasPrefix(o.Home, "/") {
-		return PathOptions{}, fmt.Errorf("rules: paths.home %q is not an absolute path", o.Home)
-	}
-	if o.Home != "" {
-		o.Home = path.Clean(o.Home)
+	var o PathOptions
+	switch {
+	case f.Home != "" && !strings.HasPrefix(f.Home, "/"):
+		return PathOptions{}, fmt.Errorf("rules: paths.home %q is not an absolute path", f.Home)
+	case f.Home != "":
+		o.Home = path.Clean(f.Home)
+	case strings.HasPrefix(home, "/"):
+		// A relative HOME names no folder: ~ paths then fail, and ask.
+		o.Home = path.Clean(home)
 	}
 	for _, root := range f.Roots {
 		// Clean with no roots reads only absolute paths and ~/….
