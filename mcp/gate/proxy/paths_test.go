@@ -112,6 +112,7 @@ func TestPathWithinNeverMatchesAPathThatEscapes(t *testing.T) {
 		{name: "a file deep below it is within it", p: "/srv/fs/secret/x/y/z", dir: "/srv/fs/secret", want: true},
 		{name: "a sibling with the same prefix is not within it", p: "/srv/fs/secretive/b.txt", dir: "/srv/fs/secret", want: false},
 		{name: "a sibling that is a prefix of it is not within it", p: "/srv/fs/secre", dir: "/srv/fs/secret", want: false},
+		{name: "its name and a quote is beside it, where the server writes it", p: `/srv/fs/secret"`, dir: "/srv/fs/secret", want: false},
 		{name: "its parent is not within it", p: "/srv/fs", dir: "/srv/fs/secret", want: false},
 		{name: "a path that enters then leaves it is not within it", p: "/srv/fs/secret/../public/a.txt", dir: "/srv/fs/secret", want: false},
 		{name: "a path that climbs into it from a sibling is within it", p: "/srv/fs/public/../secret/b.txt", dir: "/srv/fs/secret", want: true},
