@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +29,14 @@ const gateUsage = `usage:
   countersign gate --rules gate.json --upstream URL [--upstream-header 'Authorization: …']... --listen ADDR [...]
       an upstream over Streamable HTTP, served over Streamable HTTP at ADDR/mcp; callers send a bearer
       token of COUNTERSIGN_GATE_TOKENS (name=token,name=token), and the name is the caller in audit events
+
+Rules: per tool, true or a CEL predicate over args. Compare paths with path.within(p, dir) and path.clean(p),
+which read a path as the upstream opens it (.., //, ~ under paths.home or HOME, a relative path against
+paths.roots), never with startsWith, contains or ==, which /srv/fs/public/../secret/b.txt slips past:
+  {"server": "filesystem", "timeout": "45s", "paths": {"roots": ["/srv/fs"]},
+   "tools": {"write_file": {"approval": "path.within(args.path, '/srv/fs/secret')"},
+             "move_file": {"approval": "path.within(args.source, '/srv/fs/secret') || path.within(args.destination, '/srv/fs/secret')"},
+             "edit_file": {"approval": true}}}
 
 Environment: COUNTERSIGN_URL (the service's base URL) and COUNTERSIGN_TOKEN (an agent token with the
 approvals scopes) reach Countersign; neither is passed to the upstream nor shown to the caller.`
@@ -73,10 +82,11 @@ func gateCommand(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return fmt.Errorf("gate: read the rules: %w", err)
 	}
-	rules, err := proxy.ParseRules(raw)
+	rules, err := proxy.ParseRules(raw, homeDir(getenv))
 	if err != nil {
 		return fmt.Errorf("gate: %s: %w", *rulesFile, err)
 	}
+	warnRawPathComparisons(slog.New(slog.NewTextHandler(stderr, nil)), *rulesFile, rules.Warnings)
 	audit := gate.JSONLines(stderr, nil)
 	if *auditLog != "" {
 		f, err := os.OpenFile(*auditLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -105,6 +115,29 @@ func gateCommand(ctx context.Context, args []string, getenv func(string) string,
 		return gateHTTP(ctx, *upstreamURL, headers, *listen, getenv("COUNTERSIGN_GATE_TOKENS"), rules, opts, stderr)
 	}
 	return gateStdio(ctx, command, *callerName, rules, opts, stdin, stdout, stderr)
+}
+
+// warnRawPathComparisons warns, at start, of each rule that compares a path
+// argument as a raw string: the upstream resolves the path first, so the
+// same file spelled another way (/srv/fs/public/../secret) slips past it.
+func warnRawPathComparisons(log *slog.Logger, file string, warnings []proxy.RuleWarning) {
+	for _, w := range warnings {
+		log.Warn("gate: a rule compares a path as a raw string, and the same path spelled another way (.., //, ~) slips past it",
+			"rules", file, "tool", w.Tool, "rule", w.Expression, "argument", "args."+w.Argument, "function", w.Function, "use", w.Suggestion())
+	}
+}
+
+// homeDir is the directory a leading ~ names for an upstream the gate
+// starts, found as Node's os.homedir() finds it: HOME, else the user's
+// entry in the password database.
+func homeDir(getenv func(string) string) string {
+	if home := getenv("HOME"); home != "" {
+		return home
+	}
+	if u, err := user.Current(); err == nil {
+		return u.HomeDir
+	}
+	return ""
 }
 
 func needsSink(r *proxy.Rules) bool {

@@ -312,7 +312,7 @@ func TestTheGateWithRulesThatAskAndNoCountersignFailsAtBoot(t *testing.T) {
 		{"no URL", map[string]string{"COUNTERSIGN_TOKEN": "cs_agent_x"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rules := writeRules(t, `{"server": "files", "tools": {"write_file": {"approval": "args.path.startsWith('/etc')"}}}`)
+			rules := writeRules(t, `{"server": "files", "tools": {"write_file": {"approval": "path.within(args.path, '/etc')"}}}`)
 			var stderr strings.Builder
 			err := gateCommand(context.Background(), append([]string{"--rules", rules}, upstream...),
 				func(k string) string { return tc.env[k] }, strings.NewReader(""), io.Discard, &stderr)

@@ -17,8 +17,11 @@
 // durable: a process that dies mid-question takes the request with it, and
 // the call did not happen.
 //
-// The package depends on the MCP go-sdk and the standard library only, so
-// any Go MCP server can import it.
+// Every audit event carries the SHA-256 of the call's canonical arguments.
+//
+// The package depends on the MCP go-sdk, the standard library and two small
+// packages of this module (ask for the canonical hash, bearer for the
+// Countersign sink's token), so any Go MCP server can import it.
 package gate
 
 import (
@@ -305,7 +308,8 @@ func (g *governor) call(ctx context.Context, req *mcp.CallToolRequest, run func(
 	t := g.tools[req.Params.Name]
 	args := req.Params.Arguments
 	caller := g.opts.Caller(ctx, req)
-	ev := AuditEvent{Time: start.UTC(), Tool: t.name, Caller: caller.Name}
+	argsHash, argsErr := ArgumentsHash(args)
+	ev := AuditEvent{Time: start.UTC(), Tool: t.name, Caller: caller.Name, ArgumentsSHA256: argsHash}
 	finish := func(phase, decision, approver, reason string) {
 		ev.Phase, ev.Decision, ev.Approver, ev.Reason = phase, decision, approver, reason
 		ev.DurationMs = time.Since(start).Milliseconds()
@@ -337,6 +341,11 @@ func (g *governor) call(ctx context.Context, req *mcp.CallToolRequest, run func(
 	}
 	schemas := g.schemasOf(t.name)
 	needs, err := needsApproval(t, args, schemas.input)
+	if argsErr != nil {
+		// The audit could not say what would run, and the rule and the
+		// tool could read the arguments two ways.
+		err = fmt.Errorf("the arguments have no canonical form to hash for the audit: %w", argsErr)
+	}
 	if err != nil {
 		finish(PhaseRefused, DecisionDeny, "", ReasonInvalidArguments+": "+err.Error())
 		var res mcp.CallToolResult

@@ -148,7 +148,7 @@ func TestAuditDefaultsToSlogWithEveryMember(t *testing.T) {
 	if err := json.Unmarshal(bytes.TrimSpace(buf.Bytes()), &line); err != nil {
 		t.Fatalf("slog line %q: %v", buf.String(), err)
 	}
-	for _, k := range []string{"time", "tool", "label", "caller", "approver", "phase", "decision", "reason", "durationMs"} {
+	for _, k := range []string{"time", "tool", "label", "caller", "approver", "phase", "decision", "reason", "argumentsSha256", "durationMs"} {
 		if _, ok := line[k]; !ok {
 			t.Errorf("the slog line has no %q: %s", k, buf.String())
 		}
@@ -160,8 +160,8 @@ func TestAuditDefaultsToSlogWithEveryMember(t *testing.T) {
 
 func TestJSONLinesHaveExactlyTheMembers(t *testing.T) {
 	var buf bytes.Buffer
-	gate.JSONLines(&buf, nil)(context.Background(), gate.AuditEvent{Time: time.Unix(0, 0).UTC(), Tool: "t", Phase: "refused", Decision: "deny", DurationMs: 45000})
-	want := `{"time":"1970-01-01T00:00:00Z","tool":"t","label":"","caller":"","approver":"","phase":"refused","decision":"deny","reason":"","durationMs":45000}` + "\n"
+	gate.JSONLines(&buf, nil)(context.Background(), gate.AuditEvent{Time: time.Unix(0, 0).UTC(), Tool: "t", Phase: "refused", Decision: "deny", ArgumentsSHA256: "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a", DurationMs: 45000})
+	want := `{"time":"1970-01-01T00:00:00Z","tool":"t","label":"","caller":"","approver":"","phase":"refused","decision":"deny","reason":"","argumentsSha256":"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","durationMs":45000}` + "\n"
 	if buf.String() != want {
 		t.Errorf("line = %s, want %s", buf.String(), want)
 	}

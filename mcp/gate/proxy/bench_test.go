@@ -67,7 +67,7 @@ func connect(b *testing.B, t mcp.Transport) *mcp.ClientSession {
 //
 //	go test ./mcp/gate/proxy -run '^$' -bench NonGatedCall -benchtime 5000x
 func BenchmarkNonGatedCall(b *testing.B) {
-	rules, err := proxy.ParseRules([]byte(rulesJSON))
+	rules, err := proxy.ParseRules([]byte(rulesJSON), "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func BenchmarkDecisionToGatedCall(b *testing.B) {
 		mu.Unlock()
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deleted"}}}, nil, nil
 	})
-	rules, err := proxy.ParseRules([]byte(`{"server": "filesystem", "tools": {"delete_file": {"approval": true}}}`))
+	rules, err := proxy.ParseRules([]byte(`{"server": "filesystem", "tools": {"delete_file": {"approval": true}}}`), "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func upstream(w *world) *mcp.Server {
 
 const rulesJSON = `{"server": "filesystem", "timeout": "45s", "tools": {
 	"write_file": {"approval": true},
-	"move_file": {"approval": "args.destination.startsWith('/etc')"},
+	"move_file": {"approval": "path.within(args.destination, '/etc')"},
 	"read_text_file": {"approval": false}}}`
 
 type world struct {
@@ -113,7 +113,7 @@ type world struct {
 func start(t *testing.T, rules string, answer gate.ApprovalFunc) (*world, error) {
 	t.Helper()
 	w := &world{progress: make(chan *mcp.ProgressNotificationParams, 4), bothInFlight: make(chan struct{}), release: make(chan struct{}), hanging: make(chan struct{}, 1), cancelled: make(chan error, 1)}
-	r, err := proxy.ParseRules([]byte(rules))
+	r, err := proxy.ParseRules([]byte(rules), "")
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +210,9 @@ func TestTheProxyGatesWhatTheRulesName(t *testing.T) {
 		}, gate.RefusalText, true, 0},
 		{"the CEL predicate asks for a move into /etc", "move_file", map[string]any{"source": "/tmp/x", "destination": "/etc/x"}, approve, "moved to /etc/x", true, 1},
 		{"the CEL predicate lets a move elsewhere through", "move_file", map[string]any{"source": "/tmp/x", "destination": "/tmp/y"}, approve, "moved to /tmp/y", false, 1},
+		{"the CEL predicate asks for a move into /etc spelled through /tmp/..", "move_file", map[string]any{"source": "/tmp/x", "destination": "/tmp/../etc/x"}, approve, "moved to /tmp/../etc/x", true, 1},
+		{"the CEL predicate lets a move into /etcetera through", "move_file", map[string]any{"source": "/tmp/x", "destination": "/etcetera/x"}, approve, "moved to /etcetera/x", false, 1},
+		{"a destination path.within cannot read (relative, and the rules name no roots) asks", "move_file", map[string]any{"source": "/tmp/x", "destination": "y"}, approve, "moved to y", true, 1},
 		{"approval false passes straight through", "read_text_file", map[string]any{"path": "/a"}, approve, "contents of /a", false, 0},
 	}
 	for _, tc := range tests {
@@ -287,6 +290,10 @@ func TestTheProxyRefusesToStart(t *testing.T) {
 		{"an approval that is neither", `{"tools": {"move_file": {"approval": 3}}}`, "must be true, false or a CEL predicate"},
 		{"a timeout that is not a duration", `{"timeout": "soon", "tools": {}}`, "timeout"},
 		{"an unknown member", `{"tools": {}, "toolz": {}}`, "unknown field"},
+		{"a relative root", `{"paths": {"roots": ["srv/fs"]}, "tools": {}}`, `paths.roots: "srv/fs" is not an absolute path`},
+		{"a root under ~ with no home", `{"paths": {"roots": ["~/notes"]}, "tools": {}}`, `paths.roots: "~/notes" is not an absolute path or one under the home directory`},
+		{"a relative home", `{"paths": {"home": "ada"}, "tools": {}}`, `paths.home "ada" is not an absolute path`},
+		{"a path function called with the wrong arguments", `{"tools": {"move_file": {"approval": "path.within(args.destination)"}}}`, "tool move_file: approval predicate"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -299,7 +306,7 @@ func TestTheProxyRefusesToStart(t *testing.T) {
 }
 
 func TestParseRulesReadsTheTimeout(t *testing.T) {
-	r, err := proxy.ParseRules([]byte(rulesJSON))
+	r, err := proxy.ParseRules([]byte(rulesJSON), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,6 +315,31 @@ func TestParseRulesReadsTheTimeout(t *testing.T) {
 	}
 	if reflect.ValueOf(r.Approval["move_file"]).IsZero() {
 		t.Error("move_file has no rule")
+	}
+}
+
+func TestParseRulesReadsThePaths(t *testing.T) {
+	tests := []struct {
+		name, paths, home string
+		want              proxy.PathOptions
+	}{
+		{"no paths section: the gate's home, no roots", ``, "/home/gate", proxy.PathOptions{Home: "/home/gate"}},
+		{"roots are kept clean, in order, ~ under the home", `"paths": {"roots": ["/srv/fs/", "//srv/./other", "~/notes"]},`, "/home/gate",
+			proxy.PathOptions{Roots: []string{"/srv/fs", "/srv/other", "/home/gate/notes"}, Home: "/home/gate"}},
+		{"a relative HOME names no home", ``, "ada", proxy.PathOptions{}},
+		{"the file's home wins over the gate's, for an upstream on another host", `"paths": {"roots": ["~"], "home": "/home/srv/"},`, "/home/gate",
+			proxy.PathOptions{Roots: []string{"/home/srv"}, Home: "/home/srv"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := proxy.ParseRules([]byte(`{`+tc.paths+` "tools": {}}`), tc.home)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(r.Paths, tc.want) {
+				t.Errorf("paths = %+v, want %+v", r.Paths, tc.want)
+			}
+		})
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path"
 	"sort"
+	"strings"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -17,16 +19,30 @@ import (
 )
 
 // RulesFile is the rules JSON: the upstream's name on asks, how long a call
-// waits, and per tool either true (every call asks) or a CEL predicate over
-// args.
+// waits, what a path means on the upstream, and per tool either true (every
+// call asks) or a CEL predicate over args, with the path functions of
+// PathLibrary.
 //
 //	{"server": "filesystem", "timeout": "45s",
-//	 "tools": {"write_file": {"approval": true},
-//	           "move_file": {"approval": "args.destination.startsWith('/etc')"}}}
+//	 "paths": {"roots": ["/srv/fs"]},
+//	 "tools": {"write_file": {"approval": "path.within(args.path, '/srv/fs/secret')"},
+//	           "move_file": {"approval": "!path.within(args.destination, '/srv/fs/public')"},
+//	           "edit_file": {"approval": true}}}
 type RulesFile struct {
 	Server  string              `json:"server"`
 	Timeout string              `json:"timeout"`
+	Paths   PathsFile           `json:"paths"`
 	Tools   map[string]ToolRule `json:"tools"`
+}
+
+// PathsFile says what a path means on the upstream, for path.clean and
+// path.within: its allowed directories, absolute and in the order it was
+// given them, against which it resolves relative paths, and the home
+// directory `~` names there when it is not the gate's own (an upstream over
+// HTTP on another host).
+type PathsFile struct {
+	Roots []string `json:"roots"`
+	Home  string   `json:"home"`
 }
 
 // ToolRule is one tool's rule: approval is true, false, or a CEL expression.
@@ -38,12 +54,19 @@ type ToolRule struct {
 type Rules struct {
 	Server   string
 	Timeout  time.Duration // 0 when the file does not say
+	Paths    PathOptions
 	Approval map[string]gate.Rule[gate.Args]
+	// Warnings are the rules that compare a path argument as a raw
+	// string, in the order of their tools' names.
+	Warnings []RuleWarning
 }
 
-// ParseRules reads and compiles a rules file. A predicate that does not
-// compile, or is not a bool, is refused naming its tool.
-func ParseRules(b []byte) (*Rules, error) {
+// ParseRules reads and compiles a rules file; home is the directory `~`
+// names when the file names none (the gate's own, which an upstream it
+// starts inherits), or "" (a relative home counts as none). A predicate that does not compile, or is not a
+// bool, is refused naming its tool, and so is a root or home that is not
+// absolute.
+func ParseRules(b []byte, home string) (*Rules, error) {
 	var f RulesFile
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -51,6 +74,7 @@ func ParseRules(b []byte) (*Rules, error) {
 		return nil, fmt.Errorf("rules: %w", err)
 	}
 	r := &Rules{Server: f.Server, Approval: map[string]gate.Rule[gate.Args]{}}
+	var err error
 	if f.Timeout != "" {
 		d, err := time.ParseDuration(f.Timeout)
 		if err != nil || d <= 0 {
@@ -58,7 +82,10 @@ func ParseRules(b []byte) (*Rules, error) {
 		}
 		r.Timeout = d
 	}
-	env, err := cel.NewEnv(cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)))
+	if r.Paths, err = readPaths(f.Paths, home); err != nil {
+		return nil, err
+	}
+	env, err := cel.NewEnv(cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)), PathLibrary(r.Paths))
 	if err != nil {
 		return nil, fmt.Errorf("rules: CEL environment: %w", err)
 	}
@@ -79,11 +106,12 @@ func ParseRules(b []byte) (*Rules, error) {
 				r.Approval[name] = gate.Rule[gate.Args]{}
 			}
 		case json.Unmarshal(raw, &expr) == nil:
-			pred, err := compile(env, expr)
+			pred, ast, err := compile(env, expr)
 			if err != nil {
 				return nil, fmt.Errorf("rules: tool %s: approval predicate %q: %w", name, expr, err)
 			}
 			r.Approval[name] = gate.When(pred)
+			r.Warnings = append(r.Warnings, rawPathComparisons(name, expr, ast)...)
 		default:
 			return nil, fmt.Errorf("rules: tool %s: approval must be true, false or a CEL predicate over args, not %s", name, raw)
 		}
@@ -91,20 +119,46 @@ func ParseRules(b []byte) (*Rules, error) {
 	return r, nil
 }
 
-// compile turns a CEL expression into a predicate over a call's arguments.
-// A predicate that fails at run time (a missing argument, say) asks: when in
-// doubt, a person decides.
-func compile(env *cel.Env, expr string) (func(gate.Args) bool, error) {
+// readPaths checks the paths section, with home as the default home: the
+// file's home, and each root once `~` is expanded, must be absolute; roots
+// are kept clean, as the upstream keeps its allowed directories.
+func readPaths(f PathsFile, home string) (PathOptions, error) {
+	var o PathOptions
+	switch {
+	case f.Home != "" && !strings.HasPrefix(f.Home, "/"):
+		return PathOptions{}, fmt.Errorf("rules: paths.home %q is not an absolute path", f.Home)
+	case f.Home != "":
+		o.Home = path.Clean(f.Home)
+	case strings.HasPrefix(home, "/"):
+		// A relative HOME names no folder: ~ paths then fail, and ask.
+		o.Home = path.Clean(home)
+	}
+	for _, root := range f.Roots {
+		// Clean with no roots reads only absolute paths and ~/….
+		clean, err := PathOptions{Home: o.Home}.Clean(root)
+		if err != nil {
+			return PathOptions{}, fmt.Errorf("rules: paths.roots: %q is not an absolute path or one under the home directory", root)
+		}
+		o.Roots = append(o.Roots, clean)
+	}
+	return o, nil
+}
+
+// compile turns a CEL expression into a predicate over a call's arguments,
+// and returns its checked AST. A predicate that fails at run time (a missing
+// argument, a path that cannot be read) asks: when in doubt, a person
+// decides.
+func compile(env *cel.Env, expr string) (func(gate.Args) bool, *cel.Ast, error) {
 	ast, iss := env.Compile(expr)
 	if iss != nil && iss.Err() != nil {
-		return nil, iss.Err()
+		return nil, nil, iss.Err()
 	}
 	if ast.OutputType() != cel.BoolType && ast.OutputType() != cel.DynType {
-		return nil, fmt.Errorf("is a %s, not a bool", ast.OutputType())
+		return nil, nil, fmt.Errorf("is a %s, not a bool", ast.OutputType())
 	}
 	prg, err := env.Program(ast)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return func(args gate.Args) bool {
 		if args == nil {
@@ -116,5 +170,5 @@ func compile(env *cel.Env, expr string) (func(gate.Args) bool, error) {
 		}
 		b, ok := out.Value().(bool)
 		return !ok || b
-	}, nil
+	}, ast, nil
 }
