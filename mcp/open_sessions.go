@@ -21,7 +21,11 @@ import (
 // GET stream open. An agent waiting on its ask holds the session's GET stream,
 // where the notice of its subscribed resource arrives; such a session is
 // never idle, however long the person takes, because closing it would lose
-// that notice without a word. An idle session ends after the idle life. A new
+// that notice without a word. A subscription alone does not keep a session
+// busy: with no stream open, a notice has nowhere to go (the SDK drops it;
+// there is no event store), so that agent is not listening. Idle is counted
+// from the end of the session's last request; "the session idle the
+// longest" is the one whose last request ended first. An idle session ends after the idle life. A new
 // session past a cap first closes the session of that token (or, for the
 // instance cap, of any token) that has been idle the longest; when none is
 // idle, initialize is refused with 429 and Retry-After, naming the cap.

@@ -289,7 +289,7 @@ func TestAnInstancePastItsSessionCapClosesItsSessionIdleTheLongest(t *testing.T)
 // its GET stream (an agent waiting on its ask's notice) lives on, and its
 // idle life starts when the stream closes.
 func TestAnIdleMCPSessionEndsAfterTheIdleLifeAndAListeningOneLivesOn(t *testing.T) {
-	env := apptest.Start(t, apptest.SQLite, map[string]string{"COUNTERSIGN_MCP_SESSION_IDLE": "2s"})
+	env := apptest.Start(t, apptest.SQLite, map[string]string{"COUNTERSIGN_MCP_SESSION_IDLE": "3s"})
 	_, token := env.Agent(env.Account.ID, "waiter")
 	idle := mustSessionClient(t, env, token, false)
 	waiting := rawSession(t, env, token)
@@ -297,7 +297,7 @@ func TestAnIdleMCPSessionEndsAfterTheIdleLifeAndAListeningOneLivesOn(t *testing.
 
 	eventually(t, "the idle session's end", func() bool { return env.App.MCP.OpenSessions() == 1 })
 	mustBeGone(t, rawPing(t, env, token, idle.ID()), "the idle session after its idle life")
-	time.Sleep(2 * time.Second) // one more idle life: the listening session would have ended by now too
+	time.Sleep(3 * time.Second) // one more idle life: the listening session would have ended by now too
 	if r := rawPing(t, env, token, waiting); r.Status != http.StatusOK {
 		t.Fatalf("the session holding its GET stream: %d %s, want it alive", r.Status, r.Body)
 	}
