@@ -29,17 +29,18 @@ type Config struct {
 	SweepEvery   time.Duration // COUNTERSIGN_SWEEP_EVERY
 	PushContact  string        // COUNTERSIGN_PUSH_CONTACT
 	PushCap      models.PushCap
-	PushHosts    []string      // COUNTERSIGN_PUSH_ALLOWED_HOSTS
-	PushWorkers  int           // COUNTERSIGN_PUSH_WORKERS
-	PushRetry    time.Duration // COUNTERSIGN_PUSH_RETRY
-	SessionIdle  time.Duration // COUNTERSIGN_SESSION_IDLE_WEB
-	AgentIdle    time.Duration // COUNTERSIGN_SESSION_IDLE
-	MetricsAddr  string        // COUNTERSIGN_METRICS_ADDR
-	Proxies      []*net.IPNet  // COUNTERSIGN_TRUSTED_PROXIES
-	TLSCert      string        // COUNTERSIGN_TLS_CERT
-	TLSKey       string        // COUNTERSIGN_TLS_KEY
-	ACMEDomain   string        // COUNTERSIGN_ACME_DOMAIN
-	HTTPAddr     string        // COUNTERSIGN_HTTP_ADDR; "" when there is no redirect listener
+	PushHosts    []string          // COUNTERSIGN_PUSH_ALLOWED_HOSTS
+	PushWorkers  int               // COUNTERSIGN_PUSH_WORKERS
+	PushRetry    time.Duration     // COUNTERSIGN_PUSH_RETRY
+	SessionIdle  time.Duration     // COUNTERSIGN_SESSION_IDLE_WEB
+	AgentIdle    time.Duration     // COUNTERSIGN_SESSION_IDLE
+	MCPSessions  mcp.SessionLimits // COUNTERSIGN_MCP_SESSIONS, COUNTERSIGN_MCP_SESSIONS_PER_TOKEN, COUNTERSIGN_MCP_SESSION_IDLE
+	MetricsAddr  string            // COUNTERSIGN_METRICS_ADDR
+	Proxies      []*net.IPNet      // COUNTERSIGN_TRUSTED_PROXIES
+	TLSCert      string            // COUNTERSIGN_TLS_CERT
+	TLSKey       string            // COUNTERSIGN_TLS_KEY
+	ACMEDomain   string            // COUNTERSIGN_ACME_DOMAIN
+	HTTPAddr     string            // COUNTERSIGN_HTTP_ADDR; "" when there is no redirect listener
 }
 
 // TLS says whether serve ends TLS itself, with its own certificate or ACME.
@@ -72,6 +73,9 @@ var Settings = []Setting{
 	{"COUNTERSIGN_PUSH_RETRY", "1s", "Wait before the first retry of a push the service refused for now; it doubles up to 10 minutes."},
 	{"COUNTERSIGN_SESSION_IDLE_WEB", "12h", "A web session unused this long ends; it ends 30 days after sign-in in any case. From `2m` to `720h`."},
 	{"COUNTERSIGN_SESSION_IDLE", "30m", "An agent session (`session_start`) that has not heartbeated this long ends by itself. Any Go duration of `1s` or more."},
+	{"COUNTERSIGN_MCP_SESSIONS", strconv.Itoa(mcp.DefaultSessions), "The most MCP sessions one instance holds open (each costs some 35 to 50 KB). Past it, a new session first closes the instance's session idle the longest (idle: no call in flight and no GET stream open); when none is idle, `initialize` is refused with 429 and `Retry-After`, naming this setting. From `1` to `1000000`."},
+	{"COUNTERSIGN_MCP_SESSIONS_PER_TOKEN", strconv.Itoa(mcp.DefaultSessionsPerToken), "The most MCP sessions one agent's or runner's token holds open. Past it, a new session first closes that token's session idle the longest; when none is idle, `initialize` is refused with 429 and `Retry-After`, naming this setting. From `1` to `COUNTERSIGN_MCP_SESSIONS`; unset, it is lowered to that when that is smaller."},
+	{"COUNTERSIGN_MCP_SESSION_IDLE", "10m", "An MCP session with no call in flight and no GET stream open ends after this long. An agent waiting on its ask's notice holds its GET stream, so its session lasts as long as the stream. From `1s` to `24h`."},
 	{"COUNTERSIGN_TRUSTED_PROXIES", "", "Comma-separated addresses or CIDR ranges of the reverse proxies in front of the service (like `127.0.0.1,10.0.0.0/8`). For a connection from one of them the client's address is read from `X-Forwarded-For`, so the per-address limits count clients, not the proxy. Empty: only the connection's address counts."},
 	{"COUNTERSIGN_METRICS_ADDR", "", "Empty: no metrics. Else the listen address (like `127.0.0.1:9090`) of a listener of its own that serves Prometheus metrics at `/metrics`; keep it off the public network."},
 	{"COUNTERSIGN_TLS_CERT", "", "Empty: plain HTTP, for a TLS proxy in front (README, Deploy). Else a PEM certificate chain: `serve` answers HTTPS on `COUNTERSIGN_ADDR` with it and `COUNTERSIGN_TLS_KEY`, both or neither, and reads them again when they change (a renewal needs no restart)."},
@@ -212,6 +216,19 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.AgentIdle, err = time.ParseDuration(get("COUNTERSIGN_SESSION_IDLE")); err != nil || c.AgentIdle < time.Second {
 		bad("COUNTERSIGN_SESSION_IDLE", "must be a duration of at least 1s, like 30m")
+	}
+	if c.MCPSessions.Total, err = strconv.Atoi(get("COUNTERSIGN_MCP_SESSIONS")); err != nil || c.MCPSessions.Total < 1 || c.MCPSessions.Total > 1000000 {
+		bad("COUNTERSIGN_MCP_SESSIONS", "must be a whole number from 1 to 1000000")
+	} else if c.MCPSessions.PerToken, err = strconv.Atoi(get("COUNTERSIGN_MCP_SESSIONS_PER_TOKEN")); err != nil || c.MCPSessions.PerToken < 1 {
+		bad("COUNTERSIGN_MCP_SESSIONS_PER_TOKEN", "must be a whole number from 1 to COUNTERSIGN_MCP_SESSIONS (%d)", c.MCPSessions.Total)
+	} else if c.MCPSessions.PerToken > c.MCPSessions.Total {
+		if strings.TrimSpace(getenv("COUNTERSIGN_MCP_SESSIONS_PER_TOKEN")) != "" {
+			bad("COUNTERSIGN_MCP_SESSIONS_PER_TOKEN", "must be a whole number from 1 to COUNTERSIGN_MCP_SESSIONS (%d)", c.MCPSessions.Total)
+		}
+		c.MCPSessions.PerToken = c.MCPSessions.Total // the default follows a smaller instance cap
+	}
+	if c.MCPSessions.Idle, err = time.ParseDuration(get("COUNTERSIGN_MCP_SESSION_IDLE")); err != nil || c.MCPSessions.Idle < time.Second || c.MCPSessions.Idle > 24*time.Hour {
+		bad("COUNTERSIGN_MCP_SESSION_IDLE", "must be a duration from 1s to 24h, like 10m")
 	}
 	for _, p := range strings.Split(get("COUNTERSIGN_TRUSTED_PROXIES"), ",") {
 		if p = strings.TrimSpace(p); p == "" {

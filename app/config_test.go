@@ -57,6 +57,21 @@ func TestTheTextTableAlignsEveryColumnAndKeepsEveryWord(t *testing.T) {
 	}
 }
 
+// An instance cap set below the per-token default lowers that default with
+// it; a per-token cap set explicitly above the instance's is refused.
+func TestTheSessionCapPerTokenFollowsASmallerInstanceCap(t *testing.T) {
+	env := map[string]string{"COUNTERSIGN_MCP_SESSIONS": "50"}
+	c, err := LoadConfig(func(k string) string { return env[k] })
+	if err != nil || c.MCPSessions.Total != 50 || c.MCPSessions.PerToken != 50 {
+		t.Fatalf("COUNTERSIGN_MCP_SESSIONS=50 alone: %+v, %v; want 50 per token", c.MCPSessions, err)
+	}
+	env["COUNTERSIGN_MCP_SESSIONS_PER_TOKEN"] = "51"
+	if _, err := LoadConfig(func(k string) string { return env[k] }); err == nil ||
+		!strings.Contains(err.Error(), "COUNTERSIGN_MCP_SESSIONS_PER_TOKEN: must be a whole number from 1 to COUNTERSIGN_MCP_SESSIONS (50)") {
+		t.Errorf("51 per token of 50: %v, want it refused by name", err)
+	}
+}
+
 func TestDefaultsLoad(t *testing.T) {
 	c, err := LoadConfig(func(string) string { return "" })
 	if err != nil {
@@ -64,7 +79,8 @@ func TestDefaultsLoad(t *testing.T) {
 	}
 	if c.Addr != ":8080" || c.Data != "./data" || c.DatabaseURL != "" || c.BaseURL != "http://localhost:8080" ||
 		c.AskRate.String() != "60/m" || c.AskBurst != 20 || c.PushCap.N != 20 || c.PushContact != "mailto:countersign@localhost" ||
-		c.SessionIdle != 12*time.Hour || c.AgentIdle != 30*time.Minute || c.DatabasePool != 32 {
+		c.SessionIdle != 12*time.Hour || c.AgentIdle != 30*time.Minute || c.DatabasePool != 32 ||
+		c.MCPSessions.Total != 20000 || c.MCPSessions.PerToken != 100 || c.MCPSessions.Idle != 10*time.Minute {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -93,6 +109,21 @@ func TestSettingsAreValidatedAtStart(t *testing.T) {
 		{"COUNTERSIGN_DATABASE_POOL", "1001", nil, "COUNTERSIGN_DATABASE_POOL: must be a whole number from 8 to 1000"},
 		{"COUNTERSIGN_DATABASE_POOL", "many", nil, "COUNTERSIGN_DATABASE_POOL: must be a whole number from 8 to 1000"},
 		{"COUNTERSIGN_DATABASE_POOL", "8.5", nil, "COUNTERSIGN_DATABASE_POOL: must be a whole number from 8 to 1000"},
+		{"COUNTERSIGN_MCP_SESSIONS", "1", 1, ""},
+		{"COUNTERSIGN_MCP_SESSIONS", "1000000", 1000000, ""},
+		{"COUNTERSIGN_MCP_SESSIONS", "0", nil, "COUNTERSIGN_MCP_SESSIONS: must be a whole number from 1 to 1000000"},
+		{"COUNTERSIGN_MCP_SESSIONS", "1000001", nil, "COUNTERSIGN_MCP_SESSIONS: must be a whole number from 1 to 1000000"},
+		{"COUNTERSIGN_MCP_SESSIONS", "20k", nil, "COUNTERSIGN_MCP_SESSIONS: must be a whole number from 1 to 1000000"},
+		{"COUNTERSIGN_MCP_SESSIONS_PER_TOKEN", "1", 1, ""},
+		{"COUNTERSIGN_MCP_SESSIONS_PER_TOKEN", "20000", 20000, ""},
+		{"COUNTERSIGN_MCP_SESSIONS_PER_TOKEN", "20001", nil, "COUNTERSIGN_MCP_SESSIONS_PER_TOKEN: must be a whole number from 1 to COUNTERSIGN_MCP_SESSIONS (20000)"},
+		{"COUNTERSIGN_MCP_SESSIONS_PER_TOKEN", "0", nil, "COUNTERSIGN_MCP_SESSIONS_PER_TOKEN: must be a whole number from 1 to COUNTERSIGN_MCP_SESSIONS (20000)"},
+		{"COUNTERSIGN_MCP_SESSIONS_PER_TOKEN", "-1", nil, "COUNTERSIGN_MCP_SESSIONS_PER_TOKEN: must be a whole number from 1 to COUNTERSIGN_MCP_SESSIONS (20000)"},
+		{"COUNTERSIGN_MCP_SESSION_IDLE", "1s", time.Second, ""},
+		{"COUNTERSIGN_MCP_SESSION_IDLE", "24h", 24 * time.Hour, ""},
+		{"COUNTERSIGN_MCP_SESSION_IDLE", "999ms", nil, "COUNTERSIGN_MCP_SESSION_IDLE: must be a duration from 1s to 24h, like 10m"},
+		{"COUNTERSIGN_MCP_SESSION_IDLE", "25h", nil, "COUNTERSIGN_MCP_SESSION_IDLE: must be a duration from 1s to 24h, like 10m"},
+		{"COUNTERSIGN_MCP_SESSION_IDLE", "10", nil, "COUNTERSIGN_MCP_SESSION_IDLE: must be a duration from 1s to 24h, like 10m"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			c, err := LoadConfig(func(k string) string {
@@ -110,7 +141,9 @@ func TestSettingsAreValidatedAtStart(t *testing.T) {
 			if err != nil {
 				t.Fatalf("err = %v, want it read", err)
 			}
-			read := map[string]any{"COUNTERSIGN_SESSION_IDLE": c.AgentIdle, "COUNTERSIGN_DATABASE_POOL": c.DatabasePool}[tc.name]
+			read := map[string]any{"COUNTERSIGN_SESSION_IDLE": c.AgentIdle, "COUNTERSIGN_DATABASE_POOL": c.DatabasePool,
+				"COUNTERSIGN_MCP_SESSIONS": c.MCPSessions.Total, "COUNTERSIGN_MCP_SESSIONS_PER_TOKEN": c.MCPSessions.PerToken,
+				"COUNTERSIGN_MCP_SESSION_IDLE": c.MCPSessions.Idle}[tc.name]
 			if read != tc.want {
 				t.Errorf("read as %v, want %v", read, tc.want)
 			}

@@ -37,7 +37,9 @@ type timelineData struct {
 // ask of the viewer's account with a seq greater than Last-Event-ID (or
 // ?after=), as they land. It reads the timeline when the store's change feed
 // says the ask changed, and only then: an idle stream costs no query. The
-// stream ends the moment the viewer's sessions in the account end.
+// stream ends the moment the viewer's sessions in the account end, and when
+// a newer stream of the same web session takes its place (see
+// liveTimelinesPerSession).
 func (h *Handlers) ApprovalEvents(c echo.Context) error {
 	ctx := c.Request().Context()
 	v := viewerOf(c)
@@ -49,6 +51,8 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	stream, done := h.live.open(v.token)
+	defer done()
 	// Subscribe before the first read, so that no change falls between them.
 	changed, ended := make(chan struct{}, 1), make(chan struct{}, 1)
 	cancel := h.store.Changes().Subscribe(func(ch models.Change) {
@@ -112,6 +116,8 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 			case <-end.C:
 				return nil
 			case <-ended:
+				return nil
+			case <-stream.ended:
 				return nil
 			case <-beat.C:
 				if err := write(": alive\n\n"); err != nil {

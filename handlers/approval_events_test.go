@@ -190,3 +190,38 @@ func TestALiveTimelineClosesWhenItsSessionEnds(t *testing.T) {
 		}
 	})
 }
+
+// One web session keeps at most 20 live timelines open: the 21st ends the
+// session's oldest stream (a page still open reconnects to it with
+// Last-Event-ID; one that is gone does not), and the 20 others and another
+// session's streams go on hearing changes. Before, 500 streams on one
+// cookie held 23 MB.
+func TestOneWebSessionKeepsAtMostTwentyLiveTimelinesOpen(t *testing.T) {
+	f := newFixture(t, apptest.SQLite)
+	ask := f.ask(t, "Many tabs", "bob")
+	tabs := signIn(t, f.env, f.member)
+	var streams []<-chan sseEvent
+	for range 21 {
+		streams = append(streams, openStream(t, tabs, ask.ID))
+	}
+	other := openStream(t, signIn(t, f.env, f.member), ask.ID)
+
+	ended := time.After(10 * time.Second)
+	for open := true; open; {
+		select {
+		case _, open = <-streams[0]:
+		case <-ended:
+			t.Fatal("the session's oldest stream is still open beside 20 newer ones")
+		}
+	}
+	if _, err := f.env.Store.Decide(context.Background(), f.env.Account.ID, ask.ID, f.member, models.Decision{Verdict: models.VerdictDeny}); err != nil {
+		t.Fatalf("deny: %v", err)
+	}
+	tl, err := f.env.Store.Timeline(context.Background(), f.env.Account.ID, ask.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, events := range append(streams[1:], other) {
+		waitFor(t, events, tl[len(tl)-1].Seq)
+	}
+}

@@ -34,6 +34,8 @@ type Handlers struct {
 	proxies  []*net.IPNet
 	observer RequestObserver             // nil: nobody counts requests
 	ready    func(context.Context) error // more that /readyz checks; nil: nothing more
+	// live holds the live timelines each web session has open.
+	live *liveStreams
 }
 
 // PushConfig is what the pages need of Web Push: the VAPID public key a
@@ -48,7 +50,8 @@ type PushConfig struct {
 func New(store *models.Store, rp *passkey.RP, baseURL string, push PushConfig, log *slog.Logger) *Handlers {
 	u, _ := url.Parse(baseURL)
 	return &Handlers{store: store, rp: rp, decisions: decision.New(store, rp), log: log, baseURL: baseURL, origin: originOf(baseURL),
-		secure: u != nil && u.Scheme == "https", push: push, ceremonies: newAddressLimiter(ceremonyRate, ceremonyBurst)}
+		secure: u != nil && u.Scheme == "https", push: push, ceremonies: newAddressLimiter(ceremonyRate, ceremonyBurst),
+		live: newLiveStreams()}
 }
 
 // ContentSecurityPolicy allows only this origin's scripts, styles and

@@ -22,6 +22,10 @@ const (
 	codeInternalError  = -32603
 	codeNoSession      = -32000
 	codeUnknownSession = -32001
+	// codeSessionCap refuses an initialize past a cap on open sessions
+	// (openSessions): a server error of our own, in the range JSON-RPC
+	// leaves to the implementation.
+	codeSessionCap = -32029
 )
 
 // rpcErrors makes every refusal of the Streamable HTTP handler a JSON-RPC
@@ -35,7 +39,7 @@ func rpcErrors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := json.RawMessage("null")
 		if r.Method == http.MethodPost {
-			body, err := io.ReadAll(r.Body)
+			head, err := readRPCHead(r)
 			if err != nil {
 				var over *http.MaxBytesError
 				if errors.As(err, &over) {
@@ -45,25 +49,13 @@ func rpcErrors(next http.Handler) http.Handler {
 				writeRPCError(w, http.StatusBadRequest, id, codeParseError, "the request body could not be read")
 				return
 			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var msg struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-				Params struct {
-					Name string `json:"name"`
-				} `json:"params"`
+			id = head.id()
+			if head.Method == "tools/call" {
+				requestlog.From(r.Context()).SetTool(head.Params.Name)
 			}
-			if json.Unmarshal(body, &msg) == nil {
-				if len(msg.ID) > 0 {
-					id = msg.ID
-				}
-				if msg.Method == "tools/call" {
-					requestlog.From(r.Context()).SetTool(msg.Params.Name)
-				}
-				if msg.Method != "" && msg.Method != "initialize" && r.Header.Get("Mcp-Session-Id") == "" && !newProtocol(r) {
-					writeRPCError(w, http.StatusBadRequest, id, codeNoSession, "Bad Request: no Mcp-Session-Id header; open a session with initialize first")
-					return
-				}
+			if head.Method != "" && head.Method != "initialize" && r.Header.Get("Mcp-Session-Id") == "" && !newProtocol(r) {
+				writeRPCError(w, http.StatusBadRequest, id, codeNoSession, "Bad Request: no Mcp-Session-Id header; open a session with initialize first")
+				return
 			}
 		}
 		rw := &rpcErrorWriter{ResponseWriter: w}
@@ -73,6 +65,40 @@ func rpcErrors(next http.Handler) http.Handler {
 			writeRPCError(w, rw.status, id, code, msg)
 		}
 	})
+}
+
+// rpcHead is what the endpoint reads of a JSON-RPC message before the SDK
+// does: its id, its method, and the name of a tool called.
+type rpcHead struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name string `json:"name"`
+	} `json:"params"`
+}
+
+// id is the message's id, or null when it has none.
+func (h rpcHead) id() json.RawMessage {
+	if len(h.ID) > 0 {
+		return h.ID
+	}
+	return json.RawMessage("null")
+}
+
+// readRPCHead reads a POST's body, gives it back to the request for the
+// next reader, and returns its head: empty when the body is not one JSON
+// object (a batch, or not JSON). An error is the body's, unread.
+func readRPCHead(r *http.Request) (rpcHead, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return rpcHead{}, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var h rpcHead
+	if json.Unmarshal(body, &h) != nil {
+		return rpcHead{}, nil
+	}
+	return h, nil
 }
 
 // newProtocol says whether a request speaks a protocol version the SDK
@@ -99,12 +125,20 @@ func rpcErrorOf(status int, text string) (int, string) {
 }
 
 func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
+	writeRPCErrorData(w, status, id, code, msg, nil)
+}
+
+// writeRPCErrorData answers a JSON-RPC error whose data (when not nil) says
+// more, for a client to read rather than parse the message.
+func writeRPCErrorData(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string, data any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Del("Content-Length")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg},
-	})
+	rpcErr := map[string]any{"code": code, "message": msg}
+	if data != nil {
+		rpcErr["data"] = data
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, "error": rpcErr})
 }
 
 // rpcErrorWriter holds back a plain-text error answer (http.Error's) so

@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,6 +37,9 @@ type Options struct {
 	Logger     *slog.Logger
 	// Observer hears of tool calls and filed asks, for metrics; none: nobody.
 	Observer Observer
+	// Sessions bound the MCP sessions this instance keeps; zero values
+	// take the defaults.
+	Sessions SessionLimits
 }
 
 // Observer hears what the endpoint did, for metrics. Its methods must not block.
@@ -65,6 +67,7 @@ type Server struct {
 	// resourceMetadata is Options.ResourceMetadataURL.
 	resourceMetadata string
 	observe          Observer
+	sessions         *openSessions
 }
 
 // New builds the endpoint with every tool registered.
@@ -84,6 +87,7 @@ func New(store *models.Store, opts Options) *Server {
 		runnerTools:      map[string]bool{},
 		resourceMetadata: opts.ResourceMetadataURL,
 		observe:          opts.Observer,
+		sessions:         newOpenSessions(opts.Sessions),
 	}
 	if s.observe == nil {
 		s.observe = noObserver{}
@@ -100,19 +104,24 @@ func New(store *models.Store, opts Options) *Server {
 		t.add(s.mcp, t.tool)
 	}
 	s.addResources()
-	s.mcp.AddReceivingMiddleware(s.scopeMiddleware)
+	s.mcp.AddReceivingMiddleware(s.scopeMiddleware, s.sessions.bindOnInitialize)
 	streamable := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{
-		Logger:         opts.Logger,
-		SessionTimeout: 30 * time.Minute,
-		// guardRebinding does it, allowing the public Host as well.
+		Logger: opts.Logger,
+		// No SessionTimeout: the SDK's pauses only while a POST is in
+		// flight, so it would end an agent's session while the agent
+		// waits on its GET stream; openSessions keeps the idle life.
+		// guardRebinding does the SDK's rebinding check, allowing the public Host as well.
 		DisableLocalhostProtection: true,
 	})
-	s.http = guardRebinding(opts.PublicHost, s.authenticate(http.MaxBytesHandler(rpcErrors(streamable), opts.MaxBodyBytes)))
+	s.http = guardRebinding(opts.PublicHost, s.authenticate(http.MaxBytesHandler(s.sessions.limit(rpcErrors(streamable)), opts.MaxBodyBytes)))
 	return s
 }
 
 // ServeHTTP answers POST, GET and DELETE /mcp.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.http.ServeHTTP(w, r) }
+
+// OpenSessions is how many MCP sessions this instance holds (or is opening).
+func (s *Server) OpenSessions() int { return s.sessions.Len() }
 
 // Tools returns every tool the endpoint has, with the scopes each needs, for
 // documentation and tests.

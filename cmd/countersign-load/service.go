@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/countersign/countersign/app"
+	"github.com/countersign/countersign/mcp"
 	"github.com/countersign/countersign/mcp/bearer"
 	"github.com/countersign/countersign/models"
 )
@@ -34,6 +36,12 @@ const (
 	loadAskRate  = "1000000/s"
 	loadAskBurst = "1000000"
 )
+
+// loadSessionsPerToken lets the one agent of the load hold as many MCP
+// sessions as the instance: each client is a session of that agent, and
+// holds its GET stream open, so past the default cap of 100 per token the
+// clients beyond it would be refused.
+var loadSessionsPerToken = strconv.Itoa(mcp.DefaultSessions)
 
 // target is the Countersign MCP endpoint under load and the token to call it with.
 type target struct {
@@ -73,11 +81,12 @@ func startService(ctx context.Context, databaseURL string, out io.Writer) (*targ
 		databaseURL, database = fresh, "postgres "+redact(fresh)
 	}
 	env := map[string]string{
-		"COUNTERSIGN_ADDR":         "127.0.0.1:0",
-		"COUNTERSIGN_DATA":         dataDir,
-		"COUNTERSIGN_DATABASE_URL": databaseURL,
-		"COUNTERSIGN_ASK_RATE":     loadAskRate,
-		"COUNTERSIGN_ASK_BURST":    loadAskBurst,
+		"COUNTERSIGN_ADDR":                   "127.0.0.1:0",
+		"COUNTERSIGN_DATA":                   dataDir,
+		"COUNTERSIGN_DATABASE_URL":           databaseURL,
+		"COUNTERSIGN_ASK_RATE":               loadAskRate,
+		"COUNTERSIGN_ASK_BURST":              loadAskBurst,
+		"COUNTERSIGN_MCP_SESSIONS_PER_TOKEN": loadSessionsPerToken,
 	}
 	cfg, err := app.LoadConfig(func(k string) string { return env[k] })
 	if err != nil {
@@ -115,7 +124,8 @@ func startService(ctx context.Context, databaseURL string, out io.Writer) (*targ
 	cleanups = append(cleanups, func() { stopBackground(); wg.Wait() }, stopServer)
 
 	fmt.Fprintf(out, "service: in-process, http://%s/mcp, %s\n", ln.Addr(), database)
-	fmt.Fprintf(out, "service: per-requester ask limit raised through configuration: COUNTERSIGN_ASK_RATE=%s COUNTERSIGN_ASK_BURST=%d\n", cfg.AskRate, cfg.AskBurst)
+	fmt.Fprintf(out, "service: per-requester ask limit raised through configuration: COUNTERSIGN_ASK_RATE=%s COUNTERSIGN_ASK_BURST=%d; and the sessions of one token: COUNTERSIGN_MCP_SESSIONS_PER_TOKEN=%d\n",
+		cfg.AskRate, cfg.AskBurst, cfg.MCPSessions.PerToken)
 	fmt.Fprintf(out, "service: GOGC=%s, as countersign serve runs (the bare run shares this process and so this setting)\n", gogc)
 	return &target{endpoint: "http://" + ln.Addr().String() + "/mcp", token: token, database: string(a.Store.Dialect()), close: cleanup,
 		store: a.Store, agent: agent}, nil
@@ -137,7 +147,8 @@ func remoteService(rawURL, token string, out io.Writer) (*target, error) {
 		u.Path = "/mcp"
 	}
 	fmt.Fprintf(out, "service: already running at %s\n", u)
-	fmt.Fprintf(out, "service: it must have been started with COUNTERSIGN_ASK_RATE=%s and COUNTERSIGN_ASK_BURST=%s: every client files as one agent, and the default limit (60/m, burst 20) refuses nearly every ask with RESOURCE_EXHAUSTED\n", loadAskRate, loadAskBurst)
+	fmt.Fprintf(out, "service: it must have been started with COUNTERSIGN_ASK_RATE=%s and COUNTERSIGN_ASK_BURST=%s: every client files as one agent, and the default limit (60/m, burst 20) refuses nearly every ask with RESOURCE_EXHAUSTED; "+
+		"with more than 100 clients also COUNTERSIGN_MCP_SESSIONS_PER_TOKEN at least that many, or initialize is refused past 100 sessions of one token\n", loadAskRate, loadAskBurst)
 	return &target{endpoint: u.String(), token: token, database: "remote", close: func() {}}, nil
 }
 
