@@ -244,7 +244,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		switch {
 		case err != nil:
 			bad("COUNTERSIGN_METRICS_ADDR", "%q is not host:port (like 127.0.0.1:9090)", c.MetricsAddr)
-		case c.MetricsAddr == c.Addr:
+		case c.MetricsAddr == c.Addr && port != "0": // port 0: the system picks
 			bad("COUNTERSIGN_METRICS_ADDR", "must differ from COUNTERSIGN_ADDR: metrics have a listener of their own")
 		case host == "":
 			c.MetricsAddr = net.JoinHostPort("127.0.0.1", port) // a bare port: this machine only
