@@ -41,6 +41,11 @@ type Config struct {
 	TLSKey       string            // COUNTERSIGN_TLS_KEY
 	ACMEDomain   string            // COUNTERSIGN_ACME_DOMAIN
 	HTTPAddr     string            // COUNTERSIGN_HTTP_ADDR; "" when there is no redirect listener
+
+	// BaseURLFromAddr says BaseURL was made from Addr (BaseURLFor), the
+	// variable being unset; serve makes it again from the port it listens
+	// on when Addr's port is 0.
+	BaseURLFromAddr bool
 }
 
 // TLS says whether serve ends TLS itself, with its own certificate or ACME.
@@ -61,7 +66,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_DATA", "./data", "Data folder: the SQLite file `countersign.db` lives here."},
 	{"COUNTERSIGN_DATABASE_URL", "", "Empty for the embedded SQLite file; `postgres://user:pass@host/db` for PostgreSQL."},
 	{"COUNTERSIGN_DATABASE_POOL", strconv.Itoa(models.PoolSize(models.Postgres)), "PostgreSQL only: the most connections one instance opens, besides one for its change listener; open ones stay while idle (up to 5 minutes). Instances × (this + 1) must stay below the server's `max_connections` (100 by default, 3 of them reserved): set it lower for three instances or more. From `8` to `1000`. SQLite keeps 8."},
-	{"COUNTERSIGN_BASE_URL", "http://localhost:8080", "The public origin people open. Passkeys are bound to its host (the WebAuthn RP ID): use `https://` in production, and `localhost`, not `127.0.0.1`, on your machine."},
+	{"COUNTERSIGN_BASE_URL", "", "The public origin people open. Passkeys are bound to its host (the WebAuthn RP ID): use `https://` in production, and `localhost`, not `127.0.0.1`, on your machine. Empty: made from `COUNTERSIGN_ADDR`, `http://localhost:PORT` with its port (its host when it names one), and `serve` says so at start."},
 	{"COUNTERSIGN_ASK_TTL", "168h", "An ask's life unless its kind sets a shorter one (a run's `expires_at`)."},
 	{"COUNTERSIGN_ASK_RATE", "60/m", "Asks one requester may file per second (`s`), minute (`m`) or hour (`h`)."},
 	{"COUNTERSIGN_ASK_BURST", "20", "Asks one requester may file at once before the rate applies."},
@@ -77,7 +82,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_MCP_SESSIONS_PER_TOKEN", strconv.Itoa(mcp.DefaultSessionsPerToken), "The most MCP sessions one agent's or runner's token holds open. Past it, a new session first closes that token's session idle the longest; when none is idle, `initialize` is refused with 429 and `Retry-After`, naming this setting. From `1` to `COUNTERSIGN_MCP_SESSIONS`; unset, it is lowered to that when that is smaller."},
 	{"COUNTERSIGN_MCP_SESSION_IDLE", "10m", "An MCP session with no call in flight and no GET stream open ends after this long. An agent waiting on its ask's notice holds its GET stream, so its session lasts as long as the stream. From `1s` to `24h`."},
 	{"COUNTERSIGN_TRUSTED_PROXIES", "", "Comma-separated addresses or CIDR ranges of the reverse proxies in front of the service (like `127.0.0.1,10.0.0.0/8`). For a connection from one of them the client's address is read from `X-Forwarded-For`, so the per-address limits count clients, not the proxy. Empty: only the connection's address counts."},
-	{"COUNTERSIGN_METRICS_ADDR", "", "Empty: no metrics. Else the listen address (like `127.0.0.1:9090`) of a listener of its own that serves Prometheus metrics at `/metrics`; keep it off the public network."},
+	{"COUNTERSIGN_METRICS_ADDR", "", "Empty: no metrics. Else the listen address (like `127.0.0.1:9090`) of a listener of its own that serves Prometheus metrics at `/metrics`. A bare port (`:9090`) listens on loopback only; an address other machines can reach logs a warning at start: keep it off the public network."},
 	{"COUNTERSIGN_TLS_CERT", "", "Empty: plain HTTP, for a TLS proxy in front (README, Deploy). Else a PEM certificate chain: `serve` answers HTTPS on `COUNTERSIGN_ADDR` with it and `COUNTERSIGN_TLS_KEY`, both or neither, and reads them again when they change (a renewal needs no restart)."},
 	{"COUNTERSIGN_TLS_KEY", "", "The PEM private key of `COUNTERSIGN_TLS_CERT`."},
 	{"COUNTERSIGN_ACME_DOMAIN", "", "Empty: no automatic certificates. Else the host name `serve` gets and renews a certificate for by itself (Let's Encrypt, ACME; its terms accepted), cached in `COUNTERSIGN_DATA/acme` on SQLite and in the database on PostgreSQL (shared by the instances). `COUNTERSIGN_BASE_URL` must be `https://` that name, and `COUNTERSIGN_ADDR` should be `:443`. Not with `COUNTERSIGN_TLS_CERT`."},
@@ -169,7 +174,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.DatabasePool, err = strconv.Atoi(get("COUNTERSIGN_DATABASE_POOL")); err != nil || c.DatabasePool < 8 || c.DatabasePool > 1000 {
 		bad("COUNTERSIGN_DATABASE_POOL", "must be a whole number from 8 to 1000")
 	}
-	c.BaseURL = strings.TrimRight(get("COUNTERSIGN_BASE_URL"), "/")
+	if c.BaseURL = strings.TrimRight(get("COUNTERSIGN_BASE_URL"), "/"); c.BaseURL == "" {
+		c.BaseURL, c.BaseURLFromAddr = BaseURLFor(c.Addr), true
+	}
 	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
 		bad("COUNTERSIGN_BASE_URL", "%q must be an origin like https://approvals.example.com (scheme and host, no path)", c.BaseURL)
 	}
@@ -250,10 +257,14 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		c.Proxies = append(c.Proxies, n)
 	}
 	if c.MetricsAddr = get("COUNTERSIGN_METRICS_ADDR"); c.MetricsAddr != "" {
-		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+		host, port, err := net.SplitHostPort(c.MetricsAddr)
+		switch {
+		case err != nil:
 			bad("COUNTERSIGN_METRICS_ADDR", "%q is not host:port (like 127.0.0.1:9090)", c.MetricsAddr)
-		} else if c.MetricsAddr == c.Addr {
+		case c.MetricsAddr == c.Addr && port != "0": // port 0: the system picks
 			bad("COUNTERSIGN_METRICS_ADDR", "must differ from COUNTERSIGN_ADDR: metrics have a listener of their own")
+		case host == "":
+			c.MetricsAddr = net.JoinHostPort("127.0.0.1", port) // a bare port: this machine only
 		}
 	}
 	c.TLSCert, c.TLSKey = get("COUNTERSIGN_TLS_CERT"), get("COUNTERSIGN_TLS_KEY")
@@ -289,6 +300,20 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 	}
 	return c, errors.Join(errs...)
+}
+
+// BaseURLFor is the base URL of a service listening on addr, for when
+// COUNTERSIGN_BASE_URL is unset: http://localhost:PORT when addr names no
+// host, every host or a loopback address, else http://HOST:PORT.
+func BaseURLFor(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil { // LoadConfig refuses it by name
+		return "http://localhost:8080"
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && (ip.IsUnspecified() || ip.IsLoopback())) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // isHostName accepts a DNS name of two or more labels (letters, digits,

@@ -150,3 +150,63 @@ func TestSettingsAreValidatedAtStart(t *testing.T) {
 		})
 	}
 }
+
+// Without COUNTERSIGN_BASE_URL the base URL is made from COUNTERSIGN_ADDR,
+// so the links serve prints lead to where it listens; a base URL given is
+// kept as given.
+func TestTheBaseURLIsMadeFromTheAddressWhenUnset(t *testing.T) {
+	for _, tc := range []struct {
+		addr, baseURL string
+		want          string
+		made          bool
+	}{
+		{"", "", "http://localhost:8080", true},
+		{":9000", "", "http://localhost:9000", true},
+		{"0.0.0.0:9000", "", "http://localhost:9000", true},
+		{"[::]:9000", "", "http://localhost:9000", true},
+		{"127.0.0.1:9000", "", "http://localhost:9000", true},
+		{"[::1]:9000", "", "http://localhost:9000", true},
+		{"approvals.lan:9000", "", "http://approvals.lan:9000", true},
+		{"192.0.2.7:9000", "", "http://192.0.2.7:9000", true},
+		{":9000", "https://approvals.example.com", "https://approvals.example.com", false},
+	} {
+		t.Run(tc.addr+" and base URL "+tc.baseURL, func(t *testing.T) {
+			env := map[string]string{"COUNTERSIGN_ADDR": tc.addr, "COUNTERSIGN_BASE_URL": tc.baseURL}
+			c, err := LoadConfig(func(k string) string { return env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.BaseURL != tc.want || c.BaseURLFromAddr != tc.made {
+				t.Errorf("base URL %q (made from the address: %t), want %q (%t)", c.BaseURL, c.BaseURLFromAddr, tc.want, tc.made)
+			}
+		})
+	}
+}
+
+// A bare port in COUNTERSIGN_METRICS_ADDR listens on loopback only; an
+// address with a host is kept as given (serve warns when others can reach it).
+func TestABareMetricsPortMeansLoopback(t *testing.T) {
+	for value, want := range map[string]string{
+		":9090":          "127.0.0.1:9090",
+		":0":             "127.0.0.1:0",
+		"127.0.0.1:9090": "127.0.0.1:9090",
+		"0.0.0.0:9090":   "0.0.0.0:9090",
+		"[::]:9090":      "[::]:9090",
+		"10.1.2.3:9090":  "10.1.2.3:9090",
+	} {
+		c, err := LoadConfig(func(k string) string {
+			if k == "COUNTERSIGN_METRICS_ADDR" {
+				return value
+			}
+			return ""
+		})
+		if err != nil || c.MetricsAddr != want {
+			t.Errorf("COUNTERSIGN_METRICS_ADDR=%s: listens on %q (%v), want %q", value, c.MetricsAddr, err, want)
+		}
+	}
+	if _, err := LoadConfig(func(k string) string {
+		return map[string]string{"COUNTERSIGN_ADDR": ":9090", "COUNTERSIGN_METRICS_ADDR": ":9090"}[k]
+	}); err == nil || !strings.Contains(err.Error(), "COUNTERSIGN_METRICS_ADDR: must differ from COUNTERSIGN_ADDR") {
+		t.Errorf("the service's own address for metrics: %v, want it refused", err)
+	}
+}

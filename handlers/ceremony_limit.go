@@ -70,11 +70,11 @@ func (l *addressLimiter) take(addr string, now time.Time) (bool, time.Duration) 
 }
 
 // limitCeremonyStarts caps, per client address (the connection's, or the
-// one a trusted proxy names: see clientAddress), the passkey ceremonies
+// one a trusted proxy names; an IPv6 /64 is one client: see clientKey), the passkey ceremonies
 // begun without a session; past the cap it answers 429 with Retry-After.
 func (h *Handlers) limitCeremonyStarts(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		ok, wait := h.ceremonies.take(h.clientAddress(c.Request()), time.Now())
+		ok, wait := h.ceremonies.take(h.clientKey(c.Request()), time.Now())
 		if !ok {
 			secs := int(math.Ceil(wait.Seconds()))
 			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))

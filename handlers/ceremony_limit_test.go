@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -140,5 +141,36 @@ func TestTheCeremonyCapCountsClientsBehindATrustedProxy(t *testing.T) {
 				t.Fatalf("another client behind the proxy got a prompt: %t, want %t", got, tc.secondGetsOne)
 			}
 		})
+	}
+}
+
+// The cap counts an IPv6 /64 as one client: a client that holds a /64 (one
+// subscriber's usual share) cannot step past the cap by moving to another
+// address in it, while the next /64 and any IPv4 client keep caps of their own.
+func TestTheCeremonyCapCountsAnIPv6SlashSixtyFourAsOneClient(t *testing.T) {
+	env := apptest.StartWeb(t, apptest.SQLite, map[string]string{"COUNTERSIGN_TRUSTED_PROXIES": "127.0.0.1"})
+	b := env.Browser()
+	refused := 0
+	for i := range 60 {
+		// A new address of the same /64 for every start.
+		if startFrom(t, b, fmt.Sprintf("2001:db8:1:2::%x", i+1)) == http.StatusTooManyRequests {
+			refused++
+		}
+	}
+	if refused < 20 {
+		t.Fatalf("60 starts from 60 addresses of one /64: %d refused, want the cap to hold", refused)
+	}
+	for _, tc := range []struct {
+		name, addr string
+		prompted   bool
+	}{
+		{"another address of the same /64, written long", "2001:0db8:0001:0002:ffff:ffff:ffff:ffff", false},
+		{"the next /64", "2001:db8:1:3::1", true},
+		{"an IPv4 client", "198.51.100.7", true},
+		{"an IPv4-mapped IPv6 address", "::ffff:198.51.100.7", true},
+	} {
+		if got := startFrom(t, b, tc.addr) == http.StatusOK; got != tc.prompted {
+			t.Errorf("%s (%s) got a prompt: %t, want %t", tc.name, tc.addr, got, tc.prompted)
+		}
 	}
 }

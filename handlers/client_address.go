@@ -38,6 +38,28 @@ func (h *Handlers) clientAddress(r *http.Request) string {
 	return addr
 }
 
+// clientKey is the key of the per-address limits for a request: its client
+// address (clientAddress), with an IPv6 address cut to its /64. One
+// subscriber usually holds a whole /64 and may use any address in it, so
+// counting each /128 apart would give one client 2^64 buckets.
+func (h *Handlers) clientKey(r *http.Request) string {
+	return addressKey(h.clientAddress(r))
+}
+
+// addressKey is the limits' key for addr: an IPv4 address (also one
+// written as IPv4-mapped IPv6) as it is, an IPv6 address as its /64
+// prefix, and anything that is not an address as it is.
+func addressKey(addr string) string {
+	ip := net.ParseIP(addr)
+	switch {
+	case ip == nil:
+		return addr
+	case ip.To4() != nil:
+		return ip.To4().String()
+	}
+	return (&net.IPNet{IP: ip.Mask(net.CIDRMask(64, 128)), Mask: net.CIDRMask(64, 128)}).String()
+}
+
 // trusted says whether addr is one of the trusted proxies.
 func (h *Handlers) trusted(addr string) bool {
 	ip := net.ParseIP(addr)

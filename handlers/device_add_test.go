@@ -618,3 +618,61 @@ func TestADeviceLinkAddsAPasskeyOnANewDeviceOnce(t *testing.T) {
 		})
 	})
 }
+
+// A passkey whose credential id is registered already (here bob's) is
+// refused with 409 and the reason, on a device link and on an invite alike,
+// and nothing changes: the link and the invite still work, and nobody new
+// is stored.
+func TestAPasskeyRegisteredAlreadyIsRefusedWithTheReason(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		p := newPeople(t, db)
+		ctx := context.Background()
+		bobsKey := p.bob.Passkey.CredentialIDString()
+		refused := func(t *testing.T, r apptest.Response) {
+			t.Helper()
+			if r.Status != http.StatusConflict || r.Code() != "FAILED_PRECONDITION" || r.Field() != "credential" ||
+				!strings.Contains(r.Body["message"].(string), "already registered") {
+				t.Fatalf("finish with bob's passkey: %s, want 409 saying the passkey is registered already", r)
+			}
+			if k, err := p.env.Store.DeviceKeyByID(ctx, bobsKey); err != nil || k.PersonID != p.bobM.ID {
+				t.Fatalf("bob's passkey after the refusal: %+v %v", k, err)
+			}
+		}
+
+		t.Run("on a device link", func(t *testing.T) {
+			grant := grantOf(t, authorise(p.ada.For(t)))
+			made := p.ada.For(t).Post("/devices/link", map[string]string{"grant": grant})
+			path := strings.TrimPrefix(made.Body["link"].(string), p.env.URL)
+			phone := p.env.Browser()
+			phone.Passkey = p.bob.Passkey
+			begin := phone.Post(path+"/begin", map[string]string{"device_name": "Phone"})
+			id, options := begin.Ceremony()
+			credential, err := phone.Passkey.Register(phone.Origin, options)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refused(t, phone.Post(path+"/finish", map[string]any{"ceremony": id, "credential": json.RawMessage(credential)}))
+			if phone.Session() != "" || len(keyIDs(t, p.env, p.adaM.ID)) != 1 {
+				t.Fatalf("the refused device is signed in (%q) or ada has %d passkeys", phone.Session(), len(keyIDs(t, p.env, p.adaM.ID)))
+			}
+			if r := p.env.Browser().Get(path); r.Status != http.StatusOK {
+				t.Fatalf("the link after the refusal: %s, want it unspent", r)
+			}
+		})
+		t.Run("on an invite", func(t *testing.T) {
+			token, _, err := p.env.Store.CreateInvite(ctx, models.NewInvite{AccountID: p.env.Account.ID, Role: models.RoleMember, By: models.OperatorInviter("test")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			carol := p.env.Browser()
+			carol.Passkey = p.bob.Passkey
+			refused(t, carol.AcceptInvite(token, "carol"))
+			if _, err := p.env.Store.MemberBySubject(ctx, p.env.Account.ID, "carol"); models.CodeOf(err) != models.NotFound {
+				t.Fatalf("carol after the refusal: %v, want no such member", err)
+			}
+			if r := p.env.Browser().AcceptInvite(token, "carol"); r.Status != http.StatusOK {
+				t.Fatalf("the invite with a passkey of carol's own: %s, want it still open", r)
+			}
+		})
+	})
+}

@@ -49,7 +49,7 @@ func (h *Handlers) PushRenew(c echo.Context) error {
 }
 
 // renewLimits bound /push/renew, which anyone can call: a rate per client
-// address (see clientAddress).
+// address (see clientKey: an IPv6 /64 is one client).
 func (h *Handlers) renewLimits() []echo.MiddlewareFunc {
 	store := middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
 		Rate: renewRate, Burst: renewBurst, ExpiresIn: 10 * time.Minute,
@@ -57,7 +57,7 @@ func (h *Handlers) renewLimits() []echo.MiddlewareFunc {
 	return []echo.MiddlewareFunc{middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
 		Store: store,
 		IdentifierExtractor: func(c echo.Context) (string, error) {
-			return h.clientAddress(c.Request()), nil
+			return h.clientKey(c.Request()), nil
 		},
 		DenyHandler: func(echo.Context, string, error) error {
 			return models.Refuse(models.ResourceExhausted, "", "too many subscription renewals from this address; try again in a minute")

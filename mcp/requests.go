@@ -97,6 +97,9 @@ Do not use it for pull requests, rolls, runs or documents: use approvals_create.
 		if err != nil {
 			return nil, err
 		}
+		if !repeat {
+			s.observe.AskFiled(a.Kind)
+		}
 		return &RequestOut{ApprovalID: a.ID, Kind: a.Kind, Status: string(a.Status), PayloadSHA256: a.PayloadSHA256,
 			SessionID: r.SessionID, ExpiresAt: a.ExpiresAt, Repeated: repeat}, nil
 	})

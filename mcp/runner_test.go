@@ -2,6 +2,8 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -304,4 +306,103 @@ func mcpPost(t *testing.T, base, token string) int {
 	}
 	res.Body.Close()
 	return res.StatusCode
+}
+
+// A runner report sent again as it was (the same signed bytes, so the same
+// signature) is refused with PERMISSION_DENIED naming runner.signature and
+// records nothing, however the signature's base64 is spelled; the same note
+// signed anew (a later signed_at) is a report of its own. The signatures
+// kept are swept once their reports are too old to be sent again.
+func TestAReplayedRunnerReportIsRefused(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		s := newRunScene(t, db)
+		id, sha := s.approved(t, s.r1)
+		c1 := s.env.Connect(s.r1.Token)
+		now := time.Now()
+		c1.OK("approvals_add_progress", report(s.r1, s.r1.Runner.ID, id, sha, "started", "claimed", "approved", now))
+		step := report(s.r1, s.r1.Runner.ID, id, sha, "step", "hello", "in_progress", now)
+		c1.OK("approvals_add_progress", step)
+
+		// The last base64url character of a 64-byte signature carries two
+		// unused bits: set them, and the same signature is spelled otherwise.
+		respelled := maps.Clone(step)
+		sig := step["runner"].(proof.RunnerReport)
+		const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+		last := strings.IndexByte(alphabet, sig.Signature[len(sig.Signature)-1])
+		sig.Signature = sig.Signature[:len(sig.Signature)-1] + string(alphabet[last|3])
+		respelled["runner"] = sig
+		for name, args := range map[string]map[string]any{"as it was": step, "with its signature spelled otherwise": respelled} {
+			t.Run("the step sent again "+name+" is refused", func(t *testing.T) {
+				_, before := specCounts(t, s.env)
+				r := c1.Call("approvals_add_progress", args)
+				specRefused(t, r, models.PermissionDenied, "runner.signature")
+				if !strings.Contains(r.Text, "recorded already") {
+					t.Errorf("the refusal does not say the report was recorded already: %s", r.Text)
+				}
+				if _, after := specCounts(t, s.env); after != before {
+					t.Errorf("the replay wrote %d events", after-before)
+				}
+			})
+		}
+		c1.OK("approvals_add_progress", report(s.r1, s.r1.Runner.ID, id, sha, "step", "hello", "in_progress", now.Add(time.Second)))
+
+		got := s.agent.OK("approvals_get", map[string]any{"approval_id": id})
+		hellos := 0
+		for _, e := range got["timeline"].([]any) {
+			if ev := e.(map[string]any); ev["step"] == "step" && ev["note"] == "hello" {
+				hellos++
+			}
+		}
+		if hellos != 2 {
+			t.Errorf("%d steps saying hello on the timeline, want 2: the first and the one signed anew", hellos)
+		}
+
+		kept := func() int64 {
+			var n int64
+			if err := s.env.Store.DB().Table("runner_report_signatures").Count(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if n := kept(); n != 3 {
+			t.Fatalf("%d report signatures kept, want 3", n)
+		}
+		s.env.Store.SetClock(func() time.Time { return now.Add(models.ReportWindow + 2*time.Minute) })
+		defer s.env.Store.SetClock(time.Now)
+		if _, err := s.env.Store.SweepExpired(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := kept(); n != 0 {
+			t.Errorf("%d report signatures kept after their reports grew too old to send, want none", n)
+		}
+	})
+}
+
+// The README's example of a run's approvals_create arguments, given this
+// test's runner and a deadline ahead, is filed as written: its members, the
+// effect and expires_at in unix seconds are what the tool takes.
+func TestTheReadmesRunExampleIsFiledAsWritten(t *testing.T) {
+	readme, err := readREADME()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const opening = "   ```json\n   {\n     \"kind\": \"run\","
+	start := strings.Index(readme, opening)
+	if start < 0 {
+		t.Fatal("the README has no example of a run's approvals_create arguments")
+	}
+	block, _, _ := strings.Cut(readme[start+len("   ```json\n"):], "   ```\n")
+	var args map[string]any
+	if err := json.Unmarshal([]byte(block), &args); err != nil {
+		t.Fatalf("the README's run example is not JSON: %v\n%s", err, block)
+	}
+	run := args["payload"].(map[string]any)["run"].(map[string]any)
+	if _, ok := run["expires_at"].(float64); !ok {
+		t.Fatalf("the example's expires_at is %v, want a number of unix seconds", run["expires_at"])
+	}
+	s := newRunScene(t, apptest.SQLite)
+	run["runner_id"], run["runner_public_key"], run["expires_at"] = s.r1.Runner.ID, s.r1.PublicKey(), time.Now().Add(30*time.Minute).Unix()
+	if out := s.agent.OK("approvals_create", args); out["status"] != "pending" || out["asked_of"] != "ada" {
+		t.Errorf("the README's run example filed as %v, want a pending ask of ada", out)
+	}
 }

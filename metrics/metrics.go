@@ -84,22 +84,23 @@ func New(store *models.Store, log *slog.Logger) *Metrics {
 			return
 		}
 		select {
-		case m.moves <- move{c.ApprovalID, c.Seq}:
+		case m.moves <- move{c.ApprovalID, c.From, c.Seq}:
 		default: // full: dropped from the counts, never waited for
 		}
 	})
 	return m
 }
 
-// move is an approval change to count.
+// move is an approval change to count: the timeline events from from to seq.
 type move struct {
-	id  string
-	seq int64
+	id        string
+	from, seq int64
 }
 
-// Run reads, off the publisher's goroutine, the timeline event each
-// approval change names, and counts its status and decision wait, until ctx
-// ends.
+// Run reads, off the publisher's goroutine, the timeline events each
+// approval change stands for (a write that approves a command request and
+// executes it appends two), and counts their statuses and decision waits,
+// until ctx ends.
 func (m *Metrics) Run(ctx context.Context) {
 	defer m.unsubscribe()
 	for {
@@ -107,18 +108,20 @@ func (m *Metrics) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case mv := <-m.moves:
-			ev, err := m.store.MoveAt(ctx, mv.id, mv.seq)
+			evs, err := m.store.MovesIn(ctx, mv.id, mv.from, mv.seq)
 			if err != nil {
 				if ctx.Err() == nil {
 					m.log.Warn("metrics: read a move", "approval", mv.id, "err", err)
 				}
 				continue
 			}
-			if ev.ToStatus != "" && ev.ToStatus != ev.FromStatus {
-				m.transitions.WithLabelValues(string(ev.ToStatus)).Inc()
-			}
-			if decisionSteps[ev.Step] {
-				m.decided.WithLabelValues(ev.Kind).Observe(ev.Waited.Seconds())
+			for _, ev := range evs {
+				if ev.ToStatus != "" && ev.ToStatus != ev.FromStatus {
+					m.transitions.WithLabelValues(string(ev.ToStatus)).Inc()
+				}
+				if decisionSteps[ev.Step] {
+					m.decided.WithLabelValues(ev.Kind).Observe(ev.Waited.Seconds())
+				}
 			}
 		}
 	}

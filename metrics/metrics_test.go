@@ -147,3 +147,58 @@ func TestNoMetricsUnlessConfigured(t *testing.T) {
 		t.Error("the public listener serves Prometheus metrics")
 	}
 }
+
+// An ask filed through approval_request counts as filed (a retry with its
+// idempotency key does not), and a command request, which goes from
+// pending straight to done in the write that approves it, counts its
+// decision wait and both of its moves.
+func TestRequestsAreCountedFiledAndDecided(t *testing.T) {
+	env := apptest.Start(t, apptest.SQLite, map[string]string{"COUNTERSIGN_METRICS_ADDR": "127.0.0.1:0"})
+	ctx := context.Background()
+	owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+	for _, c := range [][2]string{{"doing", "Doing"}, {"done", "Done"}} {
+		if _, err := env.Store.AddColumn(ctx, env.Account.ID, c[0], c[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	item, err := env.Store.AddItem(ctx, env.Account.ID, "doing", "Fix login", "", models.ActorPerson, "ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, token := env.Agent(env.Account.ID, "bot")
+	c := env.Connect(token)
+	before := scrape(t, env.App.Metrics)
+
+	move := map[string]any{"kind": "work_change", "title": "Move Fix login to Done", "idempotencyKey": "move-1",
+		"proposal": map[string]any{"mode": "command", "command": map[string]any{"method": "work_move", "input": map[string]any{"itemId": item.ID, "columnKey": "done"}}}}
+	filed := c.OK("approval_request", move)
+	if again := c.OK("approval_request", move); again["approvalId"] != filed["approvalId"] {
+		t.Fatalf("the retry filed another request: %v", again)
+	}
+	if _, err := env.Store.Decide(ctx, env.Account.ID, filed["approvalId"].(string), owner, models.Decision{Verdict: models.VerdictApprove}); err != nil {
+		t.Fatalf("approve: %v", err)
+	}
+	if status := c.OK("approval_status", map[string]any{"approvalId": filed["approvalId"]})["status"]; status != "done" {
+		t.Fatalf("the request is %v after the approve, want done", status)
+	}
+
+	want := map[string]float64{ // series → how much it moves
+		`countersign_asks_filed_total{kind="work_change"}`:               1,
+		`countersign_filed_to_decided_seconds_count{kind="work_change"}`: 1,
+		`countersign_transitions_total{status="approved"}`:               1,
+		`countersign_transitions_total{status="done"}`:                   1,
+	}
+	var after map[string]float64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		after = scrape(t, env.App.Metrics)
+		if after[`countersign_transitions_total{status="done"}`] > before[`countersign_transitions_total{status="done"}`] &&
+			after[`countersign_filed_to_decided_seconds_count{kind="work_change"}`] > 0 {
+			break
+		}
+	}
+	for s, n := range want {
+		if got := after[s] - before[s]; got != n {
+			t.Errorf("%s moved by %v, want %v", s, got, n)
+		}
+	}
+}

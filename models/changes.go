@@ -47,6 +47,12 @@ type Change struct {
 	RunnerID   string     `json:"r,omitempty"`   // RunsChanged
 	// SessionHash is, for SessionsEnded of one session, its id hash.
 	SessionHash string `json:"s,omitempty"`
+	// From is, for ApprovalChanged published by the instance that wrote it,
+	// the first timeline event the write appended to the ask: a write that
+	// appends several (an approve and the command it executes) is published
+	// once, with Seq its last. 0 when only Seq is known (another instance's
+	// NOTIFY, sent per event).
+	From int64 `json:"-"`
 }
 
 // EndsSession says whether c ends the web session whose cookie secret is
@@ -155,7 +161,9 @@ func (s *Store) changed(tx *gorm.DB, c Change) error {
 		if i >= 0 {
 			m.changes[i].Seq = c.Seq
 		} else {
-			m.changes = append(m.changes, c)
+			first := c
+			first.From = c.Seq
+			m.changes = append(m.changes, first)
 		}
 	}
 	if s.dialect != Postgres {

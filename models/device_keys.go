@@ -208,8 +208,8 @@ func (s *Store) AddAuthorisedDeviceKey(ctx context.Context, use DeviceGrantUse, 
 			return err
 		}
 		key.PersonID, key.AddedBy, key.CreatedAt = g.PersonID, g.AuthorisedBy, s.now()
-		if err := tx.Table("device_keys").Create(&key).Error; err != nil {
-			return fmt.Errorf("store passkey: %w", err)
+		if err := s.storeDeviceKey(tx, &key); err != nil {
+			return err
 		}
 		var by DeviceKey
 		if err := tx.Table("device_keys").Where("id = ?", g.AuthorisedBy).Take(&by).Error; err != nil {
@@ -221,6 +221,26 @@ func (s *Store) AddAuthorisedDeviceKey(ctx context.Context, use DeviceGrantUse, 
 		return nil, fmt.Errorf("add passkey: %w", err)
 	}
 	return &key, nil
+}
+
+// storeDeviceKey stores a new passkey inside tx. A credential id is
+// registered once: one stored before, live or removed, of this person or
+// another, is refused (409) with the reason, and nothing is stored.
+func (s *Store) storeDeviceKey(tx *gorm.DB, key *DeviceKey) error {
+	var held []DeviceKey
+	if err := tx.Table("device_keys").Where("id = ?", key.ID).Limit(1).Find(&held).Error; err != nil {
+		return fmt.Errorf("look for the passkey: %w", err)
+	}
+	if len(held) > 0 {
+		if held[0].RemovedAt != nil {
+			return Refuse(FailedPrecondition, "credential", "this passkey (credential %s) was registered before and removed; a removed passkey is never added again: make a new one on this device", key.ID)
+		}
+		return Refuse(FailedPrecondition, "credential", "this passkey (credential %s) is already registered; a passkey is added once: make a new one on this device", key.ID)
+	}
+	if err := tx.Table("device_keys").Create(key).Error; err != nil {
+		return fmt.Errorf("store passkey: %w", err)
+	}
+	return nil
 }
 
 // RemoveSignedDeviceKey retires the passkey id of the person whose passkey

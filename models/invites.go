@@ -323,8 +323,8 @@ func (s *Store) AcceptInvite(ctx context.Context, token, personID, subject, disp
 			return fmt.Errorf("add person: %w", err)
 		}
 		key.PersonID, key.CreatedAt = p.ID, s.now()
-		if err := tx.Table("device_keys").Create(&key).Error; err != nil {
-			return fmt.Errorf("store passkey: %w", err)
+		if err := s.storeDeviceKey(tx, &key); err != nil {
+			return err
 		}
 		m, err = s.join(tx, inv, p, key.ID, "a new person with a new passkey")
 		return err

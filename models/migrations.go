@@ -351,4 +351,12 @@ CREATE TABLE acme_cache (
 	updated_at {{time}} NOT NULL
 )
 `},
+	{16, "the signatures of recorded runner reports, so that a replayed report is refused", `
+CREATE TABLE runner_report_signatures (
+	signature TEXT PRIMARY KEY,
+	approval_id TEXT NOT NULL,
+	expires_at {{time}} NOT NULL
+);
+CREATE INDEX runner_report_signatures_expiry ON runner_report_signatures (expires_at)
+`},
 }

@@ -2,11 +2,8 @@ package models
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"gorm.io/gorm"
 )
 
 // ObservedMove is one timeline event read back for metrics: the status the
@@ -19,10 +16,14 @@ type ObservedMove struct {
 	Waited     time.Duration // from filing to this event
 }
 
-// MoveAt reads the timeline event seq of approval id with its ask's kind
-// and age; NOT_FOUND when there is none.
-func (s *Store) MoveAt(ctx context.Context, id string, seq int64) (ObservedMove, error) {
-	var row struct {
+// MovesIn reads the timeline events of approval id from seq from to seq to
+// (from 0: to alone), in order, each with its ask's kind and age: the events
+// one published change stands for.
+func (s *Store) MovesIn(ctx context.Context, id string, from, to int64) ([]ObservedMove, error) {
+	if from <= 0 || from > to {
+		from = to
+	}
+	var rows []struct {
 		Step       string
 		FromStatus Status
 		ToStatus   Status
@@ -33,14 +34,18 @@ func (s *Store) MoveAt(ctx context.Context, id string, seq int64) (ObservedMove,
 	err := s.db.WithContext(ctx).Table("events").
 		Select("events.step, events.from_status, events.to_status, events.at, approvals.kind, approvals.created_at").
 		Joins("JOIN approvals ON approvals.id = events.approval_id").
-		Where("events.seq = ? AND events.approval_id = ?", seq, id).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return ObservedMove{}, Refuse(NotFound, "", "no event %d of %s", seq, id)
-	}
+		Where("events.approval_id = ? AND events.seq BETWEEN ? AND ?", id, from, to).Order("events.seq").Find(&rows).Error
 	if err != nil {
-		return ObservedMove{}, fmt.Errorf("read event: %w", err)
+		return nil, fmt.Errorf("read events: %w", err)
 	}
-	return ObservedMove{Step: row.Step, FromStatus: row.FromStatus, ToStatus: row.ToStatus, Kind: row.Kind, Waited: row.At.Sub(row.CreatedAt)}, nil
+	if len(rows) == 0 {
+		return nil, Refuse(NotFound, "", "no event %d to %d of %s", from, to, id)
+	}
+	moves := make([]ObservedMove, len(rows))
+	for i, r := range rows {
+		moves[i] = ObservedMove{Step: r.Step, FromStatus: r.FromStatus, ToStatus: r.ToStatus, Kind: r.Kind, Waited: r.At.Sub(r.CreatedAt)}
+	}
+	return moves, nil
 }
 
 // OutboxDepth counts the pushes in the outbox that are not done yet.

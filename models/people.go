@@ -396,9 +396,9 @@ func (s *Store) EndSessionsOf(ctx context.Context, personID string) error {
 }
 
 // SweepExpired deletes what has outlived its use: passkey ceremonies and
-// decision challenges past their expiry, and web sessions past their
-// absolute life or idle for longer than the idle time. It answers how many
-// rows went.
+// decision challenges past their expiry, web sessions past their absolute
+// life or idle for longer than the idle time, and the signatures of runner
+// reports too old to be sent again. It answers how many rows went.
 func (s *Store) SweepExpired(ctx context.Context) (int64, error) {
 	now := s.now()
 	var n int64
@@ -410,6 +410,7 @@ func (s *Store) SweepExpired(ctx context.Context) (int64, error) {
 			{`DELETE FROM ceremonies WHERE expires_at <= ?`, []any{now}},
 			{`DELETE FROM decision_challenges WHERE expires_at <= ?`, []any{now}},
 			{`DELETE FROM web_sessions WHERE expires_at <= ? OR last_seen_at < ?`, []any{now, now.Add(-s.sessionIdle)}},
+			{`DELETE FROM runner_report_signatures WHERE expires_at <= ?`, []any{now}},
 		} {
 			res := tx.Exec(q.sql, q.args...)
 			if res.Error != nil {

@@ -240,10 +240,11 @@ type RunnerReport struct {
 // AddRunnerReport records a report of a pinned run by its runner. The
 // signature must verify with the runner_public_key frozen in the run's
 // payload over the approval id, the payload hash, the step, the note's hash
-// and signed_at, which must be within ReportWindow of now; the runner must be
-// the caller and the one the run names. Anything else is refused and nothing
-// is recorded. The timeline event carries the signature, so that anyone can
-// check the report offline.
+// and signed_at, which must be within ReportWindow of now, and must not have
+// been recorded before (a replay); the runner must be the caller and the one
+// the run names. Anything else is refused and nothing is recorded. The
+// timeline event carries the signature, so that anyone can check the report
+// offline.
 func (s *Store) AddRunnerReport(ctx context.Context, runner *Runner, id string, rep RunnerReport) (*Approval, error) {
 	if !slices.Contains(RunnerSteps, rep.Step) {
 		return nil, Invalid("step", "a runner reports %s, not %q", strings.Join(RunnerSteps, ", "), rep.Step)
@@ -263,7 +264,7 @@ func (s *Store) AddRunnerReport(ctx context.Context, runner *Runner, id string, 
 		return nil, Refuse(PermissionDenied, "runner.signed_at", "signed_at %d is more than %s from the server's clock (%d); sign each report as you send it",
 			sig.SignedAt, ReportWindow, s.now().Unix())
 	}
-	return s.update(ctx, runner.AccountID, id, expected, func(_ *gorm.DB, a *Approval) (*change, error) {
+	return s.update(ctx, runner.AccountID, id, expected, func(tx *gorm.DB, a *Approval) (*change, error) {
 		if a.Kind != KindRun || a.RunnerID != runner.ID {
 			return nil, Refuse(NotFound, "approval_id", "no run %q names runner %s", id, runner.ID)
 		}
@@ -273,6 +274,9 @@ func (s *Store) AddRunnerReport(ctx context.Context, runner *Runner, id string, 
 		}
 		if err := proof.VerifyRunnerReport(key, a.ID, a.PayloadSHA256, rep.Step, rep.Note, sig); err != nil {
 			return nil, Refuse(PermissionDenied, "runner.signature", "%v; nothing was recorded", err)
+		}
+		if err := s.recordReportSignature(tx, a, sig); err != nil {
+			return nil, err
 		}
 		ch := &change{actorKind: ActorRunner, actor: runner.ID, note: rep.Note, data: map[string]any{"runner": sig}}
 		switch rep.Step {

@@ -339,3 +339,37 @@ func TestAScriptSwappedAfterTheCheckDoesNotRun(t *testing.T) {
 		t.Fatalf("the run's notes %q: want the checked script's output", said)
 	}
 }
+
+// A script whose output repeats fills several step reports with the same
+// note within a second; each is signed at a later second than the one
+// before, so none is the signature of another and the service records them
+// all (it refuses a signature it has recorded as a replay).
+func TestRepeatedOutputWithinASecondIsReportedInFull(t *testing.T) {
+	s := newHostScene(t, apptest.SQLite)
+	line := strings.Repeat("x", stepNoteRunes) // one line fills a step's note
+	sha := s.writeScript(t, "repeat.sh", "#!/bin/sh\nfor i in 1 2 3 4 5; do echo "+line+"; done\n")
+	id, _ := s.file(t, "repeat.sh", sha, "ada", 30*time.Minute)
+	s.serve(t, s.dir, nil)
+	s.approve(t, s.ada, id)
+	if a := s.ended(t, id); a.Status != models.StatusDone {
+		t.Fatalf("run ended %s: %+v", a.Status, s.timeline(t, id))
+	}
+	var repeats int
+	var last int64
+	for _, e := range s.timeline(t, id) {
+		sig := e.RunnerSignature()
+		if sig == nil {
+			continue
+		}
+		if sig.SignedAt <= last {
+			t.Errorf("the %s report is signed at %d, not after the one before (%d)", e.Step, sig.SignedAt, last)
+		}
+		last = sig.SignedAt
+		if e.Step == "step" && e.Note == line {
+			repeats++
+		}
+	}
+	if repeats != 5 {
+		t.Errorf("%d steps carry the repeated line, want all 5", repeats)
+	}
+}

@@ -79,6 +79,7 @@ type Runner struct {
 	mu      sync.Mutex
 	session *sdk.ClientSession // the current connection; a run in hand reports on whichever is current
 	inHand  map[string]bool    // approval ids of the runs being handled, never picked up twice
+	signed  map[string]int64   // the signed_at of the last report of each run in hand (nextSignedAt)
 	// waiting is set when a pass found every slot busy: the next run to end
 	// wakes the loop for another pass. A run that ends with nobody waiting
 	// wakes nothing, so a run handled at once (another host's, or one this
@@ -109,7 +110,7 @@ func New(host *Host, opts Options) (*Runner, error) {
 		opts.Logger = slog.Default()
 	}
 	return &Runner{host: host, opts: opts, id: id, origin: u.Scheme + "://" + u.Host, log: opts.Logger.With("runner", id),
-		wake: make(chan struct{}, 1), slots: make(chan struct{}, opts.Parallel), inHand: map[string]bool{}}, nil
+		wake: make(chan struct{}, 1), slots: make(chan struct{}, opts.Parallel), inHand: map[string]bool{}, signed: map[string]int64{}}, nil
 }
 
 // Serve runs until ctx ends: it subscribes to its runs, lists them now and
@@ -222,6 +223,7 @@ func (r *Runner) take(ctx context.Context, id, status string) {
 		defer func() {
 			r.mu.Lock()
 			delete(r.inHand, id)
+			delete(r.signed, id)
 			<-r.slots
 			waiting := r.waiting
 			r.waiting = false
@@ -298,12 +300,25 @@ func (r *Runner) call(ctx context.Context, tool string, args any, out any) error
 
 // report sends one signed report.
 func (r *Runner) report(ctx context.Context, approvalID, payloadSHA256, step, note, expected string) error {
-	sig := proof.SignRunnerReport(r.host.Key, r.id, approvalID, payloadSHA256, step, note, time.Now().Unix())
+	sig := proof.SignRunnerReport(r.host.Key, r.id, approvalID, payloadSHA256, step, note, r.nextSignedAt(approvalID))
 	args := map[string]any{"approval_id": approvalID, "step": step, "note": note, "runner": sig}
 	if expected != "" {
 		args["expected_state"] = expected
 	}
 	return r.call(ctx, "approvals_add_progress", args, nil)
+}
+
+// nextSignedAt is the signed_at of a new report of a run: now, or a second
+// past the run's last report when that one was signed this second. Two
+// reports of a run never sign the same bytes, so two chunks of the same
+// output sent within a second are not one signature twice, which the
+// service refuses as a replay.
+func (r *Runner) nextSignedAt(approvalID string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at := max(time.Now().Unix(), r.signed[approvalID]+1)
+	r.signed[approvalID] = at
+	return at
 }
 
 // handle takes one active run through its life, once. The journal file of

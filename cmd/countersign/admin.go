@@ -32,9 +32,17 @@ func openAccount(ctx context.Context, cfg app.Config, name string) (*models.Stor
 	return store, acct, nil
 }
 
+const accountUsage = `usage: countersign account create NAME
+       countersign account set NAME --allow-private-evidence=true|false
+       countersign account list`
+
+const agentUsage = `usage: countersign agent create --name NAME --scopes mcp:read,mcp:write,approvals:read,approvals:write [--account NAME]
+       countersign agent list [--account NAME]
+       countersign agent disable NAME [--account NAME] [--reason TEXT]`
+
 func accountCommand(ctx context.Context, cfg app.Config, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"account needs create, set or list"}
+		return usageError{"account needs create, set or list\n" + accountUsage}
 	}
 	store, err := app.OpenStore(ctx, cfg, slog.Default())
 	if err != nil {
@@ -94,7 +102,7 @@ func accountCommand(ctx context.Context, cfg app.Config, args []string, out io.W
 
 func agentCommand(ctx context.Context, cfg app.Config, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"agent needs create, list or disable"}
+		return usageError{"agent needs create, list or disable\n" + agentUsage}
 	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("agent "+sub, flag.ContinueOnError)

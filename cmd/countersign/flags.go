@@ -1,6 +1,9 @@
 package main
 
-import "flag"
+import (
+	"flag"
+	"slices"
+)
 
 // parseInterspersed parses flags that may come before or after the
 // positional arguments and returns the positional ones.
@@ -16,4 +19,14 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// helpAsked says whether args ask for a command's usage: -h, -help or
+// --help before any "--" (after it, the words are another program's, as in
+// gate -- COMMAND --help).
+func helpAsked(args []string) bool {
+	if i := slices.Index(args, "--"); i >= 0 {
+		args = args[:i]
+	}
+	return slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" })
 }

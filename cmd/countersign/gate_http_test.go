@@ -41,6 +41,7 @@ func serveEnvironmentUpstream() int {
 	mcp.AddTool(srv, &mcp.Tool{Name: "write_file", Description: "Write a file."}, func(context.Context, *mcp.CallToolRequest, pathArgs) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "written"}}}, nil, nil
 	})
+	fmt.Fprintln(os.Stderr, "environment upstream: serving over stdio") // a line of the upstream's own, which the gate passes on
 	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "environment upstream:", err)
 		return 1

@@ -3,7 +3,13 @@ package main
 import (
 	"context"
 	"net/http"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/apptest/gatetest"
@@ -57,4 +63,62 @@ func serviceWithAda(t *testing.T) (*apptest.Env, *apptest.Browser) {
 		t.Fatalf("ada accepts the invite: %s", r)
 	}
 	return env, ada
+}
+
+// A gate whose token the service refuses says the service's reason, not
+// only "Unauthorized", and starts nothing.
+func TestTheGateSaysWhyTheServiceRefusedItsToken(t *testing.T) {
+	env := apptest.Start(t, apptest.SQLite, nil)
+	disabled, disabledToken := env.Agent(env.Account.ID, "gone")
+	if _, err := env.Store.DisableAgent(context.Background(), env.Account.ID, disabled.Name, "replaced", "test"); err != nil {
+		t.Fatal(err)
+	}
+	rules := writeRules(t, `{"server": "environment", "tools": {"write_file": {"approval": true}}}`)
+	for _, tc := range []struct{ name, token, reason string }{
+		{"a token the service never made", "cs_agent_not.one", "the token is not an agent token of this service"},
+		{"a disabled agent's token", disabledToken, "this agent is disabled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cli(t, map[string]string{"COUNTERSIGN_URL": env.URL, "COUNTERSIGN_TOKEN": tc.token}, "gate", "--rules", rules, "--", "true")
+			if r.code != 1 || !strings.Contains(r.stderr, "refused this token: "+tc.reason) {
+				t.Errorf("want exit 1 saying the service's reason %q; got\n%s", tc.reason, r)
+			}
+		})
+	}
+}
+
+// The gate's stderr carries the upstream's own lines (and the audit events),
+// not the go-sdk's INFO chatter of every session connected and ended.
+func TestTheGatesStderrHasNoSDKInfoLines(t *testing.T) {
+	env := apptest.Start(t, apptest.SQLite, nil)
+	_, token := env.Agent(env.Account.ID, "gate")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := writeRules(t, `{"server": "environment", "tools": {"write_file": {"approval": true}}}`)
+	cmd := exec.Command(binary, "gate", "--rules", rules, "--caller", "claude", "--", self)
+	cmd.Env = environ(map[string]string{"COUNTERSIGN_URL": env.URL, "COUNTERSIGN_TOKEN": token, environmentUpstream: "1"})
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to countersign gate: %v", err)
+	}
+	if res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "environment", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatalf("environment = %v, %v", res, err)
+	}
+	if err := session.Close(); err != nil { // ends the gate, and waits for it
+		t.Fatalf("close: %v", err)
+	}
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(line, "level=INFO") {
+			t.Errorf("an INFO line on the gate's stderr: %s", line)
+		}
+	}
+	if !strings.Contains(stderr.String(), "environment upstream: serving over stdio") {
+		t.Errorf("the gate's stderr lacks the upstream's own line:\n%s", stderr.String())
+	}
 }

@@ -13,13 +13,15 @@ import (
 	"github.com/countersign/countersign/app"
 )
 
+const healthcheckUsage = "usage: countersign healthcheck   exit 0 when the service at COUNTERSIGN_ADDR answers /readyz, 1 when not"
+
 // healthcheckCommand asks the service on this machine, at COUNTERSIGN_ADDR,
 // whether it is ready (GET /readyz), for a container's HEALTHCHECK: the
 // distroless image has no curl. It answers nil when ready; any other answer
 // is an error, so the command exits 1.
 func healthcheckCommand(ctx context.Context, cfg app.Config, args []string, out io.Writer) error {
 	if len(args) > 0 {
-		return usageError{"usage: countersign healthcheck"}
+		return usageError{healthcheckUsage}
 	}
 	url := readyURL(cfg)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -44,8 +44,9 @@ Usage:
                                                its token stops; its runs that have not ended fail
   countersign runner trust --dir D --keys KEYS.json
                                                on a runner host: pin the device keys it accepts decisions from
-  countersign runner serve --dir D --server URL [--token-file F] [--time-limit 10m]
-                                               on a runner host: run approved pinned runs once each (docs/runner.md)
+  countersign runner serve --dir D --server URL [--token-file F] [--time-limit 10m] [--parallel 4]
+                                               on a runner host: run approved pinned runs once each, up to
+                                               --parallel at once (docs/runner.md)
   countersign vapid                            print the Web Push (VAPID) public key
   countersign backup --out FILE                copy the SQLite database to a new FILE while serve runs
                                                (VACUUM INTO); on PostgreSQL use pg_dump
@@ -64,6 +65,8 @@ Usage:
   countersign gate --rules gate.json [--timeout 45s] [--caller NAME] [--audit-log FILE] -- COMMAND ARGS...
   countersign gate --rules gate.json --upstream URL [--upstream-header 'H: v'] --listen ADDR
                                                an MCP proxy that holds the calls its rules name until a person approves
+
+Every command prints its own usage with --help.
 
 An admin command works on the database serve uses (it says which) and refuses to make a new
 SQLite file where serve has never run, unless given --init.
@@ -85,6 +88,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "countersign:", err)
 		os.Exit(1)
 	}
+}
+
+// commandUsage is each command's usage, printed by countersign COMMAND
+// --help (on stdout, exit 0); serve's is the whole help.
+var commandUsage = map[string]string{
+	"account":     accountUsage,
+	"agent":       agentUsage,
+	"audit":       auditUsage,
+	"backup":      backupUsage,
+	"gate":        gateUsage,
+	"healthcheck": healthcheckUsage,
+	"invite":      inviteUsage,
+	"keys":        keysUsage,
+	"runner":      runnerUsage,
+	"vapid":       "usage: countersign vapid        print the Web Push (VAPID) public key",
+	"verify":      verifyUsage,
+	"work":        workUsage,
 }
 
 // version is stamped by make build (-ldflags -X main.version=…).
@@ -111,7 +131,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return nil
 	}
 	if cmd == "verify" { // offline: no configuration, database or network
-		return verifyCommand(args, out)
+		return verifyCommand(args, out) // its --help lists its flags as well
+	}
+	if helpAsked(args) { // before the configuration and the database are read
+		if u, ok := commandUsage[cmd]; ok {
+			fmt.Fprintln(out, u)
+			return nil
+		}
+		if cmd == "serve" {
+			fmt.Fprint(out, usage, app.TextTable(110))
+			return nil
+		}
 	}
 	if cmd == "gate" { // a proxy: no database; it reaches the service over MCP
 		return gateCommand(ctx, args, getenv, os.Stdin, out, os.Stderr)

@@ -26,19 +26,26 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 			return fmt.Errorf("configuration:\n%w", err)
 		}
 	}
+	// The listener comes before the app, whose links are made from the
+	// base URL: one made from COUNTERSIGN_ADDR takes the port listened on.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on COUNTERSIGN_ADDR %s: %w", cfg.Addr, err)
+	}
+	if cfg.BaseURLFromAddr {
+		cfg.BaseURL = app.BaseURLFor(ln.Addr().String())
+	}
 	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	defer a.Close()
 	if cfg.ACMEDomain != "" {
 		if secure, err = app.NewTLS(cfg, a.Store, log); err != nil {
+			ln.Close()
 			return fmt.Errorf("configuration:\n%w", err)
 		}
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on COUNTERSIGN_ADDR %s: %w", cfg.Addr, err)
 	}
 	srv := &http.Server{
 		Handler:           a.Handler,
@@ -88,8 +95,18 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
 		go func() { errc <- metricsSrv.Serve(mln) }()
 		log.Info("metrics listening", "addr", mln.Addr().String())
+		if !loopback(mln.Addr()) {
+			log.Warn("metrics are served to other machines: anyone who reaches this address reads them; "+
+				"set COUNTERSIGN_METRICS_ADDR to a bare port (like :9090) for this machine only, or keep the address off the public network",
+				"addr", mln.Addr().String())
+		}
 	}
-	log.Info("countersign listening", "addr", ln.Addr().String(), "tls", tlsSource(cfg), "database", cfg.DatabaseName(), "base_url", cfg.BaseURL)
+	if cfg.BaseURLFromAddr {
+		log.Info("countersign listening", "addr", ln.Addr().String(), "tls", tlsSource(cfg), "database", cfg.DatabaseName(),
+			"base_url", cfg.BaseURL, "base_url_from", "COUNTERSIGN_ADDR, as COUNTERSIGN_BASE_URL is unset: set it to the origin people open")
+	} else {
+		log.Info("countersign listening", "addr", ln.Addr().String(), "tls", tlsSource(cfg), "database", cfg.DatabaseName(), "base_url", cfg.BaseURL)
+	}
 	if setup, err := a.SetupURL(ctx); err != nil {
 		log.Error("make the owner setup invite", "err", err)
 	} else if setup != "" {
@@ -118,6 +135,12 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// loopback says whether a listener's address is reachable from this machine only.
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }
 
 // tlsSource says, for the start-up log, where serve's certificate comes from.

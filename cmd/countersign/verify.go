@@ -87,9 +87,10 @@ func verifyProof(raw []byte, file string, opts verifyOptions, out io.Writer) err
 			return fmt.Errorf("%s is not a key export: %w", *keysFile, err)
 		}
 	}
-	res, err := proof.Verify(p, proof.Expect{RPID: *rpID, Origin: *origin, Keys: keys})
+	want := proof.Expect{RPID: *rpID, Origin: *origin, Keys: keys}
+	res, err := proof.Verify(p, want)
 	if err != nil {
-		return fmt.Errorf("the proof in %s is NOT valid: %w", file, err)
+		return fmt.Errorf("the proof in %s is NOT valid: %w%s", file, err, originHint(p, want, err))
 	}
 
 	// What keeps a valid signature from being accepted.
@@ -170,4 +171,25 @@ func verifyProof(raw []byte, file string, opts verifyOptions, out io.Writer) err
 		return errors.New("the proof in " + file + " is NOT accepted: " + strings.Join(refusals, "; and "))
 	}
 	return nil
+}
+
+// originHint is what a refusal adds when the proof failed on its origin
+// alone: checked at the origin it was signed at, it passes every other
+// check, so the verifier was most likely not told the service's origin (a
+// local service on http://localhost:PORT, or a subdomain of the RP ID). An
+// origin that is not of the RP ID (a phishing page's) is never suggested.
+func originHint(p *proof.Proof, want proof.Expect, err error) string {
+	var f *proof.Failure
+	if !errors.As(err, &f) || f.Check != "origin" {
+		return ""
+	}
+	signed := p.SignedOrigin()
+	if signed == "" || signed == want.Origin {
+		return ""
+	}
+	want.Origin = signed
+	if _, err := proof.Verify(p, want); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("; every other check passes at the origin it was signed at: if the service is at %s, run again with --origin %s", signed, signed)
 }

@@ -273,8 +273,8 @@ func TestVerifyCommandChecksAProofMadeOverHTTP(t *testing.T) {
 				if o != "" {
 					args = append(args, "--origin", o)
 				}
-				if r := cli(t, nil, args...); r.code != 1 || !strings.Contains(r.stderr, "origin") {
-					t.Fatalf("verify with origin %q of a proof signed at %s: %s; want exit 1 on the origin", o, origin, r)
+				if r := cli(t, nil, args...); r.code != 1 || !strings.Contains(r.stderr, "origin") || !strings.Contains(r.stderr, "run again with --origin "+origin+"\n") {
+					t.Fatalf("verify with origin %q of a proof signed at %s: %s; want exit 1 on the origin, suggesting --origin %s", o, origin, r, origin)
 				}
 			}
 		})
@@ -544,6 +544,9 @@ func TestVerifyRefusesAPhishedCrossOriginAssertion(t *testing.T) {
 			r := cli(t, nil, "verify", file, "--keys", keysFile, "--rp-id", rpID)
 			if r.code != 1 || !strings.Contains(r.stderr, "NOT valid: "+tt.check+":") || strings.Contains(r.stdout, "VALID") {
 				t.Fatalf("verify --keys of an assertion %+v: %s; want exit 1 on the %s check", tt.a, r, tt.check)
+			}
+			if strings.Contains(r.stderr, "--origin") {
+				t.Fatalf("verify of an assertion %+v suggests an --origin: %s; a phishing origin is never suggested", tt.a, r)
 			}
 		})
 	}

@@ -70,13 +70,17 @@ func NewCountersign(ctx context.Context, opts CountersignOptions) (*Countersign,
 		transport = http.DefaultTransport
 	}
 	client := *base
-	client.Transport = bearer.Transport{Token: opts.Token, Base: transport}
+	refusal := &tokenRefusal{next: transport}
+	client.Transport = bearer.Transport{Token: opts.Token, Base: refusal}
 	c := &Countersign{opts: opts, waiters: map[string]chan struct{}{}}
 	endpoint := strings.TrimRight(opts.URL, "/") + "/mcp"
 	cli := mcp.NewClient(&mcp.Implementation{Name: "countersign-gate", Version: "1"}, &mcp.ClientOptions{
 		ResourceUpdatedHandler: c.updated,
 	})
 	session, err := cli.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &client, MaxRetries: -1}, nil)
+	if reason := refusal.last(); err != nil && reason != "" {
+		return nil, fmt.Errorf("countersign sink: %s refused this token: %s (%w)", endpoint, reason, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("countersign sink: %s does not answer with this token: %w", endpoint, err)
 	}

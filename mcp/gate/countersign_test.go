@@ -252,7 +252,7 @@ func TestNewCountersignFailsAtStart(t *testing.T) {
 		name, url, token, wantErr string
 	}{
 		{"a server that does not answer", unreachable, s.token, "does not answer"},
-		{"a token the server refuses", s.env.URL, "cs_not_a_token", "does not answer with this token"},
+		{"a token the server refuses, with its reason", s.env.URL, "cs_not_a_token", "refused this token: the token is not an agent token of this service"},
 		{"a token that may not file asks", s.env.URL, readOnly, "may not file asks"},
 		{"no token", s.env.URL, "", "no agent token"},
 	}

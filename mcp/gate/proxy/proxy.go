@@ -42,8 +42,10 @@ type progressWaiter struct {
 // Options configure a proxy: its rules and the gate's options (the sink,
 // the timeout, the audit sink, how a caller is known).
 type Options struct {
-	Rules  *Rules
-	Gate   gate.Options
+	Rules *Rules
+	Gate  gate.Options
+	// Logger hears the proxy's warnings (slog.Default() when nil); the
+	// SDK's server logs to it at WARN and above only (sdkLogger).
 	Logger *slog.Logger
 }
 
@@ -82,7 +84,7 @@ func Start(ctx context.Context, t mcp.Transport, opts Options) (*Proxy, error) {
 	if caps == nil {
 		caps = &mcp.ServerCapabilities{}
 	}
-	serverOpts := &mcp.ServerOptions{Instructions: init.Instructions, Logger: opts.Logger}
+	serverOpts := &mcp.ServerOptions{Instructions: init.Instructions, Logger: sdkLogger(opts.Logger)}
 	if caps.Resources != nil && caps.Resources.Subscribe {
 		serverOpts.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error {
 			return session.Subscribe(ctx, req.Params)
