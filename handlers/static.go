@@ -22,21 +22,32 @@ const (
 	cacheRevalidate = "no-cache"
 )
 
-// servedAsset is one file of the front end, ready to serve: its type and its ETag.
+// servedAsset is one file of the front end, ready to serve: its type, its
+// ETag, and its gzip form when that is smaller.
 type servedAsset struct {
 	*static.Asset
 	contentType string
 	etag        string
+	gzipped     []byte // nil: sent as it is
+	gzipTag     string
 }
 
 // staticRoutes serves the embedded front end. The service worker and the
 // manifest live at the root, so the worker's scope is the whole app.
+// Scripts, styles, the manifest and the offline page are gzipped once, at
+// start, at the best level, and sent so to a client that accepts gzip.
 func (h *Handlers) staticRoutes(e *echo.Echo) {
 	served := map[*static.Asset]*servedAsset{}
 	for _, a := range static.All() {
 		sum := sha256.Sum256(a.Content)
 		tag := hex.EncodeToString(sum[:8])
-		served[a] = &servedAsset{Asset: a, contentType: assetType(a.Name), etag: `"` + tag + `"`}
+		s := &servedAsset{Asset: a, contentType: assetType(a.Name), etag: `"` + tag + `"`}
+		if compressible(s.contentType) {
+			if gz, err := gzipBytes(a.Content); err == nil && len(gz) < len(a.Content) {
+				s.gzipped, s.gzipTag = gz, `"`+tag+`-gzip"`
+			}
+		}
+		served[a] = s
 	}
 	serve := func(name string, c echo.Context) error {
 		a, current := static.Lookup(name)
@@ -46,6 +57,11 @@ func (h *Handlers) staticRoutes(e *echo.Echo) {
 		s := served[a]
 		res := c.Response()
 		body, tag := s.Content, s.etag
+		// compressResponses has said that the answer varies with Accept-Encoding.
+		if s.gzipped != nil && acceptsGzip(c.Request().Header.Get(echo.HeaderAcceptEncoding)) {
+			body, tag = s.gzipped, s.gzipTag
+			res.Header().Set(echo.HeaderContentEncoding, gzipEncoding)
+		}
 		res.Header().Set("ETag", tag)
 		if current {
 			res.Header().Set("Cache-Control", cacheForever)
@@ -53,6 +69,7 @@ func (h *Handlers) staticRoutes(e *echo.Echo) {
 			res.Header().Set("Cache-Control", cacheRevalidate)
 		}
 		if c.Request().Header.Get("If-None-Match") == tag {
+			res.Header().Del(echo.HeaderContentEncoding)
 			return c.NoContent(http.StatusNotModified)
 		}
 		return c.Blob(http.StatusOK, s.contentType, body)
