@@ -89,7 +89,7 @@ func gzipBytes(b []byte) ([]byte, error) {
 // an image) or a body already encoded (the precompressed front end) passes
 // through untouched, flushes included.
 func compressResponses(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
+	return func(c echo.Context) (err error) {
 		req := c.Request()
 		res := c.Response()
 		res.Header().Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
@@ -98,17 +98,19 @@ func compressResponses(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		w := &gzipResponseWriter{ResponseWriter: res.Writer}
 		res.Writer = w
-		err := next(c)
-		if w.status == 0 && !w.decided {
-			// Nothing written: the error handler writes its page after
-			// this returns, straight to the client.
-			res.Writer = w.ResponseWriter
-			return err
-		}
-		if ferr := w.finish(); err == nil {
-			err = ferr
-		}
-		return err
+		defer func() {
+			if w.status == 0 && !w.decided {
+				// Nothing written: the error handler writes its page
+				// after this returns (or after a panic is recovered),
+				// straight to the client.
+				res.Writer = w.ResponseWriter
+				return
+			}
+			if ferr := w.finish(); err == nil {
+				err = ferr
+			}
+		}()
+		return next(c)
 	}
 }
 
@@ -187,7 +189,10 @@ func (w *gzipResponseWriter) startGzip() error {
 // compressible body streams it, so it is gzipped from here on whatever
 // its length.
 func (w *gzipResponseWriter) Flush() {
-	if !w.decided && w.status != 0 {
+	if !w.decided && w.status == 0 {
+		w.WriteHeader(http.StatusOK) // flushed before a byte: the header goes now
+	}
+	if !w.decided {
 		_ = w.startGzip()
 	}
 	if w.gz != nil {
