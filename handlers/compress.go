@@ -61,6 +61,23 @@ func acceptsGzip(header string) bool {
 	return star
 }
 
+// crossSite reports whether a browser says (Fetch Metadata) that another
+// site's page sent the request. Its answer goes out uncompressed: a page
+// that shows request input (a query string) beside a secret (the
+// session's CSRF token) would otherwise let a site that makes the browser
+// send many requests, and sees their sizes on the network, learn the
+// secret a character at a time from how well each answer compresses
+// (BREACH). The service's own pages, a typed address, a bookmark or a
+// notification send same-origin or none, and get gzip. A browser without
+// Fetch Metadata (Safari before 16.4) is not told apart.
+func crossSite(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "cross-site", "same-site":
+		return true
+	}
+	return false
+}
+
 var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
 
 // gzipBytes is b gzipped at the best level, for bodies made once and sent
@@ -87,13 +104,14 @@ func gzipBytes(b []byte) ([]byte, error) {
 // when the handler has set its Content-Type: a type that is not
 // compressible (an event stream: the live timeline and every MCP answer;
 // an image) or a body already encoded (the precompressed front end) passes
-// through untouched, flushes included.
+// through untouched, flushes included. An answer to a request another
+// site's page made the browser send is never compressed (see crossSite).
 func compressResponses(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		req := c.Request()
 		res := c.Response()
-		res.Header().Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
-		if req.Method == http.MethodHead || !acceptsGzip(req.Header.Get(echo.HeaderAcceptEncoding)) {
+		res.Header().Add(echo.HeaderVary, echo.HeaderAcceptEncoding+", Sec-Fetch-Site")
+		if req.Method == http.MethodHead || crossSite(req) || !acceptsGzip(req.Header.Get(echo.HeaderAcceptEncoding)) {
 			return next(c)
 		}
 		w := &gzipResponseWriter{ResponseWriter: res.Writer}

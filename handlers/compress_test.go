@@ -227,3 +227,40 @@ func TestTheMCPEndpointsStreamsAreNotCompressed(t *testing.T) {
 		t.Fatalf("tools/list answered %d bytes of %s encoded %q, want the plain event stream", len(body), res.Header.Get("Content-Type"), enc)
 	}
 }
+
+// A page another site makes the browser fetch goes out uncompressed, so
+// that its size says nothing about how a guess planted in its query string
+// compares with the session's CSRF token beside it (BREACH); the service's
+// own pages and a typed address or a bookmark get it gzipped.
+func TestACrossSiteRequestGetsNoCompressedPage(t *testing.T) {
+	s := newScene(t, apptest.SQLite, nil)
+	for _, tc := range []struct {
+		site    string
+		gzipped bool
+	}{{"same-origin", true}, {"none", true}, {"cross-site", false}, {"same-site", false}} {
+		t.Run("Sec-Fetch-Site "+tc.site, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, s.env.URL+"/admin/audit?actor=guess", nil)
+			req.Header.Set("Accept-Encoding", chromeAcceptEncoding)
+			req.Header.Set("Sec-Fetch-Site", tc.site)
+			res, err := s.owner.HTTP.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("HTTP %d", res.StatusCode)
+			}
+			if got := res.Header.Get("Content-Encoding") == "gzip"; got != tc.gzipped {
+				t.Fatalf("gzipped %t, want %t (%d bytes)", got, tc.gzipped, len(body))
+			}
+			if !strings.Contains(res.Header.Get("Vary"), "Sec-Fetch-Site") {
+				t.Errorf("the answer lacks Vary: Sec-Fetch-Site (Vary %q)", res.Header.Get("Vary"))
+			}
+			if !tc.gzipped && !bytes.Contains(body, []byte("</html>")) {
+				t.Errorf("the plain page is not a page:\n%.300s", body)
+			}
+		})
+	}
+}
+
