@@ -263,4 +263,3 @@ func TestACrossSiteRequestGetsNoCompressedPage(t *testing.T) {
 		})
 	}
 }
-
