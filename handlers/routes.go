@@ -76,6 +76,7 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 		e.Use(strictTransportSecurity)
 	}
 	e.Use(limitBody)
+	e.Use(compressResponses)
 
 	e.GET("/healthz", h.Health)
 	e.GET("/readyz", h.Ready)

@@ -3,52 +3,76 @@ package handlers
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"io/fs"
 	"mime"
 	"net/http"
 	"path"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/static"
 )
 
+// How long a browser keeps what it fetched from /static/. A hashed name
+// (app.3f9a1c2b7d4e.js) names one content forever: it is kept a year and
+// never asked for again. Everything else (plain names, a hashed name of
+// earlier content, the service worker, the manifest) is asked for again
+// each time, answered 304 while its ETag still holds.
+const (
+	cacheForever    = "public, max-age=31536000, immutable"
+	cacheRevalidate = "no-cache"
+)
+
+// servedAsset is one file of the front end, ready to serve: its type, its
+// ETag, and its gzip form when that is smaller.
+type servedAsset struct {
+	*static.Asset
+	contentType string
+	etag        string
+	gzipped     []byte // nil: sent as it is
+	gzipTag     string
+}
+
 // staticRoutes serves the embedded front end. The service worker and the
 // manifest live at the root, so the worker's scope is the whole app.
+// Scripts, styles, the manifest and the offline page are gzipped once, at
+// start, at the best level, and sent so to a client that accepts gzip.
 func (h *Handlers) staticRoutes(e *echo.Echo) {
-	etags := map[string]string{}
-	_ = fs.WalkDir(static.FS, ".", func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			b, _ := fs.ReadFile(static.FS, p)
-			sum := sha256.Sum256(b)
-			etags[p] = `"` + hex.EncodeToString(sum[:8]) + `"`
+	served := map[*static.Asset]*servedAsset{}
+	for _, a := range static.All() {
+		sum := sha256.Sum256(a.Content)
+		tag := hex.EncodeToString(sum[:8])
+		s := &servedAsset{Asset: a, contentType: assetType(a.Name), etag: `"` + tag + `"`}
+		if compressible(s.contentType) {
+			if gz, err := gzipBytes(a.Content); err == nil && len(gz) < len(a.Content) {
+				s.gzipped, s.gzipTag = gz, `"`+tag+`-gzip"`
+			}
 		}
-		return nil
-	})
+		served[a] = s
+	}
 	serve := func(name string, c echo.Context) error {
-		tag, ok := etags[name]
-		if !ok || strings.HasSuffix(name, ".go") {
+		a, current := static.Lookup(name)
+		if a == nil {
 			return echo.NewHTTPError(http.StatusNotFound, "no such file")
 		}
+		s := served[a]
 		res := c.Response()
+		body, tag := s.Content, s.etag
+		// compressResponses has said that the answer varies with Accept-Encoding.
+		if s.gzipped != nil && acceptsGzip(c.Request().Header.Get(echo.HeaderAcceptEncoding)) {
+			body, tag = s.gzipped, s.gzipTag
+			res.Header().Set(echo.HeaderContentEncoding, gzipEncoding)
+		}
 		res.Header().Set("ETag", tag)
-		res.Header().Set("Cache-Control", "no-cache")
+		if current {
+			res.Header().Set("Cache-Control", cacheForever)
+		} else {
+			res.Header().Set("Cache-Control", cacheRevalidate)
+		}
 		if c.Request().Header.Get("If-None-Match") == tag {
+			res.Header().Del(echo.HeaderContentEncoding)
 			return c.NoContent(http.StatusNotModified)
 		}
-		b, err := fs.ReadFile(static.FS, name)
-		if err != nil {
-			return err
-		}
-		ctype := mime.TypeByExtension(path.Ext(name))
-		switch path.Ext(name) {
-		case ".webmanifest":
-			ctype = "application/manifest+json"
-		case ".js":
-			ctype = "text/javascript; charset=utf-8"
-		}
-		return c.Blob(http.StatusOK, ctype, b)
+		return c.Blob(http.StatusOK, s.contentType, body)
 	}
 	getOrHead := []string{http.MethodGet, http.MethodHead}
 	e.Match(getOrHead, "/static/*", func(c echo.Context) error { return serve(path.Clean(c.Param("*")), c) })
@@ -58,4 +82,19 @@ func (h *Handlers) staticRoutes(e *echo.Echo) {
 	})
 	e.Match(getOrHead, "/manifest.webmanifest", func(c echo.Context) error { return serve("manifest.webmanifest", c) })
 	e.Match(getOrHead, "/offline.html", func(c echo.Context) error { return serve("offline.html", c) })
+}
+
+// assetType is the Content-Type of a front-end file, by its extension.
+func assetType(name string) string {
+	switch ext := path.Ext(name); ext {
+	case ".webmanifest":
+		return "application/manifest+json"
+	case ".js":
+		return "text/javascript; charset=utf-8"
+	default:
+		if t := mime.TypeByExtension(ext); t != "" {
+			return t
+		}
+		return echo.MIMEOctetStream
+	}
 }

@@ -503,6 +503,7 @@ initLive();
 initCountdowns();
 initConfirms();
 initServiceWorker();
+performance.mark("countersign:interactive");
 export {
   postJSON
 };

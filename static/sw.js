@@ -1,9 +1,11 @@
 (() => {
+  // <define:SHELL>
+  var define_SHELL_default = ["/offline.html", "/static/app.723d563eb295.css", "/static/app.91068c923dc0.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
+
   // web/sw.js
-  var CACHE = `countersign-${"17a6c0dd31926ecc"}`;
-  var SHELL = ["/offline.html", "/static/app.css", "/static/app.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
+  var CACHE = `countersign-${"ba56964975c1cc3e"}`;
   self.addEventListener("install", (event) => {
-    event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));
+    event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(define_SHELL_default)).then(() => self.skipWaiting()));
   });
   self.addEventListener("activate", (event) => {
     event.waitUntil(

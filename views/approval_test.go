@@ -12,6 +12,7 @@ import (
 	"github.com/a-h/templ"
 	"golang.org/x/net/html"
 
+	"github.com/countersign/countersign/static"
 	"github.com/countersign/countersign/views"
 )
 
@@ -204,7 +205,7 @@ func TestAskTextIsRenderedAsTextNeverAsMarkup(t *testing.T) {
 				t.Fatalf("the page does not show the text escaped (%s):\n%s", escapedXSS, page)
 			}
 			for _, s := range findAll(doc, func(n *html.Node) bool { return n.Data == "script" }) {
-				if src, _ := attr(s, "src"); src != "/static/app.js" || text(s) != "" {
+				if src, _ := attr(s, "src"); src != static.Path("app.js") || text(s) != "" {
 					t.Fatalf("a script element other than the page script: src=%q text=%q", src, text(s))
 				}
 			}

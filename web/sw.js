@@ -1,9 +1,10 @@
 // Countersign's service worker: an offline shell for the installed app.
 // VERSION is the content hash of the built assets, set at build time, so a
-// new build replaces the old cache.
-/* global VERSION */
+// new build replaces the old cache. SHELL, also set at build time, is what
+// the offline page needs, the script and the style sheet under their hashed
+// names (/static/app.<hash>.css, as the pages and the offline page ask for them).
+/* global VERSION, SHELL */
 const CACHE = `countersign-${VERSION}`;
-const SHELL = ["/offline.html", "/static/app.css", "/static/app.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
 
 self.addEventListener("install", (event) => {
   event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));
