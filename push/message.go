@@ -3,7 +3,6 @@ package push
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/url"
 	"strings"
 
@@ -28,8 +27,8 @@ func (s *Sender) body(ctx context.Context, j *models.PushTarget, waiting int) ([
 	var msg models.PushMessage
 	if j.Event == models.PushCollapsed {
 		msg = models.PushMessage{Event: models.PushCollapsed, Title: waitingTitle(waiting), URL: "/", Waiting: waiting}
-	} else if err := json.Unmarshal([]byte(j.Body), &msg); err != nil {
-		return nil, fmt.Errorf("push %d: read its message: %w", j.Seq, err)
+	} else if json.Unmarshal([]byte(j.Body), &msg) != nil {
+		return []byte(j.Body), nil // not a message this sender knows: it goes as it was queued
 	}
 	if j.Event == models.PushAsk {
 		token, err := s.store.IssuePushLink(ctx, j)
