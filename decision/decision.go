@@ -2,7 +2,8 @@
 // challenge for one answer by one person on one ask, the check of their
 // passkey's signature over it, the proof built from that signature, and the
 // state machine's transition that records it, in that order. Pages call
-// Begin and Complete; nothing else assembles a decision.
+// Begin and Complete (in a session) or BeginWithLink and CompleteWithLink
+// (under a one-time push link); nothing else assembles a decision.
 package decision
 
 import (
