@@ -68,7 +68,11 @@ package ask
 //     one line of at most 200 characters; tool is a valid MCP tool name (1 to
 //     128 of A-Z a-z 0-9 _ - .); arguments is a JSON object (it may be empty,
 //     its members may be anything, null included) of at most 64 KiB in its
-//     canonical form.
+//     canonical form. expires_at (optional, unix seconds, after now and at
+//     most 24 hours ahead) is when the gate stops waiting: the ask's life
+//     ends then. It is in the payload, so the person signs it with the call:
+//     a proof says "this call, while its caller still waited", and the page
+//     that shows the time left shows a signed value, as for a run.
 //   - document: document_id is required, one line, at most 200 characters;
 //     space_id optional (may be empty), same limits; version an integer >= 0,
 //     absent means 0, the current one.
@@ -91,7 +95,7 @@ type Payload struct {
 	Repo      string    // pull_request repo as sent, trimmed ("owner/name"); "" for other kinds
 	Number    int64     // pull_request number; 0 otherwise
 	Head      string    // pull_request head, trimmed; "" otherwise
-	ExpiresAt time.Time // run.expires_at; zero when the kind sets no life of its own
+	ExpiresAt time.Time // run.expires_at or tool_call.expires_at; zero when the kind sets no life of its own
 	Run       *RunPin   // non-nil for a pinned run
 }
 
@@ -189,10 +193,16 @@ type ToolCallPayload struct {
 	Server    string         `json:"server"`
 	Tool      string         `json:"tool"`
 	Arguments map[string]any `json:"arguments"`
+	ExpiresAt json.Number    `json:"expires_at"` // when the gate stops waiting, unix seconds; "" when not sent
 }
 
 // MaxToolCallArguments bounds a tool_call's arguments, in canonical bytes.
 const MaxToolCallArguments = 64 << 10
+
+// MaxToolCallWait is how far ahead a tool_call's expires_at may be: a gate
+// holds its caller's request open while it waits, which no proxy keeps up
+// for a day. A gate that waits longer files no expires_at.
+const MaxToolCallWait = 24 * time.Hour
 
 // ParsePayload validates the payload of an ask of the given kind, filed with
 // approvals_create, at time now, and returns it frozen: its canonical bytes,
@@ -295,39 +305,57 @@ func ParsePayload(kind string, raw json.RawMessage, now time.Time) (*Payload, er
 		if err := decodeTyped(memberRaw, memberTree, path, &v); err != nil {
 			return nil, err
 		}
-		if err := checkToolCall(&v, memberRaw, path); err != nil {
+		exp, err := checkToolCall(&v, memberRaw, path, now)
+		if err != nil {
 			return nil, err
 		}
+		p.ExpiresAt = exp
 	}
 	return p, nil
 }
 
 // checkToolCall checks a tool_call: the server one line, the tool a valid MCP
-// tool name, the arguments an object of at most 64 KiB canonical.
-func checkToolCall(v *ToolCallPayload, raw json.RawMessage, path string) error {
+// tool name, the arguments an object of at most 64 KiB canonical, and
+// expires_at, when sent, after now and at most MaxToolCallWait ahead. It
+// returns the time expires_at names, zero when it was not sent.
+func checkToolCall(v *ToolCallPayload, raw json.RawMessage, path string, now time.Time) (time.Time, error) {
 	if err := checkText(path+".server", v.Server, 200, true, true); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	if err := CheckToolName(path+".tool", v.Tool); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	if v.Arguments == nil {
-		return Invalid(path+".arguments", "required: the call's arguments, a JSON object ({} for none)")
+		return time.Time{}, Invalid(path+".arguments", "required: the call's arguments, a JSON object ({} for none)")
 	}
 	var members struct {
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	if err := json.Unmarshal(raw, &members); err != nil {
-		return Invalid(path+".arguments", "not valid JSON: %v", err)
+		return time.Time{}, Invalid(path+".arguments", "not valid JSON: %v", err)
 	}
 	canonical, _, err := CanonicalHash(members.Arguments)
 	if err != nil {
-		return Invalid(path+".arguments", "%v", err)
+		return time.Time{}, Invalid(path+".arguments", "%v", err)
 	}
 	if len(canonical) > MaxToolCallArguments {
-		return Invalid(path+".arguments", "at most %d bytes in canonical form, got %d", MaxToolCallArguments, len(canonical))
+		return time.Time{}, Invalid(path+".arguments", "at most %d bytes in canonical form, got %d", MaxToolCallArguments, len(canonical))
 	}
-	return nil
+	if v.ExpiresAt == "" {
+		return time.Time{}, nil
+	}
+	secs, err := checkInt(path+".expires_at", v.ExpiresAt, 0)
+	if err != nil {
+		return time.Time{}, err
+	}
+	exp := time.Unix(secs, 0).UTC()
+	if !exp.After(now) {
+		return time.Time{}, Invalid(path+".expires_at", "must be in the future (unix seconds, when the gate stops waiting): %d is not after now, %d", secs, now.Unix())
+	}
+	if exp.Sub(now) > MaxToolCallWait {
+		return time.Time{}, Invalid(path+".expires_at", "at most 24 hours ahead: %d is %s after now, %d; leave it out for a longer wait", secs, exp.Sub(now).Round(time.Second), now.Unix())
+	}
+	return exp, nil
 }
 
 // CheckToolName checks an MCP tool name: 1 to 128 ASCII letters, digits, _, - and ".".

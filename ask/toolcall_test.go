@@ -2,8 +2,10 @@ package ask
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func toolCallJSON(members string) string { return `{"tool_call":{` + members + `}}` }
@@ -42,6 +44,51 @@ func TestParsePayloadToolCall(t *testing.T) {
 			wantRefusal(t, err, tc.code, tc.field)
 			if err == nil && (len(p.SHA256) != 64 || len(p.Canonical) == 0) {
 				t.Errorf("payload = %+v, want it frozen and hashed", p)
+			}
+		})
+	}
+}
+
+func TestAToolCallsExpiresAtIsWhenTheGateStopsWaiting(t *testing.T) {
+	at := func(d time.Duration) string { return strconv.FormatInt(testNow.Add(d).Unix(), 10) }
+	call := func(expiresAt string) string {
+		return toolCallJSON(`"server":"acme","tool":"delete_case","arguments":{"id":"42"},"expires_at":` + expiresAt)
+	}
+	tests := []struct {
+		name     string
+		payload  string
+		field    string
+		wantLife time.Duration // the ask's life from now; 0 when the kind sets none
+	}{
+		{"no expires_at sets no life of its own", toolCallJSON(`"server":"acme","tool":"delete_case","arguments":{}`), "", 0},
+		{"45 seconds ahead is the ask's life", call(at(45 * time.Second)), "", 45 * time.Second},
+		{"exactly 24 hours ahead is accepted", call(at(24 * time.Hour)), "", 24 * time.Hour},
+		{"a second past 24 hours is refused", call(at(24*time.Hour + time.Second)), "payload.tool_call.expires_at", 0},
+		{"now is refused: the gate already stopped waiting", call(at(0)), "payload.tool_call.expires_at", 0},
+		{"the past is refused", call(at(-time.Minute)), "payload.tool_call.expires_at", 0},
+		{"a fraction is refused", call(at(time.Minute) + ".5"), "payload.tool_call.expires_at", 0},
+		{"a string is refused", call(`"` + at(time.Minute) + `"`), "payload.tool_call.expires_at", 0},
+		{"null is refused", call(`null`), "payload.tool_call.expires_at", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParsePayload(KindToolCall, json.RawMessage(tc.payload), testNow)
+			if tc.field != "" {
+				wantRefusal(t, err, InvalidArgument, tc.field)
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			var got time.Duration
+			if !p.ExpiresAt.IsZero() {
+				got = p.ExpiresAt.Sub(testNow.Truncate(time.Second))
+			}
+			if got != tc.wantLife {
+				t.Errorf("the ask's life is %s, want %s", got, tc.wantLife)
+			}
+			if tc.wantLife != 0 && !strings.Contains(string(p.Canonical), `"expires_at":`) {
+				t.Errorf("canonical %s lacks expires_at: the person signs it with the call", p.Canonical)
 			}
 		})
 	}

@@ -2,7 +2,8 @@
 // challenge for one answer by one person on one ask, the check of their
 // passkey's signature over it, the proof built from that signature, and the
 // state machine's transition that records it, in that order. Pages call
-// Begin and Complete; nothing else assembles a decision.
+// Begin and Complete (in a session) or BeginWithLink and CompleteWithLink
+// (under a one-time push link); nothing else assembles a decision.
 package decision
 
 import (
@@ -48,6 +49,7 @@ type ceremony struct {
 	Answer     string          `json:"answer,omitempty"`
 	Nonce      proof.B64       `json:"nonce"`
 	Session    json.RawMessage `json:"session"`
+	Link       string          `json:"link,omitempty"` // the push link it was begun with; "" in a session
 }
 
 // Begin checks the choice, issues the single-use nonce of this decision by m
@@ -55,6 +57,36 @@ type ceremony struct {
 // options whose challenge covers the ask, its payload hash, the decision and
 // the nonce.
 func (s *Service) Begin(ctx context.Context, m *models.Member, approvalID string, c Choice) (string, passkey.Options, error) {
+	return s.begin(ctx, m, approvalID, c, "")
+}
+
+// BeginWithLink is Begin on the authority of an opened one-time push link
+// instead of a session: the decision is the link's person's, on the link's
+// ask, and only that person's passkeys may sign it.
+func (s *Service) BeginWithLink(ctx context.Context, l *models.PushLink, approvalID string, c Choice) (string, passkey.Options, error) {
+	m, err := s.linkMember(ctx, l, approvalID)
+	if err != nil {
+		return "", nil, err
+	}
+	return s.begin(ctx, m, approvalID, c, l.ID)
+}
+
+// linkMember is the person a push link was issued to, as a member of the
+// ask's account; a link for another ask, or a person no longer a member,
+// decides nothing.
+func (s *Service) linkMember(ctx context.Context, l *models.PushLink, approvalID string) (*models.Member, error) {
+	if l.ApprovalID != approvalID {
+		return nil, models.Refuse(models.PermissionDenied, "link", "this link opens another ask, not this one")
+	}
+	m, err := s.store.MemberByID(ctx, l.AccountID, l.PersonID)
+	if models.CodeOf(err) == models.NotFound {
+		return nil, models.Refuse(models.PermissionDenied, "link", "the person this link was sent to is no longer a member of the ask's account")
+	}
+	return m, err
+}
+
+// begin is Begin, recording in the ceremony the push link it runs under.
+func (s *Service) begin(ctx context.Context, m *models.Member, approvalID string, c Choice, link string) (string, passkey.Options, error) {
 	a, err := s.store.GetApproval(ctx, m.AccountID, approvalID)
 	if err != nil {
 		return "", nil, err
@@ -89,7 +121,7 @@ func (s *Service) Begin(ctx context.Context, m *models.Member, approvalID string
 	if c.Verdict == models.VerdictAnswer {
 		answer = d.Note
 	}
-	state, err := json.Marshal(ceremony{ApprovalID: a.ID, Decision: d.Signed(), Question: question, Answer: answer, Nonce: nonce, Session: session})
+	state, err := json.Marshal(ceremony{ApprovalID: a.ID, Decision: d.Signed(), Question: question, Answer: answer, Nonce: nonce, Session: session, Link: link})
 	if err != nil {
 		return "", nil, fmt.Errorf("decision ceremony: %w", err)
 	}
@@ -105,6 +137,22 @@ func (s *Service) Begin(ctx context.Context, m *models.Member, approvalID string
 // through the state machine, which spends the nonce, moves the passkey's
 // counter and appends the timeline event in one transaction.
 func (s *Service) Complete(ctx context.Context, m *models.Member, approvalID, ceremonyID string, credential []byte) (*models.Approval, error) {
+	return s.complete(ctx, m, approvalID, ceremonyID, credential, "")
+}
+
+// CompleteWithLink is Complete for a ceremony begun with the push link l:
+// the assertion must be by a passkey of the link's person, and the decision
+// spends the link in its transaction.
+func (s *Service) CompleteWithLink(ctx context.Context, l *models.PushLink, approvalID, ceremonyID string, credential []byte) (*models.Approval, error) {
+	m, err := s.linkMember(ctx, l, approvalID)
+	if err != nil {
+		return nil, err
+	}
+	return s.complete(ctx, m, approvalID, ceremonyID, credential, l.ID)
+}
+
+// complete is Complete for a ceremony begun under the push link link ("" in a session).
+func (s *Service) complete(ctx context.Context, m *models.Member, approvalID, ceremonyID string, credential []byte, link string) (*models.Approval, error) {
 	raw, personID, err := s.store.TakeCeremony(ctx, ceremonyID, ceremonyKind)
 	if err != nil {
 		return nil, err
@@ -113,8 +161,8 @@ func (s *Service) Complete(ctx context.Context, m *models.Member, approvalID, ce
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return nil, fmt.Errorf("decision ceremony: %w", err)
 	}
-	if personID != m.ID || st.ApprovalID != approvalID {
-		return nil, models.Refuse(models.PermissionDenied, "ceremony", "this signature prompt was made for another person or ask; nothing was recorded")
+	if personID != m.ID || st.ApprovalID != approvalID || st.Link != link {
+		return nil, models.Refuse(models.PermissionDenied, "ceremony", "this signature prompt was made for another person, ask or link; nothing was recorded")
 	}
 	a, err := s.store.GetApproval(ctx, m.AccountID, st.ApprovalID)
 	if err != nil {
@@ -137,7 +185,7 @@ func (s *Service) Complete(ctx context.Context, m *models.Member, approvalID, ce
 		return nil, fmt.Errorf("passkey %s public key: %w", key.ID, err)
 	}
 	d := models.Decision{Verdict: models.Verdict(st.Decision), Nonce: st.Nonce, CredentialID: assertion.CredentialID,
-		SignCount: assertion.SignCount, Credential: assertion.Credential}
+		SignCount: assertion.SignCount, Credential: assertion.Credential, PushLink: st.Link}
 	if st.Question != "" {
 		d.Verdict, d.Note = models.VerdictQuestion, st.Question
 	}

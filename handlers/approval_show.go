@@ -20,22 +20,32 @@ func (h *Handlers) ApprovalShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	events, err := h.store.Timeline(ctx, v.account.ID, a.ID)
+	view, err := h.askPage(ctx, a, v.member)
 	if err != nil {
 		return err
 	}
-	view := h.askView(a, events, v.member)
+	return h.render(c, http.StatusOK, views.Approval(h.page(c, a.Title, ""), view))
+}
+
+// askPage reads what the page of ask a shows to member m: the ask, its
+// timeline, the runner a pinned run names and an approval_request's words.
+func (h *Handlers) askPage(ctx context.Context, a *models.Approval, m *models.Member) (views.Ask, error) {
+	events, err := h.store.Timeline(ctx, a.AccountID, a.ID)
+	if err != nil {
+		return views.Ask{}, err
+	}
+	view := h.askView(a, events, m)
 	if a.RunnerID != "" {
-		r, err := h.store.RunnerByID(ctx, v.account.ID, a.RunnerID)
+		r, err := h.store.RunnerByID(ctx, a.AccountID, a.RunnerID)
 		if err != nil {
-			return err
+			return views.Ask{}, err
 		}
 		view.RunnerName = r.Name
 	}
 	if view.Request, err = h.requestView(ctx, a); err != nil {
-		return err
+		return views.Ask{}, err
 	}
-	return h.render(c, http.StatusOK, views.Approval(h.page(c, a.Title, ""), view))
+	return view, nil
 }
 
 // requestView reads what the page says of an ask filed with

@@ -339,9 +339,12 @@ func TestATestPushReachesEveryDeviceOfThePerson(t *testing.T) {
 		for range 2 {
 			d, m := w.nextPush(t)
 			seen[d.Device] = true
-			want := models.PushMessage{Event: models.PushTest, Title: "Countersign test: notifications work", URL: "/devices"}
-			if m != want {
-				t.Errorf("%s got %+v, want %+v", d.Device, m, want)
+			want := models.PushMessage{Event: models.PushTest, Title: "Countersign test: notifications work", URL: "/devices",
+				WebPush: models.DeclarativeWebPush}
+			n := m.Notification
+			m.Notification = nil
+			if m != want || n == nil || *n != (models.DeclarativeNotification{Title: want.Title, Body: "Notifications work on this device.", Tag: "countersign-test", Navigate: w.env.App.Config.BaseURL + "/devices"}) {
+				t.Errorf("%s got %+v with the declarative notification %+v, want %+v", d.Device, m, n, want)
 			}
 		}
 		if !seen["phone"] || !seen["mac"] {
@@ -514,7 +517,11 @@ func TestAnAskFiledOverMCPReachesTheSubscribedBrowser(t *testing.T) {
 			t.Fatalf("approvals_create answered %v", created)
 		}
 		d, m := w.nextPush(t)
-		want := models.PushMessage{Event: models.PushAsk, ApprovalID: id, Title: title, URL: "/approvals/" + id}
+		if !strings.HasPrefix(m.URL, "/link/"+id+"/") || m.Notification == nil || m.Notification.Navigate != w.env.App.Config.BaseURL+m.URL {
+			t.Fatalf("the phone's push opens %q (declarative %+v), want the ask's one-time link", m.URL, m.Notification)
+		}
+		m.URL, m.Notification = "", nil
+		want := models.PushMessage{Event: models.PushAsk, ApprovalID: id, Title: title, WebPush: models.DeclarativeWebPush}
 		if d.Device != "phone" || m != want {
 			t.Fatalf("the phone got %+v on %s, want %+v", m, d.Device, want)
 		}

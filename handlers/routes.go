@@ -101,6 +101,13 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	web.GET("/add-device/:token", h.DeviceLinkPage)
 	web.POST("/add-device/:token/begin", h.DeviceLinkBegin)
 	web.POST("/add-device/:token/finish", h.DeviceLinkFinish)
+	// An ask's one-time push link: the link, not a session, is the
+	// authority here, for that ask alone.
+	web.GET("/link/:id/:token", h.PushLinkOpen)
+	web.GET("/link/:id", h.PushLinkShow)
+	web.POST("/link/:id/challenge", h.PushLinkChallenge, h.limitCeremonyStarts)
+	web.POST("/link/:id/decide", h.PushLinkDecide)
+	web.GET("/link/:id/done", h.PushLinkDone)
 
 	person := web.Group("", h.requirePerson)
 	person.GET("/", h.Inbox)

@@ -15,7 +15,8 @@ func (h *Handlers) SignInPage(c echo.Context) error {
 	if viewerOf(c) != nil {
 		return c.Redirect(http.StatusSeeOther, localPath(c.QueryParam("next")))
 	}
-	return h.render(c, http.StatusOK, views.SignIn(h.page(c, "Sign in", ""), localPath(c.QueryParam("next"))))
+	next := localPath(c.QueryParam("next"))
+	return h.render(c, http.StatusOK, views.SignIn(h.page(c, "Sign in", ""), next, h.signInAsk(c, next)))
 }
 
 // SignInBegin answers the options of a discoverable passkey sign-in.

@@ -276,7 +276,11 @@ func TestAnAutoApprovePolicyFromRequestToRevoke(t *testing.T) {
 		if err := json.Unmarshal(d.Plaintext, &msg); err != nil {
 			t.Fatal(err)
 		}
-		if want := (models.PushMessage{Event: models.PushAsk, ApprovalID: reqID, Title: req["title"].(string), URL: "/approvals/" + reqID}); msg != want || d.Device != "ada-phone" {
+		if !strings.HasPrefix(msg.URL, "/link/"+reqID+"/") || msg.Notification == nil {
+			t.Errorf("the push opens %q (declarative %+v), want the request's one-time link", msg.URL, msg.Notification)
+		}
+		msg.URL, msg.Notification = "", nil
+		if want := (models.PushMessage{Event: models.PushAsk, ApprovalID: reqID, Title: req["title"].(string), WebPush: models.DeclarativeWebPush}); msg != want || d.Device != "ada-phone" {
 			t.Errorf("push to %s = %+v, want %+v to ada-phone", d.Device, msg, want)
 		}
 

@@ -363,6 +363,11 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 				return nil, err
 			}
 		}
+		if d.PushLink != "" {
+			if err := s.spendPushLink(tx, d.PushLink, a, m.ID); err != nil {
+				return nil, err
+			}
+		}
 		now := s.now()
 		ch := &change{actorKind: ActorPerson, actor: m.Subject, note: d.Note}
 		decided := map[string]any{"decided_by": m.Subject, "decided_at": now, "note": d.Note, "proof": nullableJSON(d.Proof)}

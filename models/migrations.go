@@ -359,4 +359,21 @@ CREATE TABLE runner_report_signatures (
 );
 CREATE INDEX runner_report_signatures_expiry ON runner_report_signatures (expires_at)
 `},
+	{17, "one-time push links: the hash of the token an ask's push carries, bound to the ask, the push subscription and the person, with its short life", `
+CREATE TABLE push_links (
+	id TEXT PRIMARY KEY,
+	token_hash TEXT NOT NULL UNIQUE,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	approval_id TEXT NOT NULL,
+	person_id TEXT NOT NULL,
+	subscription_id TEXT NOT NULL,
+	created_at {{time}} NOT NULL,
+	expires_at {{time}} NOT NULL,
+	opened_at {{time}},
+	spent_at {{time}}
+);
+CREATE INDEX push_links_subscription ON push_links (subscription_id, approval_id);
+CREATE INDEX push_links_person ON push_links (person_id);
+CREATE INDEX push_links_expiry ON push_links (expires_at)
+`},
 }

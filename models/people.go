@@ -387,6 +387,10 @@ func (s *Store) EndSessionsOf(ctx context.Context, personID string) error {
 		if err := tx.Exec(`DELETE FROM web_sessions WHERE person_id = ?`, personID).Error; err != nil {
 			return err
 		}
+		// A push link reads an ask without a session: it ends with them.
+		if err := tx.Exec(`DELETE FROM push_links WHERE person_id = ?`, personID).Error; err != nil {
+			return err
+		}
 		return s.sessionsEnded(tx, Change{PersonID: personID})
 	})
 	if err != nil {
@@ -395,10 +399,11 @@ func (s *Store) EndSessionsOf(ctx context.Context, personID string) error {
 	return nil
 }
 
-// SweepExpired deletes what has outlived its use: passkey ceremonies and
-// decision challenges past their expiry, web sessions past their absolute
-// life or idle for longer than the idle time, and the signatures of runner
-// reports too old to be sent again. It answers how many rows went.
+// SweepExpired deletes what has outlived its use: passkey ceremonies,
+// decision challenges and push links past their expiry, web sessions past
+// their absolute life or idle for longer than the idle time, and the
+// signatures of runner reports too old to be sent again. It answers how many
+// rows went.
 func (s *Store) SweepExpired(ctx context.Context) (int64, error) {
 	now := s.now()
 	var n int64
@@ -409,6 +414,7 @@ func (s *Store) SweepExpired(ctx context.Context) (int64, error) {
 		}{
 			{`DELETE FROM ceremonies WHERE expires_at <= ?`, []any{now}},
 			{`DELETE FROM decision_challenges WHERE expires_at <= ?`, []any{now}},
+			{`DELETE FROM push_links WHERE expires_at <= ?`, []any{now}},
 			{`DELETE FROM web_sessions WHERE expires_at <= ? OR last_seen_at < ?`, []any{now, now.Add(-s.sessionIdle)}},
 			{`DELETE FROM runner_report_signatures WHERE expires_at <= ?`, []any{now}},
 		} {

@@ -141,6 +141,11 @@ func deleteSubscriptions(tx *gorm.DB, ids []string) error {
 	if err := tx.Exec(`DELETE FROM push_jobs WHERE subscription_id IN ? AND done_at IS NULL`, ids).Error; err != nil {
 		return err
 	}
+	// A push link is bound to its subscription: push off on a device, or a
+	// device gone, and the links its pushes carried open nothing.
+	if err := tx.Exec(`DELETE FROM push_links WHERE subscription_id IN ?`, ids).Error; err != nil {
+		return err
+	}
 	return tx.Exec(`DELETE FROM push_subscriptions WHERE id IN ?`, ids).Error
 }
 
@@ -153,7 +158,9 @@ const (
 )
 
 // PushMessage is the JSON a push carries. The ask's title is the only ask
-// text in it.
+// text in it. The service worker reads event, title and url; the sender adds,
+// as it sends, the declarative form (web_push and notification), which
+// Safari 18.4+ shows without running the service worker.
 type PushMessage struct {
 	Event      string `json:"event"`
 	ApprovalID string `json:"approval_id,omitempty"`
@@ -161,6 +168,23 @@ type PushMessage struct {
 	Status     string `json:"status,omitempty"`
 	URL        string `json:"url"`
 	Waiting    int    `json:"waiting,omitempty"`
+
+	WebPush      int                      `json:"web_push,omitempty"` // DeclarativeWebPush when Notification is set
+	Notification *DeclarativeNotification `json:"notification,omitempty"`
+}
+
+// DeclarativeWebPush is the web_push member's value that marks a push as
+// declarative (WebKit's Declarative Web Push: the RFC's number, 8030).
+const DeclarativeWebPush = 8030
+
+// DeclarativeNotification is the notification a declarative push shows, the
+// same the service worker shows for the push: its title and fixed words,
+// the tag that lets a later push replace it, and the absolute URL a tap opens.
+type DeclarativeNotification struct {
+	Title    string `json:"title"`
+	Body     string `json:"body,omitempty"`
+	Tag      string `json:"tag,omitempty"`
+	Navigate string `json:"navigate"`
 }
 
 // PushJob is one push to one subscription, in the durable outbox.

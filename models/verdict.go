@@ -61,6 +61,9 @@ type Decision struct {
 	CredentialID string
 	SignCount    uint32
 	Credential   string // the passkey's updated credential record
+	// PushLink is the id of the one-time push link the decision was made
+	// with, "" for one made in a session: it is spent in the same transaction.
+	PushLink string
 }
 
 // Signed is the decision string a signature over this decision covers.

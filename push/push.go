@@ -95,6 +95,7 @@ func Allowed(endpoint string, extra []string) bool {
 
 // Options configure a Sender.
 type Options struct {
+	BaseURL      string   // the service as people open it: a declarative push's navigate URL is on it
 	Contact      string   // the VAPID subject: an email address or an https URL
 	AllowedHosts []string // push service hosts beyond KnownServices
 	Workers      int      // pushes in flight at once
@@ -213,7 +214,7 @@ func (s *Sender) deliver(ctx context.Context, j *models.PushTarget) (string, err
 	if !Allowed(j.Endpoint, s.opts.AllowedHosts) {
 		return "failed", s.store.PushFailed(ctx, j, "the endpoint is not on a known push service")
 	}
-	body := []byte(j.Body)
+	waiting := 0
 	if j.Event == models.PushCollapsed {
 		n, err := s.store.WaitingFor(ctx, j.PersonID)
 		if err != nil {
@@ -222,7 +223,11 @@ func (s *Sender) deliver(ctx context.Context, j *models.PushTarget) (string, err
 		if n == 0 {
 			return "delivered", s.store.PushDelivered(ctx, j) // nothing waits any more
 		}
-		body, _ = json.Marshal(models.PushMessage{Event: models.PushCollapsed, Title: waitingTitle(n), URL: "/", Waiting: n})
+		waiting = n
+	}
+	body, err := s.body(ctx, j, waiting)
+	if err != nil {
+		return "", err
 	}
 	sendCtx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()

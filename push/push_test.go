@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,17 +87,61 @@ func (w *world) none(t *testing.T, within time.Duration) {
 	}
 }
 
+// linkURL is the path of an ask's one-time link: /link/ID/TOKEN.
+var linkURL = regexp.MustCompile(`^/link/(appr_[a-z2-7]+)/(pl_[a-z2-7]{52})$`)
+
+// checkDeclarative checks the declarative form a push carries beside the
+// members the service worker reads: web_push 8030 at the top, and the
+// notification the worker would show, opening the absolute URL of url.
+func checkDeclarative(t *testing.T, w *world, plaintext []byte, m models.PushMessage, want models.DeclarativeNotification) {
+	t.Helper()
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(plaintext, &top); err != nil || string(top["web_push"]) != "8030" {
+		t.Errorf("the push %s has no top-level \"web_push\": 8030", plaintext)
+	}
+	want.Navigate = w.env.App.Config.BaseURL + m.URL
+	if m.Notification == nil || *m.Notification != want {
+		t.Errorf("the declarative notification is %+v, want %+v", m.Notification, want)
+	}
+}
+
 func TestANewAskIsPushedToEveryDeviceEncryptedAndSigned(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		w := newWorld(t, db, nil, "phone", "mac")
 		a := w.ask(t, "Ship <b>release</b> 42")
 		seen := map[string]bool{}
+		tokens := map[string]bool{}
 		for range 2 {
 			d, m := w.next(t)
 			seen[d.Device] = true
-			want := models.PushMessage{Event: models.PushAsk, ApprovalID: a.ID, Title: "Ship <b>release</b> 42", URL: "/approvals/" + a.ID}
+			link := linkURL.FindStringSubmatch(m.URL)
+			if link == nil || link[1] != a.ID {
+				t.Fatalf("%s got the URL %q, want the ask's one-time link /link/%s/TOKEN", d.Device, m.URL, a.ID)
+			}
+			tokens[link[2]] = true
+			checkDeclarative(t, w, d.Plaintext, m, models.DeclarativeNotification{Title: "Ship <b>release</b> 42", Body: "Open to answer", Tag: a.ID})
+			m.URL, m.WebPush, m.Notification = "", 0, nil
+			want := models.PushMessage{Event: models.PushAsk, ApprovalID: a.ID, Title: "Ship <b>release</b> 42"}
 			if m != want {
 				t.Errorf("%s got %+v, want %+v", d.Device, m, want)
+			}
+			// The store keeps the token's hash, never the token: a copy of
+			// the database opens nothing.
+			var stored []string
+			if err := w.env.Store.DB().Table("push_links").Where("approval_id = ?", a.ID).Pluck("token_hash", &stored).Error; err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(stored, models.HashToken(link[2])) || slices.Contains(stored, link[2]) {
+				t.Errorf("push_links holds %q, want the hash of the token and not the token", stored)
+			}
+			var bodies []string
+			if err := w.env.Store.DB().Table("push_jobs").Where("approval_id = ?", a.ID).Pluck("body", &bodies).Error; err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range bodies {
+				if strings.Contains(b, link[2]) {
+					t.Errorf("the outbox keeps the link's token: %s", b)
+				}
 			}
 			if got := d.Header.Get("Urgency"); got != "high" {
 				t.Errorf("Urgency %q, want high", got)
@@ -116,6 +162,9 @@ func TestANewAskIsPushedToEveryDeviceEncryptedAndSigned(t *testing.T) {
 		}
 		if !seen["phone"] || !seen["mac"] {
 			t.Errorf("pushed to %v, want phone and mac", seen)
+		}
+		if len(tokens) != 2 {
+			t.Errorf("the two devices got %d different links, want one each", len(tokens))
 		}
 	})
 }
@@ -292,6 +341,8 @@ func TestADecisionReplacesTheNotificationAndAnAnswerPushesAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, m := w.next(t)
+	checkDeclarative(t, w, d.Plaintext, m, models.DeclarativeNotification{Title: "Decided: approved", Body: "Decide me", Tag: a.ID})
+	m.WebPush, m.Notification = 0, nil
 	want := models.PushMessage{Event: models.PushDecided, ApprovalID: a.ID, Title: "Decide me", Status: "approved", URL: "/approvals/" + a.ID}
 	if m != want {
 		t.Errorf("after approve: %+v, want %+v", m, want)

@@ -381,13 +381,14 @@ function initDecisions() {
   const root = document.querySelector("[data-approval]");
   if (!root) return;
   const id = root.dataset.approval;
+  const base = localPath(root.dataset.decide || `/approvals/${encodeURIComponent(id)}`);
   const decide = async (decision, text, button) => {
     busy(button, true);
     try {
       const body = decision === "answer" ? { decision, answer: text } : { decision, question: text };
-      const begin = await postJSON(`/approvals/${encodeURIComponent(id)}/challenge`, body);
+      const begin = await postJSON(`${base}/challenge`, body);
       const credential = await getAssertion(begin);
-      const done = await postJSON(`/approvals/${encodeURIComponent(id)}/decide`, { ceremony: begin.ceremony, credential: credential.toJSON() });
+      const done = await postJSON(`${base}/decide`, { ceremony: begin.ceremony, credential: credential.toJSON() });
       location.assign(done.redirect || location.href);
     } catch (err) {
       showError(root, err);

@@ -47,6 +47,10 @@ type Ask struct {
 	Now           time.Time
 	RunnerName    string   // the enrolled name of the runner a pinned run names
 	Request       *Request // set on an ask filed with approval_request
+	// ViaLink is the path of the ask under a one-time push link, set when
+	// the page was opened with one and no session: its answers post there,
+	// and it opens no live timeline (that needs a session).
+	ViaLink string
 }
 
 // Request is what the page says of an ask filed with approval_request: its
@@ -449,6 +453,15 @@ func approvalPath(id string) templ.SafeURL {
 // proofPath is where the proof that decided an ask downloads.
 func proofPath(id string) templ.SafeURL {
 	return templ.SafeURL("/approvals/" + url.PathEscape(id) + "/proof.json")
+}
+
+// decidePath is where the page's answers post their challenge and decision:
+// under the push link the page was opened with, else the ask's own path.
+func decidePath(a Ask) string {
+	if a.ViaLink != "" {
+		return a.ViaLink
+	}
+	return "/approvals/" + url.PathEscape(a.ID)
 }
 
 // liveURL is the event stream of an ask, from the newest event the page shows.

@@ -423,15 +423,18 @@ function initDecisions() {
   const root = document.querySelector("[data-approval]");
   if (!root) return;
   const id = root.dataset.approval;
+  // In a session the answers post under the ask; opened from a push's
+  // one-time link, under the link (data-decide), which is their authority.
+  const base = localPath(root.dataset.decide || `/approvals/${encodeURIComponent(id)}`);
 
   // text is the question's words for "question", the answer's for "answer".
   const decide = async (decision, text, button) => {
     busy(button, true);
     try {
       const body = decision === "answer" ? { decision, answer: text } : { decision, question: text };
-      const begin = await postJSON(`/approvals/${encodeURIComponent(id)}/challenge`, body);
+      const begin = await postJSON(`${base}/challenge`, body);
       const credential = await getAssertion(begin);
-      const done = await postJSON(`/approvals/${encodeURIComponent(id)}/decide`, { ceremony: begin.ceremony, credential: credential.toJSON() });
+      const done = await postJSON(`${base}/decide`, { ceremony: begin.ceremony, credential: credential.toJSON() });
       location.assign(done.redirect || location.href);
     } catch (err) {
       showError(root, err);

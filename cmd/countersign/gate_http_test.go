@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,8 +20,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/apptest/gatetest"
 	"github.com/countersign/countersign/mcp/gate"
+	"github.com/countersign/countersign/models"
 )
 
 // environmentUpstream, set, makes the test binary an MCP server over stdio
@@ -336,4 +339,87 @@ func TestTheGateWithRulesThatAskAndNoCountersignFailsAtBoot(t *testing.T) {
 			t.Fatalf("the upstream was not started: %v", err)
 		}
 	})
+}
+
+// A tool_call filed by countersign gate ends when the gate stops waiting:
+// the ask's expires_at is the gate's deadline (45 s after the call
+// arrived), so the ask page, the inbox and the push's TTL show the real wait.
+func TestAToolCallFiledByTheGateExpiresWhenTheGateStopsWaiting(t *testing.T) {
+	ps := apptest.NewPushService(t)
+	env, ada := serviceWithAdaAnd(t, map[string]string{"COUNTERSIGN_PUSH_ALLOWED_HOSTS": ps.Host()})
+	ctx := context.Background()
+	person, err := env.Store.PersonBySubject(ctx, "ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint, p256dh, auth := ps.Subscribe("phone")
+	if _, err := env.Store.SavePushSubscription(ctx, person.ID, models.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
+		t.Fatal(err)
+	}
+	_, token := env.Agent(env.Account.ID, "gate")
+	up := startHTTPUpstream(t)
+	rules := writeRules(t, `{"server": "files", "tools": {"write_file": {"approval": true}}}`)
+	gateURL := startHTTPGate(t, map[string]string{
+		"COUNTERSIGN_URL": env.URL, "COUNTERSIGN_TOKEN": token, "COUNTERSIGN_GATE_TOKENS": "claude=claude-secret",
+	}, "--rules", rules, "--upstream", up.url+"/", "--listen", "127.0.0.1:0", "--timeout", "45s")
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: gateURL, HTTPClient: &http.Client{Transport: bearerTransport("claude-secret")}, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+
+	sent := time.Now()
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": "/a", "content": "x"}})
+		if err != nil {
+			t.Errorf("call: %v", err)
+		}
+		done <- res
+	}()
+	a := gatetest.OpenAsk(t, env)
+	seen := time.Now()
+	// The gate's deadline is 45 s after the call reached it: between sent and seen.
+	if early, late := a.ExpiresAt.Sub(sent.Add(45*time.Second)), a.ExpiresAt.Sub(seen.Add(45*time.Second)); early < -2*time.Second || late > 2*time.Second {
+		t.Errorf("the ask expires at %s, %s after the call was sent: want the gate's deadline, 45 s after it, within 2 s",
+			a.ExpiresAt.Format(time.RFC3339Nano), a.ExpiresAt.Sub(sent))
+	}
+	if !strings.Contains(a.Payload, fmt.Sprintf(`"expires_at":%d`, a.ExpiresAt.Unix())) {
+		t.Errorf("the payload %s does not carry the deadline the person signs", a.Payload)
+	}
+
+	page := func(path string) string {
+		res, err := ada.HTTP.Get(env.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: HTTP %d", path, res.StatusCode)
+		}
+		return string(body)
+	}
+	secondsLeft := regexp.MustCompile(`>0m [0-4]\ds left<`)
+	if body := page("/approvals/" + a.ID); !strings.Contains(body, `data-testid="tool-call-waits"`) || !secondsLeft.MatchString(body) {
+		t.Errorf("the ask page does not show the caller's wait in seconds:\n%s", body)
+	}
+	if body := page("/"); !secondsLeft.MatchString(body) {
+		t.Errorf("the inbox does not show the ask's seconds left:\n%s", body)
+	}
+	d, ok := ps.Next(10 * time.Second)
+	if !ok {
+		t.Fatal("the ask was not pushed")
+	}
+	if ttl, err := strconv.Atoi(d.Header.Get("TTL")); err != nil || ttl > 45 || ttl < 30 {
+		t.Errorf("the push's TTL is %q, want the seconds left of the gate's wait (at most 45)", d.Header.Get("TTL"))
+	}
+
+	if r := ada.For(t).Decide(a.ID, "deny", ""); r.Status != http.StatusOK {
+		t.Fatalf("ada denies: %s", r)
+	}
+	if res := <-done; res == nil || res.Content[0].(*mcp.TextContent).Text != gate.RefusalText {
+		t.Errorf("the denied call answered %+v, want the refusal", res)
+	}
 }

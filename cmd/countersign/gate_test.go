@@ -53,7 +53,13 @@ func TestGateInFrontOfServerFilesystem(t *testing.T) {
 // software passkey.
 func serviceWithAda(t *testing.T) (*apptest.Env, *apptest.Browser) {
 	t.Helper()
-	env := apptest.StartWeb(t, apptest.SQLite, nil)
+	return serviceWithAdaAnd(t, nil)
+}
+
+// serviceWithAdaAnd is serviceWithAda with settings of its own.
+func serviceWithAdaAnd(t *testing.T, settings map[string]string) (*apptest.Env, *apptest.Browser) {
+	t.Helper()
+	env := apptest.StartWeb(t, apptest.SQLite, settings)
 	invite, _, err := env.Store.CreateInvite(context.Background(), models.NewInvite{AccountID: env.Account.ID, Role: models.RoleOwner, By: models.OperatorInviter("test")})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/mcp/bearer"
 )
 
@@ -36,7 +37,9 @@ type CountersignOptions struct {
 
 // Countersign is a sink that asks a person through a Countersign service:
 // each call becomes an ask of kind tool_call, whose payload (server, tool,
-// arguments) is frozen and hashed, so the person signs the exact arguments.
+// arguments, and expires_at, when the gate stops waiting) is frozen and
+// hashed, so the person signs the exact arguments and the ask lives as long
+// as the caller waits.
 // The answer arrives through the ask's resource subscription; the sink
 // returns the decider's subject as By with the signed proof. A call not
 // answered in time has its ask withdrawn, and an approved call reports
@@ -153,7 +156,11 @@ func (c *Countersign) RequestApproval(ctx context.Context, req ApprovalRequest) 
 	if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	payload, err := json.Marshal(map[string]any{"tool_call": map[string]any{"server": server, "tool": req.Tool, "arguments": args}})
+	call := map[string]any{"server": server, "tool": req.Tool, "arguments": args}
+	if at, ok := askDeadline(req.Deadline, time.Now()); ok {
+		call["expires_at"] = at
+	}
+	payload, err := json.Marshal(map[string]any{"tool_call": call})
 	if err != nil {
 		return Decision{}, fmt.Errorf("countersign sink: payload: %w", err)
 	}
@@ -231,6 +238,23 @@ func (c *Countersign) RequestApproval(ctx context.Context, req ApprovalRequest) 
 			return Decision{}, ctx.Err()
 		}
 	}
+}
+
+// askDeadline is the tool_call's expires_at for a gate that stops waiting at
+// deadline: unix seconds, rounded up, so the ask lives until the gate gives
+// up and less than a second more (the sink withdraws it at the deadline in
+// any case). The page, the inbox and the push's lifetime then show the time
+// the caller really waits. A deadline further than ask.MaxToolCallWait
+// ahead is not sent, and the ask lives the service's usual life.
+func askDeadline(deadline, now time.Time) (int64, bool) {
+	if deadline.IsZero() || deadline.Sub(now) > ask.MaxToolCallWait {
+		return 0, false
+	}
+	secs := deadline.Unix()
+	if deadline.After(time.Unix(secs, 0)) {
+		secs++
+	}
+	return secs, true
 }
 
 // withdraw marks an ask nobody waits for any more stale, only from the state
