@@ -14,6 +14,8 @@ type challengeRequest struct {
 	Decision string `json:"decision"` // approve, deny, not_mine, question, option:<index>, choice:<index> or answer
 	Question string `json:"question"` // the question's text, for question
 	Answer   string `json:"answer"`   // the answer's text, for answer
+	// CheckCode is the check code the person picked, to approve one of the riskiest asks.
+	CheckCode string `json:"check_code"`
 }
 
 // DecisionChallenge answers the WebAuthn options of one decision by the
@@ -24,7 +26,7 @@ func (h *Handlers) DecisionChallenge(c echo.Context) error {
 		return err
 	}
 	id, options, err := h.decisions.Begin(c.Request().Context(), viewerOf(c).member, c.Param("id"),
-		decision.Choice{Verdict: models.Verdict(req.Decision), Question: req.Question, Answer: req.Answer})
+		decision.Choice{Verdict: models.Verdict(req.Decision), Question: req.Question, Answer: req.Answer, CheckCode: req.CheckCode})
 	if err != nil {
 		return err
 	}

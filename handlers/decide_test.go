@@ -55,6 +55,7 @@ func join(t *testing.T, env *apptest.Env, accountID string, role models.Role, su
 		t.Fatalf("create invite: %v", err)
 	}
 	b := apptest.NewBrowser(t, env.URL)
+	b.CheckCode = env.CheckCode // the person reads the code where the agent runs
 	r := b.AcceptInvite(token, subject)
 	if r.Status != http.StatusOK || r.Body["redirect"] != "/" || b.Session() == "" {
 		t.Fatalf("accept the invite of %s: %s (session cookie %q)", subject, r, b.Session())

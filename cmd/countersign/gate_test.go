@@ -52,7 +52,7 @@ func serviceWithAda(t *testing.T) (*apptest.Env, *apptest.Browser) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ada := apptest.NewBrowser(t, env.URL)
+	ada := env.Browser()
 	if r := ada.AcceptInvite(invite, "ada"); r.Status != http.StatusOK {
 		t.Fatalf("ada accepts the invite: %s", r)
 	}
