@@ -1,6 +1,6 @@
 (() => {
   // web/sw.js
-  var CACHE = `countersign-${"17a6c0dd31926ecc"}`;
+  var CACHE = `countersign-${"281ef4efc4d57891"}`;
   var SHELL = ["/offline.html", "/static/app.css", "/static/app.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
   self.addEventListener("install", (event) => {
     event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));
