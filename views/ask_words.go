@@ -148,7 +148,6 @@ func (a Ask) Exchange() (question, answer string) {
 	return question, answer
 }
 
-
 // evidenceLabel names a block of evidence for a screen reader: its kind and title or path.
 func evidenceLabel(ev Evidence) string {
 	name := ev.Title
