@@ -67,16 +67,21 @@ func answerOnTheFirstScreen(p *Page, a phoneAsk) {
 	bar := inView(p, "[data-testid=answer-bar]", "the answer bar")
 	control := `[data-testid=answer-bar] :is(.codes, .choices, .answers, .answer-box) :is(button, textarea)`
 	inView(p, control, "the answer control")
-	means := inView(p, "[data-testid=means]", `"If you approve" and "If you deny"`)
-	if means.Bottom > bar.Top+0.5 {
-		p.t.Errorf("what answering does ends at %.0f px, under the answer bar from %.0f px", means.Bottom, bar.Top)
+	// What the first screen says is on the screen and not under the bar.
+	for _, part := range []struct{ sel, what string }{
+		{"[data-testid=status]", "the kind and state badges"},
+		{"[data-testid=title]", "the title"},
+		{"[data-testid=who]", "who asks"},
+		{"[data-testid=means]", `"If you approve" and "If you deny"`},
+		{"[data-testid=deadline] time[data-countdown]", "the time left"},
+	} {
+		if b := inView(p, part.sel, part.what); b.Bottom > bar.Top+0.5 {
+			p.t.Errorf("%s ends at %.0f px, under the answer bar from %.0f px", part.what, b.Bottom, bar.Top)
+		}
 	}
 	if got := p.Text("[data-testid=means] dt"); !strings.HasPrefix(got, "If you ") {
 		p.t.Errorf("the first line of what answering does reads %q", got)
 	}
-	inView(p, "[data-testid=deadline] time[data-countdown]", "the time left")
-	inView(p, "[data-testid=title]", "the title")
-	inView(p, "[data-testid=who]", "who asks")
 	Eval[bool](p, `window.scrollTo(0, document.documentElement.scrollHeight), true`)
 	if Eval[float64](p, `scrollY`) == 0 && Eval[bool](p, `document.documentElement.scrollHeight > innerHeight + 1`) {
 		p.t.Errorf("the page did not scroll")
