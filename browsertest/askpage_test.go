@@ -296,6 +296,20 @@ func TestEveryAskAnswersOnThePhoneFirstScreen(t *testing.T) {
 			p.Go("/approvals/" + a.id)
 			p.WaitVisible("[data-testid=status]")
 			answerOnTheFirstScreen(p, a)
+			if strings.HasPrefix(a.name, "a question") && a.answers {
+				if got := p.Text("[data-testid=means] dt"); got != "If you answer:" {
+					t.Errorf("a question's answer is introduced as %q, want If you answer: (it has no Approve button)", got)
+				}
+			}
+			if a.name == "an answered question" {
+				got := p.Text("[data-testid=exchange]")
+				if !strings.Contains(got, "You asked\nWhich test covers the Safari redirect?") || !strings.Contains(got, "The agent answered\nTestSafariRedirect") {
+					t.Errorf("the answered question reads %q, want You asked … / The agent answered …", got)
+				}
+				if b, bar := p.box("[data-testid=exchange]"), p.box("[data-testid=answer-bar]"); b == nil || b.Bottom > bar.Top {
+					t.Errorf("the question and its answer are not above the answer bar")
+				}
+			}
 			if t.Name() == "TestEveryAskAnswersOnThePhoneFirstScreen/a_production_roll_with_long_prose" {
 				shoot(p, "ask", false)
 			}
