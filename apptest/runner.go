@@ -23,7 +23,7 @@ func (e *Env) Join(accountID string, role models.Role, subject string) *Browser 
 	if err != nil {
 		e.t.Fatalf("create invite: %v", err)
 	}
-	b := NewBrowser(e.t, e.URL)
+	b := e.Browser()
 	if r := b.AcceptInvite(token, subject); r.Status != http.StatusOK || b.Session() == "" {
 		e.t.Fatalf("accept the invite of %s: %s", subject, r)
 	}

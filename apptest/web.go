@@ -13,6 +13,9 @@ import (
 	"net/url"
 	"regexp"
 	"testing"
+
+	"github.com/countersign/countersign/ask"
+	"github.com/countersign/countersign/models"
 )
 
 // StartWeb runs the service on db for browser-like tests: it listens first,
@@ -41,11 +44,34 @@ type Browser struct {
 	HTTP    *http.Client
 	CSRF    string
 	Passkey *Authenticator
+	// CheckCode, when set, is the check code of an ask as its agent shows
+	// it: Challenge picks it to approve. The browsers an Env makes read it
+	// from the store, as a person who looks at both screens does; a test
+	// sets another to pick a wrong one.
+	CheckCode func(approvalID string) string
 }
 
 // Browser opens a new browser on the service, with a new passkey, and reads
 // its CSRF token from the sign-in page.
-func (e *Env) Browser() *Browser { return NewBrowser(e.t, e.URL) }
+func (e *Env) Browser() *Browser {
+	b := NewBrowser(e.t, e.URL)
+	b.CheckCode = e.CheckCode
+	return b
+}
+
+// CheckCode is the check code the agent of ask id was answered, or "" for
+// an ask that needs none.
+func (e *Env) CheckCode(id string) string {
+	e.t.Helper()
+	var a models.Approval
+	if err := e.Store.DB().Where("id = ?", id).Take(&a).Error; err != nil {
+		return "" // no such ask: the service refuses it by itself
+	}
+	if !ask.NeedsCheckCode(a.Kind, a.Payload) {
+		return ""
+	}
+	return ask.CheckCode(a.PayloadSHA256)
+}
 
 // NewBrowser opens a new browser on the service at origin.
 func NewBrowser(t testing.TB, origin string) *Browser {
@@ -249,7 +275,13 @@ func (b *Browser) SignIn() Response {
 // Challenge asks for the signature prompt of one decision on an ask.
 func (b *Browser) Challenge(approvalID, decision, question string) Response {
 	b.t.Helper()
-	return b.Post("/approvals/"+approvalID+"/challenge", map[string]string{"decision": decision, "question": question})
+	body := map[string]string{"decision": decision, "question": question}
+	if decision == string(models.VerdictApprove) && b.CheckCode != nil {
+		if code := b.CheckCode(approvalID); code != "" {
+			body["check_code"] = code
+		}
+	}
+	return b.Post("/approvals/"+approvalID+"/challenge", body)
 }
 
 // Sign answers request options with the browser's passkey.

@@ -28,6 +28,7 @@ func (p chromiumPerson) Answer(t *testing.T, a models.Approval, answer string) {
 	if args := page.Text("[data-testid=arguments]"); !strings.Contains(args, "content") || !strings.Contains(args, gatetest.Written) {
 		page.Fatalf("the ask page's arguments table says %q, want the content %q", args, gatetest.Written)
 	}
+	page.Click("[data-testid=payload] details summary") // the canonical JSON is folded; a tap opens it
 	if canonical := page.Text("[data-testid=canonical]"); !strings.Contains(canonical, `"tool":"write_file"`) {
 		page.Fatalf("the canonical JSON is %q", canonical)
 	}
@@ -63,7 +64,7 @@ func (p chromiumPerson) ApproveLate(t *testing.T, a models.Approval) {
 		page.Fatalf("a withdrawn ask still shows its buttons")
 	}
 	Eval[bool](page, `(document.querySelectorAll("[data-actions]").forEach((e) => (e.hidden = false)), true)`)
-	page.Click("[data-testid=approve]")
+	page.Click("[data-testid=check-code-" + p.s.env.CheckCode(a.ID) + "]") // a tool call is approved by the pick of its check code
 	page.WaitVisible("[data-error]")
 	if msg := page.Text("[data-error]"); !strings.Contains(msg, "is stale") || !strings.Contains(msg, "nothing was recorded") {
 		page.Fatalf("the late approve says %q, want the ask is stale and nothing was recorded", msg)

@@ -31,11 +31,13 @@ func New(store *models.Store, rp *passkey.RP) *Service {
 
 // Choice is what a person picked on an ask: a verdict (approve, deny,
 // not_mine, question, option:<index>, choice:<index> or answer) and, for a
-// question, its text, or for a free-text answer, the answer's.
+// question, its text, or for a free-text answer, the answer's; CheckCode is
+// the check code picked before approving one of the riskiest asks.
 type Choice struct {
-	Verdict  models.Verdict
-	Question string
-	Answer   string
+	Verdict   models.Verdict
+	Question  string
+	Answer    string
+	CheckCode string
 }
 
 // ceremonyKind names a decision's ceremonies in the store.
@@ -97,6 +99,9 @@ func (s *Service) begin(ctx context.Context, m *models.Member, approvalID string
 	}
 	d, err := models.ParseVerdict(a, c.Verdict, text)
 	if err != nil {
+		return "", nil, err
+	}
+	if err := checkCodePicked(a, d.Verdict, c.CheckCode); err != nil {
 		return "", nil, err
 	}
 	nonce := make([]byte, proof.NonceSize)

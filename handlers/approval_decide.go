@@ -14,6 +14,8 @@ type challengeRequest struct {
 	Decision string `json:"decision"` // approve, deny, not_mine, question, option:<index>, choice:<index> or answer
 	Question string `json:"question"` // the question's text, for question
 	Answer   string `json:"answer"`   // the answer's text, for answer
+	// CheckCode is the check code the person picked, to approve one of the riskiest asks.
+	CheckCode string `json:"check_code"`
 }
 
 // DecisionChallenge answers the WebAuthn options of one decision by the
@@ -24,24 +26,30 @@ func (h *Handlers) DecisionChallenge(c echo.Context) error {
 		return err
 	}
 	id, options, err := h.decisions.Begin(c.Request().Context(), viewerOf(c).member, c.Param("id"),
-		decision.Choice{Verdict: models.Verdict(req.Decision), Question: req.Question, Answer: req.Answer})
+		decision.Choice{Verdict: models.Verdict(req.Decision), Question: req.Question, Answer: req.Answer, CheckCode: req.CheckCode})
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"ceremony": id, "options": options})
 }
 
-// Decide records the viewer's signed decision (see decision.Service.Complete).
+// Decide records the viewer's signed decision (see decision.Service.Complete)
+// and sends the page on to the next ask to answer (see nextAsk).
 func (h *Handlers) Decide(c echo.Context) error {
 	var reply ceremonyReply
 	if err := readJSON(c, &reply, maxWebBody); err != nil {
 		return err
 	}
-	decided, err := h.decisions.Complete(c.Request().Context(), viewerOf(c).member, c.Param("id"), reply.Ceremony, reply.Credential)
+	ctx, m := c.Request().Context(), viewerOf(c).member
+	decided, err := h.decisions.Complete(ctx, m, c.Param("id"), reply.Ceremony, reply.Credential)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": string(decided.Status), "redirect": "/approvals/" + decided.ID})
+	next, err := h.nextAsk(ctx, m, decided)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": string(decided.Status), "redirect": next})
 }
 
 // ApprovalProof downloads the proof that decided an ask.

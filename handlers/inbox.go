@@ -12,7 +12,9 @@ import (
 // inboxSize is how many open asks the inbox shows at once.
 const inboxSize = 100
 
-// Inbox lists the open asks waiting for the signed-in person, newest first.
+// Inbox lists the open asks waiting for the signed-in person, soonest
+// deadline first, each marked with the rule that kept it asking when an
+// active policy skipped it.
 func (h *Handlers) Inbox(c echo.Context) error {
 	v := viewerOf(c)
 	asks, err := h.store.Inbox(c.Request().Context(), v.member, inboxSize+1)
@@ -24,6 +26,17 @@ func (h *Handlers) Inbox(c echo.Context) error {
 		asks, view.More = asks[:inboxSize], true
 	}
 	view.Asks = askRows(asks)
+	ids := make([]string, len(asks))
+	for i, a := range asks {
+		ids[i] = a.ID
+	}
+	kept, err := h.store.PolicySkips(c.Request().Context(), v.account.ID, ids)
+	if err != nil {
+		return err
+	}
+	for i := range view.Asks {
+		view.Asks[i].KeptAsking = kept[view.Asks[i].ID]
+	}
 	return h.render(c, http.StatusOK, views.Inbox(h.page(c, "Inbox", "inbox"), view))
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
@@ -23,13 +24,19 @@ func TestTheInboxShowsOnlyOpenAsksForTheViewer(t *testing.T) {
 			t.Fatalf("deny: %v", err)
 		}
 		forBobNew := f.ask(t, "For bob, newer", "bob")
+		// The older ask ends later: the inbox puts the sooner deadline first.
+		for id, left := range map[string]time.Duration{forBobOld.ID: 2 * time.Hour, forBobNew.ID: time.Hour} {
+			if err := f.env.Store.DB().Table("approvals").Where("id = ?", id).Update("expires_at", time.Now().UTC().Add(left)).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
 
 		cases := []struct {
 			who  string
 			m    *models.Member
 			want []string
 		}{
-			{"a member sees the open asks of their subject, newest first, and not those of nobody in particular", f.member, []string{forBobNew.ID, forBobOld.ID}},
+			{"a member sees the open asks of their subject, soonest deadline first, and not those of nobody in particular", f.member, []string{forBobNew.ID, forBobOld.ID}},
 			{"another member sees only theirs", f.other, []string{forCy.ID}},
 			{"an owner sees the asks of nobody in particular", f.owner, []string{forAnyAdmin.ID}},
 			{"an admin sees the asks of nobody in particular", f.admin, []string{forAnyAdmin.ID}},

@@ -108,7 +108,7 @@ func (h *Handlers) PushLinkChallenge(c echo.Context) error {
 		return err
 	}
 	id, options, err := h.decisions.BeginWithLink(c.Request().Context(), l, c.Param("id"),
-		decision.Choice{Verdict: models.Verdict(req.Decision), Question: req.Question, Answer: req.Answer})
+		decision.Choice{Verdict: models.Verdict(req.Decision), Question: req.Question, Answer: req.Answer, CheckCode: req.CheckCode})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/proof"
 )
@@ -241,6 +242,7 @@ type ApprovalOut struct {
 	DenyMeans     string          `json:"deny_means,omitempty"`
 	Payload       json.RawMessage `json:"payload" jsonschema:"The frozen payload, as its RFC 8785 canonical bytes."`
 	PayloadSHA256 string          `json:"payload_sha256"`
+	CheckCode     string          `json:"check_code,omitempty" jsonschema:"On a roll, a tool_call and a run with effect remote or production: two digits from payload_sha256 (its first two bytes as a big-endian number, mod 100). Show them to the person where you run: the ask page asks them to pick this code before they approve."`
 	Context       json.RawMessage `json:"context,omitempty"`
 	Links         []string        `json:"links,omitempty"`
 	Agent         string          `json:"agent,omitempty" jsonschema:"The label the requester gave itself."`
@@ -278,7 +280,7 @@ func approvalOut(a *models.Approval) *ApprovalOut {
 	return &ApprovalOut{
 		ApprovalID: a.ID, AccountID: a.AccountID, Kind: a.Kind, Title: a.Title, Summary: a.Summary,
 		ApproveMeans: a.ApproveMeans, DenyMeans: a.DenyMeans, Payload: json.RawMessage(a.Payload), PayloadSHA256: a.PayloadSHA256,
-		Context: rawOrNil(a.Context), Links: a.LinkList(), Agent: a.AgentLabel, Requester: a.RequesterSubject,
+		CheckCode: checkCode(a), Context: rawOrNil(a.Context), Links: a.LinkList(), Agent: a.AgentLabel, Requester: a.RequesterSubject,
 		AskedOf: a.AskedOf, Status: string(a.Status), Decision: a.Decision, DecidedBy: a.DecidedBy, DecidedAt: a.DecidedAt,
 		Note: a.Note, Proof: rawOrNil(a.Proof), Supersedes: a.Supersedes, SupersededBy: a.SupersededBy,
 		ExpiresAt: a.ExpiresAt, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
@@ -322,6 +324,14 @@ func (s *Server) runOf(ctx context.Context, runner *models.Runner, id string) (*
 		return nil, models.Refuse(models.NotFound, "approval_id", "no run %q names this runner", id)
 	}
 	return a, nil
+}
+
+// checkCode is the ask's check code when it is one of the riskiest, "" otherwise.
+func checkCode(a *models.Approval) string {
+	if !ask.NeedsCheckCode(a.Kind, a.Payload) {
+		return ""
+	}
+	return ask.CheckCode(a.PayloadSHA256)
 }
 
 func rawOrNil(s *string) json.RawMessage {

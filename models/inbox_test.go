@@ -50,6 +50,15 @@ func TestInboxHoldsTheOpenLiveAsksAMemberMayDecide(t *testing.T) {
 		}
 		anyone := reviewAsk(t, s, agent, "anyone", "")
 		newest := reviewAsk(t, s, agent, "newest", "bob")
+		tied := reviewAsk(t, s, agent, "tied", "bob")
+		// Deadlines out of filing order: the asked one ends first, then
+		// newest and tied at the same instant, then old.
+		now := time.Now().UTC()
+		for id, left := range map[string]time.Duration{old.ID: 3 * time.Hour, asked.ID: time.Hour, newest.ID: 2 * time.Hour, tied.ID: 2 * time.Hour} {
+			if err := s.DB().Table("approvals").Where("id = ?", id).Update("expires_at", now.Add(left)).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
 
 		cases := []struct {
 			name  string
@@ -57,8 +66,8 @@ func TestInboxHoldsTheOpenLiveAsksAMemberMayDecide(t *testing.T) {
 			limit int
 			want  []string
 		}{
-			{"a member gets pending and question asks of their subject, newest first", bob, 10, []string{newest.ID, asked.ID, old.ID}},
-			{"the limit cuts the oldest", bob, 2, []string{newest.ID, asked.ID}},
+			{"a member gets pending and question asks of their subject, soonest deadline first, then newest", bob, 10, []string{asked.ID, tied.ID, newest.ID, old.ID}},
+			{"the limit cuts the latest deadlines", bob, 2, []string{asked.ID, tied.ID}},
 			{"an owner gets the asks of nobody in particular", owner, 10, []string{anyone.ID}},
 		}
 		for _, tc := range cases {
@@ -82,8 +91,8 @@ func TestInboxHoldsTheOpenLiveAsksAMemberMayDecide(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, err := s.Inbox(ctx, bob, 10)
-			if err != nil || fmt.Sprint(ids(got)) != fmt.Sprint([]string{asked.ID, old.ID}) {
-				t.Fatalf("inbox after expiry = %v %v, want %v", ids(got), err, []string{asked.ID, old.ID})
+			if err != nil || fmt.Sprint(ids(got)) != fmt.Sprint([]string{asked.ID, tied.ID, old.ID}) {
+				t.Fatalf("inbox after expiry = %v %v, want %v", ids(got), err, []string{asked.ID, tied.ID, old.ID})
 			}
 		})
 	})

@@ -429,7 +429,7 @@ func (s *Store) autoApprove(tx *gorm.DB, a *Approval) (bool, error) {
 		return false, nil
 	}
 	if reason := AlwaysAsks(AskText(a)); reason != "" {
-		return false, s.noteOn(tx, a, ActorPolicy, p.ID, StepPolicySkipped, "keeps asking: "+reason)
+		return false, s.noteOn(tx, a, ActorPolicy, p.ID, StepPolicySkipped, policySkipNote+reason)
 	}
 	now := s.now()
 	if err := s.move(tx, a, change{

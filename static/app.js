@@ -382,10 +382,11 @@ function initDecisions() {
   if (!root) return;
   const id = root.dataset.approval;
   const base = localPath(root.dataset.decide || `/approvals/${encodeURIComponent(id)}`);
-  const decide = async (decision, text, button) => {
+  const decide = async (decision, text, button, checkCode = "") => {
     busy(button, true);
     try {
       const body = decision === "answer" ? { decision, answer: text } : { decision, question: text };
+      if (checkCode) body.check_code = checkCode;
       const begin = await postJSON(`${base}/challenge`, body);
       const credential = await getAssertion(begin);
       const done = await postJSON(`${base}/decide`, { ceremony: begin.ceremony, credential: credential.toJSON() });
@@ -396,7 +397,7 @@ function initDecisions() {
     }
   };
   root.querySelectorAll("[data-decision]").forEach((button) => {
-    button.addEventListener("click", () => decide(button.dataset.decision, "", button));
+    button.addEventListener("click", () => decide(button.dataset.decision, "", button, button.dataset.checkCode));
   });
   const qform = root.querySelector("form[data-question]");
   qform?.addEventListener("submit", (ev) => {
@@ -474,11 +475,21 @@ function initCountdowns() {
         return;
       }
       const d = Math.floor(left / 86400), h = Math.floor(left % 86400 / 3600), m = Math.floor(left % 3600 / 60), s = left % 60;
-      t.textContent = d > 0 ? `${d}d ${h}h left` : h > 0 ? `${h}h ${m}m left` : `${m}m ${String(s).padStart(2, "0")}s left`;
+      t.textContent = d > 0 ? `${d}d ${h}h left` : h > 0 ? `${h}h ${m}m left` : m > 0 ? `${m}m ${String(s).padStart(2, "0")}s left` : `${s}s left`;
     });
   };
   tick();
   setInterval(tick, 1e3);
+}
+function initLocalTimes() {
+  const today = (/* @__PURE__ */ new Date()).toDateString();
+  document.querySelectorAll("time[data-local]").forEach((t) => {
+    const at = new Date(t.dateTime);
+    if (Number.isNaN(at.getTime())) return;
+    const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    t.textContent = at.toDateString() === today ? time : `${at.toLocaleDateString([], { weekday: "short", day: "numeric", month: "short" })} ${time}`;
+    t.title = at.toISOString().slice(0, 16).replace("T", " ") + " UTC";
+  });
 }
 function initConfirms() {
   document.querySelectorAll("form[data-confirm]").forEach((form) => {
@@ -502,6 +513,7 @@ initPush();
 initDecisions();
 initLive();
 initCountdowns();
+initLocalTimes();
 initConfirms();
 initServiceWorker();
 performance.mark("countersign:interactive");

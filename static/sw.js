@@ -1,9 +1,9 @@
 (() => {
   // <define:SHELL>
-  var define_SHELL_default = ["/offline.html", "/static/app.723d563eb295.css", "/static/app.48658e7718ba.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
+  var define_SHELL_default = ["/offline.html", "/static/app.febfafb31918.css", "/static/app.a229c88ee75b.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
 
   // web/sw.js
-  var CACHE = `countersign-${"d8456fbcf85d49ea"}`;
+  var CACHE = `countersign-${"3e99a2593e81866e"}`;
   self.addEventListener("install", (event) => {
     event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(define_SHELL_default)).then(() => self.skipWaiting()));
   });

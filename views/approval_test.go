@@ -434,12 +434,19 @@ func TestTheAskPageShowsWhatThePageScriptReads(t *testing.T) {
 			t.Errorf("button %s has testid %q, want %q", d.decision, id, d.testid)
 		}
 	}
-	if !strings.Contains(text(actions[0]), "I merge #900") || !strings.Contains(text(actions[0]), "#900 stays open") {
-		t.Errorf("approve and deny means are not beside the buttons")
+	means := findAll(doc, hasAttr("data-testid", "means"))
+	if len(means) != 1 || !strings.Contains(text(means[0]), "If you approve:") || !strings.Contains(text(means[0]), "I merge #900") ||
+		!strings.Contains(text(means[0]), "If you deny:") || !strings.Contains(text(means[0]), "#900 stays open") {
+		t.Errorf("approve and deny means are not in the ask's head")
 	}
-	if len(findAll(actions[0], func(n *html.Node) bool { _, ok := attr(n, "data-question"); return ok && n.Data == "form" })) != 1 ||
-		len(findAll(actions[0], hasAttr("data-testid", "question-text"))) != 1 || len(findAll(actions[0], hasAttr("data-testid", "question"))) != 1 {
-		t.Errorf("no question form with its textarea and button")
+	if len(findAll(actions[0], hasAttr("href", "#question"))) != 1 {
+		t.Errorf("the answer bar does not lead to the question form")
+	}
+	root := findAll(doc, hasAttr("data-approval", "appr_test"))[0]
+	if len(findAll(root, func(n *html.Node) bool { _, ok := attr(n, "data-question"); return ok && n.Data == "form" })) != 1 ||
+		len(findAll(root, hasAttr("data-testid", "question-text"))) != 1 || len(findAll(root, hasAttr("data-testid", "question"))) != 1 ||
+		len(findAll(root, hasAttr("id", "question"))) != 1 {
+		t.Errorf("no question form with its textarea and button inside the ask, where the page script reads it")
 	}
 	if errs := findAll(doc, func(n *html.Node) bool {
 		_, ok := attr(n, "data-error")
@@ -585,9 +592,16 @@ func TestInboxRowsEscapeTextAndCountDown(t *testing.T) {
 		t.Fatalf("no link to the ask")
 	}
 	row := text(links[0])
-	for _, w := range []string{"review", "pending", "agent:bot", "5m ago", "2h 0m left"} {
+	for _, w := range []string{"review", "agent:bot", "2h 0m left"} {
 		if !strings.Contains(row, w) {
 			t.Errorf("the row does not show %q: %s", w, row)
+		}
+	}
+	// Every row of the inbox is open: the pending badge and whom it is for
+	// are said once, above the list, not on each row.
+	for _, w := range []string{"pending", "for the owners and admins"} {
+		if strings.Contains(row, w) {
+			t.Errorf("the row repeats %q: %s", w, row)
 		}
 	}
 	if c := findAll(links[0], func(n *html.Node) bool { _, ok := attr(n, "data-countdown"); return ok }); len(c) != 1 {
@@ -595,7 +609,7 @@ func TestInboxRowsEscapeTextAndCountDown(t *testing.T) {
 	}
 }
 
-func TestAToolCallAskShowsItsArgumentsAsATableAndTheCanonicalJSON(t *testing.T) {
+func TestAToolCallAskShowsItsArgumentsAsStackedBlocksAndTheCanonicalJSON(t *testing.T) {
 	canonical := `{"tool_call":{"arguments":{"content":"\"'><script>alert(1)</script>","count":12345678901234567,"force":true,"opts":{"b":[1,null]},"path":"/etc/hosts"},"server":"filesystem","tool":"write_file"}}`
 	p, err := views.DecodePayload("tool_call", canonical)
 	if err != nil {
@@ -604,16 +618,25 @@ func TestAToolCallAskShowsItsArgumentsAsATableAndTheCanonicalJSON(t *testing.T) 
 	a := baseAsk(t)
 	a.Kind, a.Payload = "tool_call", p
 	page, doc := render(t, views.Approval(views.Page{Title: "ask"}, a))
-	tables := findAll(doc, hasAttr("data-testid", "arguments"))
-	if len(tables) != 1 {
-		t.Fatalf("%d argument tables, want 1", len(tables))
+	lists := findAll(doc, hasAttr("data-testid", "arguments"))
+	if len(lists) != 1 || lists[0].Data != "dl" {
+		t.Fatalf("%d argument lists, want 1 <dl>", len(lists))
 	}
 	var rows [][2]string
-	for _, tr := range findAll(tables[0], func(n *html.Node) bool { return n.Data == "tr" }) {
-		cells := findAll(tr, func(n *html.Node) bool { return n.Data == "th" || n.Data == "td" })
-		if len(cells) == 2 && cells[1].Data == "td" {
-			rows = append(rows, [2]string{text(cells[0]), text(cells[1])})
+	for _, block := range findAll(lists[0], hasAttr("class", "argument")) {
+		name := findAll(block, func(n *html.Node) bool { return n.Data == "dt" })
+		value := findAll(block, func(n *html.Node) bool { return n.Data == "pre" })
+		if len(name) != 1 || len(value) != 1 {
+			t.Fatalf("an argument block without one name and one value")
 		}
+		// A value block that may scroll is reachable by keyboard and named.
+		if ti, _ := attr(value[0], "tabindex"); ti != "0" {
+			t.Errorf("the value of %s has tabindex %q, want 0", text(name[0]), ti)
+		}
+		if label, _ := attr(value[0], "aria-label"); label != "The argument "+text(name[0]) {
+			t.Errorf("the value of %s is labelled %q", text(name[0]), label)
+		}
+		rows = append(rows, [2]string{text(name[0]), text(value[0])})
 	}
 	want := [][2]string{{"content", xss}, {"count", "12345678901234567"}, {"force", "true"}, {"opts", `{"b":[1,null]}`}, {"path", "/etc/hosts"}}
 	if fmt.Sprint(rows) != fmt.Sprint(want) {

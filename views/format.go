@@ -33,6 +33,8 @@ func left(now, t time.Time) string {
 	switch {
 	case d <= 0:
 		return "expired"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds left", int(d/time.Second))
 	case d < time.Hour:
 		return fmt.Sprintf("%dm %02ds left", int(d/time.Minute), int(d%time.Minute/time.Second))
 	case d < 24*time.Hour:

@@ -9,7 +9,7 @@ package views
 import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
-// Inbox lists the open asks waiting for the viewer, newest first.
+// Inbox lists the open asks waiting for the viewer, soonest deadline first.
 func Inbox(p Page, v InboxView) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -94,7 +94,7 @@ func Inbox(p Page, v InboxView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = askList(v.Asks, v.Now).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = inboxList(v.Asks, v.Now).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

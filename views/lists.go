@@ -18,7 +18,13 @@ type AskRow struct {
 	Status     string
 	CreatedAt  time.Time
 	ExpiresAt  time.Time
+	// KeptAsking is the rule that kept an active policy from approving the
+	// ask ("a roll or release"), "" when no policy skipped it.
+	KeptAsking string
 }
+
+// Who names who asks, as the ask's page does (see whoAsks).
+func (r AskRow) Who() (agent, from string) { return whoAsks(r.Kind, r.AgentLabel, r.Requester) }
 
 // Open says whether the ask still waits for an answer.
 func (r AskRow) Open() bool { return models.Status(r.Status).Open() }
@@ -63,5 +69,8 @@ func (v InboxView) Line() string {
 	if v.IsAdmin {
 		s += " and for the owners and admins"
 	}
-	return s + ", newest first."
+	return s + ", soonest deadline first."
 }
+
+// Pending says whether the ask waits for a person's answer, not for its agent's.
+func (r AskRow) Pending() bool { return models.Status(r.Status) == models.StatusPending }

@@ -427,11 +427,14 @@ function initDecisions() {
   // one-time link, under the link (data-decide), which is their authority.
   const base = localPath(root.dataset.decide || `/approvals/${encodeURIComponent(id)}`);
 
-  // text is the question's words for "question", the answer's for "answer".
-  const decide = async (decision, text, button) => {
+  // text is the question's words for "question", the answer's for "answer";
+  // checkCode is the check code picked to approve one of the riskiest asks:
+  // the server refuses a wrong one before any passkey prompt.
+  const decide = async (decision, text, button, checkCode = "") => {
     busy(button, true);
     try {
       const body = decision === "answer" ? { decision, answer: text } : { decision, question: text };
+      if (checkCode) body.check_code = checkCode;
       const begin = await postJSON(`${base}/challenge`, body);
       const credential = await getAssertion(begin);
       const done = await postJSON(`${base}/decide`, { ceremony: begin.ceremony, credential: credential.toJSON() });
@@ -443,7 +446,7 @@ function initDecisions() {
   };
 
   root.querySelectorAll("[data-decision]").forEach((button) => {
-    button.addEventListener("click", () => decide(button.dataset.decision, "", button));
+    button.addEventListener("click", () => decide(button.dataset.decision, "", button, button.dataset.checkCode));
   });
   const qform = root.querySelector("form[data-question]");
   qform?.addEventListener("submit", (ev) => {
@@ -526,11 +529,24 @@ function initCountdowns() {
         return;
       }
       const d = Math.floor(left / 86400), h = Math.floor((left % 86400) / 3600), m = Math.floor((left % 3600) / 60), s = left % 60;
-      t.textContent = d > 0 ? `${d}d ${h}h left` : h > 0 ? `${h}h ${m}m left` : `${m}m ${String(s).padStart(2, "0")}s left`;
+      t.textContent = d > 0 ? `${d}d ${h}h left` : h > 0 ? `${h}h ${m}m left` : m > 0 ? `${m}m ${String(s).padStart(2, "0")}s left` : `${s}s left`;
     });
   };
   tick();
   setInterval(tick, 1000);
+}
+
+// Times in the viewer's own time zone: <time data-local datetime=…>, which
+// the server writes in UTC.
+function initLocalTimes() {
+  const today = new Date().toDateString();
+  document.querySelectorAll("time[data-local]").forEach((t) => {
+    const at = new Date(t.dateTime);
+    if (Number.isNaN(at.getTime())) return;
+    const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    t.textContent = at.toDateString() === today ? time : `${at.toLocaleDateString([], { weekday: "short", day: "numeric", month: "short" })} ${time}`;
+    t.title = at.toISOString().slice(0, 16).replace("T", " ") + " UTC";
+  });
 }
 
 // Forms that ask before they act: <form data-confirm="…">.
@@ -558,6 +574,7 @@ initPush();
 initDecisions();
 initLive();
 initCountdowns();
+initLocalTimes();
 initConfirms();
 initServiceWorker();
 

@@ -64,7 +64,7 @@ func serviceWithAdaAnd(t *testing.T, settings map[string]string) (*apptest.Env, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ada := apptest.NewBrowser(t, env.URL)
+	ada := env.Browser()
 	if r := ada.AcceptInvite(invite, "ada"); r.Status != http.StatusOK {
 		t.Fatalf("ada accepts the invite: %s", r)
 	}

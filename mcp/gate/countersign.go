@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -134,6 +135,7 @@ func (c *Countersign) updated(_ context.Context, req *mcp.ResourceUpdatedNotific
 // approval is what the sink reads of an ask.
 type approval struct {
 	ApprovalID string          `json:"approval_id"`
+	CheckCode  string          `json:"check_code"`
 	Status     string          `json:"status"`
 	Decision   string          `json:"decision"`
 	DecidedBy  string          `json:"decided_by"`
@@ -189,6 +191,10 @@ func (c *Countersign) RequestApproval(ctx context.Context, req ApprovalRequest) 
 	if err := c.call(ctx, "approvals_create", create, &filed); err != nil {
 		return Decision{}, err
 	}
+	// The person picks this code on the ask page before they approve: it is
+	// shown where the gate runs, so that they look at both.
+	slog.Info("countersign: a person is asked to approve the call", "tool", req.Tool, "server", server,
+		"approval", filed.ApprovalID, "check_code", filed.CheckCode)
 	uri := approvalURIPrefix + filed.ApprovalID
 	wake := make(chan struct{}, 1)
 	c.mu.Lock()

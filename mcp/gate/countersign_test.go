@@ -34,7 +34,7 @@ func startService(t *testing.T, db apptest.Database) *service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ada := apptest.NewBrowser(t, env.URL)
+	ada := env.Browser()
 	if r := ada.AcceptInvite(invite, "ada"); r.Status != http.StatusOK {
 		t.Fatalf("ada accepts the invite: %s", r)
 	}
