@@ -1,5 +1,7 @@
 package models
 
+import "gorm.io/gorm"
+
 // migrations are appended, never edited: a database that ran version N keeps
 // the schema version N made.
 var migrations = []migration{
@@ -351,4 +353,14 @@ CREATE TABLE acme_cache (
 	updated_at {{time}} NOT NULL
 )
 `},
+	{17, "persons' subjects unique under Unicode case folding and NFKC: subject_key, filled by fillSubjectKeys (NULL on rows that clash)", `
+ALTER TABLE persons ADD COLUMN subject_key TEXT;
+CREATE UNIQUE INDEX persons_subject_folded ON persons (subject_key)
+`},
+}
+
+// migrationSteps are the steps in Go that a migration runs after its SQL, in
+// its transaction, by version.
+var migrationSteps = map[int]func(tx *gorm.DB) error{
+	17: fillSubjectKeys,
 }
