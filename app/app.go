@@ -41,6 +41,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := store.CheckSubjects(ctx); err != nil {
+		return nil, err
+	}
 	if err := store.EnsureDefaultAccount(ctx); err != nil {
 		return nil, err
 	}

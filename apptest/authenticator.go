@@ -46,6 +46,7 @@ type Authenticator struct {
 type Misbehaviour struct {
 	NoUserVerification bool   // leave the UV flag out
 	Origin             string // claim this origin in clientDataJSON instead of the page's
+	OriginFirst        string // write a first "origin" member with this origin before the page's: two members, no browser's doing
 	RPID               string // hash this RP ID into authenticatorData instead of the options'
 	FrozenCounter      bool   // do not increment the counter before signing
 }
@@ -284,6 +285,10 @@ func (a *Authenticator) clientData(typ string, challenge []byte, origin string) 
 		Origin      string `json:"origin"`
 		CrossOrigin bool   `json:"crossOrigin"`
 	}{typ, b64url(challenge), origin, false})
+	if a.Misbehave.OriginFirst != "" {
+		first, _ := json.Marshal(a.Misbehave.OriginFirst)
+		b = bytes.Replace(b, []byte(`"origin":`), []byte(`"origin":`+string(first)+`,"origin":`), 1)
+	}
 	return b
 }
 

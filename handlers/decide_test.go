@@ -721,6 +721,7 @@ func TestDecideRefusalsChangeNothing(t *testing.T) {
 		}{
 			{"an assertion without the user-verified flag is refused", apptest.Misbehaviour{NoUserVerification: true}},
 			{"an assertion from another origin is refused", apptest.Misbehaviour{Origin: "https://evil.example"}},
+			{"an assertion naming another origin first and ours last is refused", apptest.Misbehaviour{OriginFirst: "https://evil.example"}},
 			{"an assertion from another port of localhost is refused", apptest.Misbehaviour{Origin: "http://localhost:1"}},
 			{"an assertion for another RP ID is refused", apptest.Misbehaviour{RPID: "evil.example"}},
 			{"an assertion whose counter does not grow is refused", apptest.Misbehaviour{FrozenCounter: true}},

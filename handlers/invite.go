@@ -92,6 +92,9 @@ func (h *Handlers) InviteBegin(c echo.Context) error {
 	case models.CodeOf(err) != models.NotFound:
 		return err
 	}
+	if err := h.store.SubjectFree(ctx, in.Subject); err != nil { // "Bob" while bob exists
+		return err
+	}
 	u := &passkey.User{ID: models.NewPersonID(), Subject: in.Subject, DisplayName: in.DisplayName}
 	options, session, err := h.rp.BeginRegistration(u)
 	if err != nil {

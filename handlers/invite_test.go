@@ -432,3 +432,74 @@ func newPersonInvite(t *testing.T, s *takeover) string {
 	}
 	return token
 }
+
+// Subjects are unique under Unicode case folding and NFKC: an open invite
+// taken as "Bob" while bob exists would make a second person whose name
+// reads as bob's in decided_by and the audit log.
+func TestAnInviteCannotMakeASubjectThatReadsAsAnExistingOne(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		ctx := context.Background()
+		env := apptest.StartWeb(t, db, nil)
+		join(t, env, env.Account.ID, models.RoleOwner, "bob")
+		persons := func() int64 {
+			n, err := env.Store.CountPersons(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := persons()
+		for _, subject := range []string{"Bob", "BOB", "bOb"} {
+			t.Run("an open invite accepted as "+subject+" is refused naming bob", func(t *testing.T) {
+				token, _, err := env.Store.CreateInvite(ctx, models.NewInvite{AccountID: env.Account.ID, Role: models.RoleMember, By: models.OperatorInviter("test")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := apptest.NewBrowser(t, env.URL).AcceptInvite(token, subject)
+				if r.Status != http.StatusConflict || r.Code() != "FAILED_PRECONDITION" || r.Field() != "subject" || !strings.Contains(r.String(), `existing person \"bob\"`) {
+					t.Fatalf("accept as %s: %s; want 409 FAILED_PRECONDITION on subject naming bob", subject, r)
+				}
+				if n := persons(); n != before {
+					t.Fatalf("%d persons after the refusal, want %d", n, before)
+				}
+			})
+		}
+		t.Run("the store refuses it at finish too, whatever the page checked", func(t *testing.T) {
+			token, _, err := env.Store.CreateInvite(ctx, models.NewInvite{AccountID: env.Account.ID, Role: models.RoleMember, By: models.OperatorInviter("test")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = env.Store.AcceptInvite(ctx, token, models.NewPersonID(), "Bob", "Bob", models.DeviceKey{ID: "cred-bob-2", PublicKey: "x", Credential: "{}"})
+			if models.CodeOf(err) != models.FailedPrecondition || models.FieldOf(err) != "subject" {
+				t.Fatalf("AcceptInvite as Bob: %v; want FAILED_PRECONDITION on subject", err)
+			}
+			if n := persons(); n != before {
+				t.Fatalf("%d persons after the refusal, want %d", n, before)
+			}
+		})
+		t.Run("a new-person invite naming Bob is refused when made; an add-role one for Bob is for bob", func(t *testing.T) {
+			_, _, err := env.Store.CreateInvite(ctx, models.NewInvite{AccountID: env.Account.ID, Role: models.RoleMember, Subject: "Bob", By: models.OperatorInviter("test")})
+			if models.CodeOf(err) != models.FailedPrecondition || models.FieldOf(err) != "subject" || !strings.Contains(err.Error(), `"bob"`) {
+				t.Fatalf("a new-person invite naming Bob: %v; want FAILED_PRECONDITION on subject naming bob", err)
+			}
+			other, err := env.Store.CreateAccount(ctx, "other")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, inv, err := env.Store.CreateInvite(ctx, models.NewInvite{AccountID: other.ID, Kind: models.InviteAddRole, Role: models.RoleMember, Subject: "Bob", By: models.OperatorInviter("test")})
+			if err != nil || inv.Subject != "bob" {
+				t.Fatalf("an add-role invite naming Bob = %+v, %v; want one for bob", inv, err)
+			}
+		})
+		t.Run("a subject in agents' namespace is refused", func(t *testing.T) {
+			token, _, err := env.Store.CreateInvite(ctx, models.NewInvite{AccountID: env.Account.ID, Role: models.RoleMember, By: models.OperatorInviter("test")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := apptest.NewBrowser(t, env.URL).AcceptInvite(token, "Agent:bot")
+			if r.Status != http.StatusBadRequest || r.Field() != "subject" {
+				t.Fatalf("accept as Agent:bot: %s; want 400 on subject", r)
+			}
+		})
+	})
+}

@@ -45,7 +45,7 @@ type CreateInput struct {
 	Payload      json.RawMessage `json:"payload" jsonschema:"The frozen thing the person signs: exactly one member named after the kind, e.g. {\"pull_request\": {\"repo\", \"number\", \"head\", \"title\"}}. Unknown members are refused."`
 	Context      json.RawMessage `json:"context,omitempty" jsonschema:"What it is about, kept beside the payload and never hashed: plan_id and plan_item, job_id, documents, diagram_ids, canvas_id, scene_document_id, commits, explanation, no_context_reason."`
 	Links        []string        `json:"links,omitempty" jsonschema:"At most 20 absolute https URLs."`
-	Supersedes   string          `json:"supersedes,omitempty" jsonschema:"An earlier approval of yours that this one asks again for; if it is still open it goes stale."`
+	Supersedes   string          `json:"supersedes,omitempty" jsonschema:"An earlier approval of the same account (yours or another agent's) that this one asks again for; if it is still open it goes stale."`
 }
 
 func (s *Server) createTool() toolDef {

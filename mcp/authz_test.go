@@ -499,7 +499,10 @@ func TestATokenDisabledOnAnotherInstanceStopsThere(t *testing.T) {
 	})
 }
 
-func TestOnlyTheRequesterMovesOrSupersedesItsAsk(t *testing.T) {
+// Only the requester moves its ask; any agent of the account may supersede
+// one (seed 001: "an earlier approval of the same account"), and none of
+// another account can (TestLifecycleSupersedesAnEarlierAsk).
+func TestOnlyTheRequesterMovesItsAskButAnyAgentOfTheAccountSupersedesIt(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		env := apptest.Start(t, db, nil)
@@ -523,10 +526,6 @@ func TestOnlyTheRequesterMovesOrSupersedesItsAsk(t *testing.T) {
 				map[string]any{"approval_id": pending["approval_id"], "step": "stale"}},
 			{"starting its approved ask", "approvals_add_progress", "approval_id",
 				map[string]any{"approval_id": approved["approval_id"], "step": "started", "expected_state": "approved", "observed": approved["payload"]}},
-			{"superseding its open ask", "approvals_create", "supersedes",
-				withArgs(prAsk(900, "abcdef1234568"), "supersedes", pending["approval_id"])},
-			{"superseding its approved ask", "approvals_create", "supersedes",
-				withArgs(prAsk(901, "abcdef7654322"), "supersedes", approved["approval_id"])},
 		}
 		for _, tc := range cases {
 			t.Run("another agent is refused "+tc.name, func(t *testing.T) {
@@ -539,10 +538,22 @@ func TestOnlyTheRequesterMovesOrSupersedesItsAsk(t *testing.T) {
 			})
 		}
 		// The same calls from the requester go through.
-		for _, i := range []int{2, 0, 3, 4} {
+		for _, i := range []int{2, 0} {
 			if r := a.Call(cases[i].tool, cases[i].args); r.IsError {
 				t.Errorf("requester %s: %s", cases[i].name, r)
 			}
+		}
+		// Another agent of the account supersedes the approved ask (linked)
+		// and a new open one (made stale).
+		open := a.OK("approvals_create", prAsk(902, "abcdef1234569"))
+		for i, earlier := range []map[string]any{approved, open} {
+			r := b.Call("approvals_create", withArgs(prAsk(903+i, "abcdef7654329"), "supersedes", earlier["approval_id"]))
+			if r.IsError || r.Out["requester"] != "agent:bystander" || r.Out["supersedes"] != earlier["approval_id"] {
+				t.Errorf("bystander supersedes filer's %v ask: %s %v", earlier["status"], r, r.Out)
+			}
+		}
+		if got := a.OK("approvals_get", map[string]any{"approval_id": open["approval_id"]}); got["status"] != "stale" {
+			t.Errorf("filer's superseded open ask is %v, want stale", got["status"])
 		}
 	})
 }

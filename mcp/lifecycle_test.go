@@ -643,7 +643,6 @@ func TestLifecycleSupersedesAnEarlierAsk(t *testing.T) {
 			earlier string
 			code    models.Code
 		}{
-			{"another agent's ask is refused", helpersAsk, models.PermissionDenied},
 			{"an unknown id is not found", lcUnknownApprovalID, models.NotFound},
 			{"another account's ask is not found", strangersAsk, models.NotFound},
 			{"an ask superseded already is refused", superseded, models.FailedPrecondition},
@@ -666,6 +665,27 @@ func TestLifecycleSupersedesAnEarlierAsk(t *testing.T) {
 				}
 			})
 		}
+		// Seed 001: supersedes names "an earlier approval of the same
+		// account", so another agent of the account may ask again for one.
+		t.Run("another agent's ask of the account goes stale, its timeline naming who asked again", func(t *testing.T) {
+			r := again(t, f.bot, helpersAsk)
+			if r.IsError {
+				t.Fatalf("bot supersedes helper's ask: %s", r)
+			}
+			later := r.Out["approval_id"].(string)
+			got := helper.OK("approvals_get", map[string]any{"approval_id": helpersAsk})
+			if got["status"] != "stale" || got["superseded_by"] != later {
+				t.Errorf("helper reads its ask as %v superseded_by %v; want stale, %s", got["status"], got["superseded_by"], later)
+			}
+			timeline := got["timeline"].([]any)
+			last := timeline[len(timeline)-1].(map[string]any)
+			if last["step"] != "superseded" || last["note"] != "asked again as "+later+" by agent:bot" {
+				t.Errorf("helper's ask's last event = %v; want superseded, naming %s and agent:bot", last, later)
+			}
+			if out := f.bot.OK("approvals_get", map[string]any{"approval_id": later}); out["requester"] != "agent:bot" || out["supersedes"] != helpersAsk {
+				t.Errorf("the new ask = requester %v, supersedes %v; want agent:bot, %s", out["requester"], out["supersedes"], helpersAsk)
+			}
+		})
 		var foreign models.Approval
 		if err := f.env.Store.DB().Table("approvals").Where("id = ?", strangersAsk).Take(&foreign).Error; err != nil {
 			t.Fatalf("read the other account's ask: %v", err)

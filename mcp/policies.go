@@ -11,7 +11,7 @@ import (
 
 // ScopeArg is the scope of an auto-approve request.
 type ScopeArg struct {
-	AskKinds    []string `json:"ask_kinds,omitempty" jsonschema:"Kinds to approve without asking; empty for every kind a policy may cover. pull_request, roll, run and auto_approve are refused; decision asks always ask."`
+	AskKinds    []string `json:"ask_kinds,omitempty" jsonschema:"Kinds to approve without asking; empty for every kind a policy may cover. pull_request, roll, run, decision and auto_approve are refused: they always ask a person."`
 	MaxPriority int      `json:"max_priority,omitempty" jsonschema:"0: every ask has priority 0 until asks carry a priority."`
 	Requesters  []string `json:"requesters,omitempty" jsonschema:"Agent subjects (agent:<name>) whose asks it covers; empty for anyone."`
 }
@@ -93,7 +93,7 @@ func (s *Server) requestAutoApproveTool() toolDef {
 		Name:  "approvals_request_auto_approve",
 		Title: "Ask to turn on auto-approve",
 		Description: `Ask the person to turn on auto-approval of asks they could answer, until a time at most 24 hours ahead. It files an auto_approve ask that is pushed to their phone at once and returns its approval_id; nothing is on until they approve it with their device key (Face ID or Touch ID), and you cannot approve it.
-scope: ask_kinds (empty for every kind a policy may cover; pull_request, roll, run and auto_approve are refused), max_priority 0, requesters (agent subjects; empty for anyone). Even while on, merges, rolls, releases, runs, security, finance, legal, deletes, classified material, permission or policy changes and decision asks keep asking the person.
+scope: ask_kinds (empty for every kind a policy may cover; pull_request, roll, run, decision and auto_approve are refused), max_priority 0, requesters (agent subjects; empty for anyone). Even while on, merges, rolls, releases, runs, security, finance, legal, deletes, classified material, permission or policy changes and decision asks keep asking the person.
 Do not use it to get one ask approved: file it with approvals_create. Next: read approvals_get on the returned approval_id, then approvals_get_auto_approve_policy.`,
 		Annotations: &sdk.ToolAnnotations{Title: "Ask to turn on auto-approve", ReadOnlyHint: false, DestructiveHint: boolPtr(false), IdempotentHint: false, OpenWorldHint: boolPtr(false)},
 	}

@@ -546,6 +546,7 @@ func TestEveryAutoApproveToolRefusesBadArguments(t *testing.T) {
 			{"ask_kinds with roll", request, scope("ask_kinds", []string{"roll"}), models.InvalidArgument, "scope.ask_kinds[0]"},
 			{"ask_kinds with run", request, scope("ask_kinds", []string{"run"}), models.InvalidArgument, "scope.ask_kinds[0]"},
 			{"ask_kinds with auto_approve", request, scope("ask_kinds", []string{"document", "auto_approve"}), models.InvalidArgument, "scope.ask_kinds[1]"},
+			{"ask_kinds with decision", request, scope("ask_kinds", []string{"review", "decision"}), models.InvalidArgument, "scope.ask_kinds[1]"},
 			{"ask_kinds with an unknown kind", request, scope("ask_kinds", []string{"deploy"}), models.InvalidArgument, "scope.ask_kinds[0]"},
 			{"ask_kinds naming a kind twice", request, scope("ask_kinds", []string{"review", "document", "review"}), models.InvalidArgument, "scope.ask_kinds[2]"},
 			{"max_priority 1", request, scope("max_priority", 1), models.InvalidArgument, "scope.max_priority"},
@@ -572,6 +573,12 @@ func TestEveryAutoApproveToolRefusesBadArguments(t *testing.T) {
 				before.mustEqual(t, snapshot(t, w.env), tc.name)
 			})
 		}
+		t.Run("decision in ask_kinds is refused saying a person must choose", func(t *testing.T) {
+			r := w.bot.Call(request, scope("ask_kinds", []string{"decision"}))
+			if !r.IsError || r.Field != "scope.ask_kinds[0]" || !strings.Contains(r.Text, "a person must choose one of the options, which a policy cannot") {
+				t.Errorf("%s, want INVALID_ARGUMENT on scope.ask_kinds[0] saying why", r)
+			}
+		})
 		t.Run("the read refuses a note, which only revoke takes", func(t *testing.T) {
 			before := snapshot(t, w.env)
 			r := w.bot.Call(get, map[string]any{"note": "why"})
@@ -584,7 +591,7 @@ func TestEveryAutoApproveToolRefusesBadArguments(t *testing.T) {
 		for _, args := range []map[string]any{
 			{"until": until(24 * time.Hour), "device": strings.Repeat("m", 64)},
 			{"until": time.Now().Add(time.Hour).Format(time.RFC3339)}, // a local zone offset is RFC 3339 too
-			scope("ask_kinds", []string{"review", "document", "decision"}, "max_priority", 0, "requesters", []string{"agent:bot", "agent:other"}),
+			scope("ask_kinds", []string{"review", "document", "tool_call", "work_change"}, "max_priority", 0, "requesters", []string{"agent:bot", "agent:other"}),
 		} {
 			if r := w.bot.Call(request, args); r.IsError {
 				t.Errorf("request %v: %s", args, r)
@@ -612,4 +619,71 @@ func mustTime(t *testing.T, s string) time.Time {
 		t.Fatal(err)
 	}
 	return at
+}
+
+// The service writes approve_means on every request itself ("Your decision is
+// recorded; nothing executes."); the always-ask classifier reads only what
+// the agent wrote, so those words never keep a request asking, and an
+// advisory request of a kind the policy names is approved by it.
+func TestAPolicyApprovesAnAdvisoryRequestOfAKindItNames(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		w := newPolicyWorld(t, db)
+		kinds := []string{"work_change", "memory_change", "life_change", "agent_request"}
+		_, pol := w.enable(t, map[string]any{"until": until(2 * time.Hour), "device": "mac", "scope": map[string]any{"ask_kinds": kinds}})
+		polID := pol["policy_id"].(string)
+		file := func(kind, title, description string, extra ...any) map[string]any {
+			args := withArgs(map[string]any{"kind": kind, "title": title, "description": description, "proposal": advisory(),
+				"idempotencyKey": kind + ": " + title}, extra...)
+			return w.bot.OK("approval_request", args)
+		}
+		status := func(id any) map[string]any {
+			return w.bot.OK("approval_status", map[string]any{"approvalId": id})
+		}
+		for _, kind := range kinds {
+			t.Run("an advisory "+kind+" is approved by the policy in ada's name", func(t *testing.T) {
+				filed := file(kind, "Tidy the "+kind+" notes", "Reword two lines of the notes for clarity.", "targetType", "notes", "targetId", "n_1")
+				if filed["status"] != "approved" {
+					t.Fatalf("filed as %v, want approved by the policy", filed["status"])
+				}
+				if st := status(filed["approvalId"]); st["status"] != "approved" || st["decidedBy"] != "ada" {
+					t.Errorf("approval_status = %v decided by %v, want approved by ada", st["status"], st["decidedBy"])
+				}
+				got := w.bot.OK("approvals_get", map[string]any{"approval_id": filed["approvalId"]})
+				if e := eventWith(t, timelineOf(t, got), "auto_approved"); e["actor"] != polID {
+					t.Errorf("auto_approved event = %v, want the policy %s", e, polID)
+				}
+				if slices.Contains(stepsOf(timelineOf(t, got)), "policy_skipped") {
+					t.Errorf("the timeline has a policy_skipped event: %v", stepsOf(timelineOf(t, got)))
+				}
+			})
+		}
+		// What the agent wrote is still read, its target included.
+		for _, tc := range []struct {
+			name, description string
+			extra             []any
+			category          string
+		}{
+			{"a description that deletes", "Delete the stale notes.", nil, "a delete"},
+			{"a target that is a secret", "Reword two lines.", []any{"targetType", "secret"}, "security"},
+		} {
+			t.Run("a request whose "+tc.name+" keeps asking", func(t *testing.T) {
+				filed := file("work_change", "Tidy the notes ("+tc.name+")", tc.description, tc.extra...)
+				if filed["status"] != "pending" {
+					t.Fatalf("filed as %v, want pending", filed["status"])
+				}
+				got := w.bot.OK("approvals_get", map[string]any{"approval_id": filed["approvalId"]})
+				if e := eventWith(t, timelineOf(t, got), "policy_skipped"); e["note"] != "keeps asking: "+tc.category {
+					t.Errorf("policy_skipped note = %v, want keeps asking: %s", e["note"], tc.category)
+				}
+			})
+		}
+		// A question waits for a person whatever the policy says.
+		question := file("agent_request", "Which notes first?", "", "question", map[string]any{})
+		if question["status"] != "pending" {
+			t.Errorf("a question under the policy = %v, want pending", question["status"])
+		}
+		if pol = w.policy(t); pol["approved_count"] != float64(len(kinds)) {
+			t.Errorf("approved_count = %v, want %d", pol["approved_count"], len(kinds))
+		}
+	})
 }

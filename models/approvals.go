@@ -231,7 +231,10 @@ func supersedeNote(earlier string) string {
 }
 
 // supersede links the new ask a to the earlier one it asks again for, and
-// makes the earlier one stale when it was still open.
+// makes the earlier one stale when it was still open. The earlier ask may be
+// any of the account's, another agent's too (seed 001: "an earlier approval
+// of the same account"); one of another account is NOT_FOUND, as for an id
+// that does not exist.
 func (s *Store) supersede(tx *gorm.DB, a *Approval) error {
 	var earlier Approval
 	err := s.loadForUpdate(tx, a.AccountID, a.Supersedes, &earlier)
@@ -240,9 +243,6 @@ func (s *Store) supersede(tx *gorm.DB, a *Approval) error {
 	}
 	if err != nil {
 		return err
-	}
-	if earlier.RequesterID != a.RequesterID {
-		return Refuse(PermissionDenied, "supersedes", "approval %s was filed by another agent; only its requester asks again for it", earlier.ID)
 	}
 	if earlier.SupersededBy != "" {
 		return Refuse(FailedPrecondition, "supersedes", "approval %s was already superseded by %s", earlier.ID, earlier.SupersededBy)
@@ -258,9 +258,13 @@ func (s *Store) supersede(tx *gorm.DB, a *Approval) error {
 		}
 		return nil
 	}
+	note := "asked again as " + a.ID
+	if earlier.RequesterID != a.RequesterID {
+		note += " by " + a.RequesterSubject // its own agent learns who
+	}
 	return s.move(tx, &earlier, change{
 		event: EventSupersede, actorKind: ActorSystem, actor: "countersign",
-		note: "asked again as " + a.ID, set: map[string]any{"superseded_by": a.ID},
+		note: note, set: map[string]any{"superseded_by": a.ID},
 	})
 }
 

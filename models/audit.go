@@ -19,7 +19,7 @@ var AuditSteps = []string{"created", string(EventApprove), string(EventAutoAppro
 	string(EventCancel), string(EventStarted), string(EventObservedChanged), string(EventStep), string(EventDone), string(EventFailed),
 	string(EventExecuted), string(EventNotExecuted),
 	StepAutoApproveRequested, StepPolicyEnabled, StepPolicyReplaced, StepPolicyRevoked, StepPolicySkipped,
-	StepMemberJoined, StepPasskeyAdded, StepPasskeyRemoved,
+	StepMemberJoined, StepPasskeyAdded, StepPasskeyRemoved, StepPersonRenamed,
 	string(EventRunnerDisabled), StepRunnerEnrolled, StepRunnerDisabled}
 
 // AuditFilter narrows the audit log. Empty and zero fields are no filter.

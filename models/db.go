@@ -217,6 +217,11 @@ func Migrate(ctx context.Context, db *gorm.DB, dialect Dialect, log *slog.Logger
 					return fmt.Errorf("%w\n%s", err, stmt)
 				}
 			}
+			if step := migrationSteps[m.version]; step != nil {
+				if err := step(tx); err != nil {
+					return err
+				}
+			}
 			log.Info("migrated", "version", m.version, "name", m.name)
 			return tx.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`, m.version, m.name, time.Now().UTC()).Error
 		})

@@ -113,8 +113,10 @@ func (s *Store) CreateInvite(ctx context.Context, in NewInvite) (string, *Invite
 	if kind == InviteAddRole && in.Subject == "" {
 		return "", nil, Invalid("subject", "an add-role invite names the existing person who accepts it")
 	}
-	if in.Subject != "" && !subjectPattern.MatchString(in.Subject) {
-		return "", nil, Invalid("subject", "a subject is 1 to 128 letters, digits or @._:+- characters")
+	if in.Subject != "" {
+		if err := CheckSubject(in.Subject); err != nil {
+			return "", nil, err
+		}
 	}
 	if in.By.Name == "" || (!in.By.Operator && in.By.PersonID == "") {
 		return "", nil, Invalid("created_by", "an invite is made by a member of the account or by the operator")
@@ -127,9 +129,11 @@ func (s *Store) CreateInvite(ctx context.Context, in NewInvite) (string, *Invite
 		if err := mayGrant(tx, in.AccountID, in.By, in.Role); err != nil {
 			return err
 		}
-		if err := inviteeFits(tx, in.AccountID, kind, in.Subject); err != nil {
+		subject, err := inviteeFits(tx, in.AccountID, kind, in.Subject)
+		if err != nil {
 			return err
 		}
+		inv.Subject = subject
 		return tx.Table("invites").Create(inv).Error
 	})
 	if err != nil {
@@ -159,31 +163,37 @@ func mayGrant(tx *gorm.DB, accountID string, by Inviter, role Role) error {
 	return nil
 }
 
-// inviteeFits refuses, inside tx, a subject the kind of invite cannot name.
-func inviteeFits(tx *gorm.DB, accountID string, kind InviteKind, subject string) error {
+// inviteeFits refuses, inside tx, a subject the kind of invite cannot name,
+// and returns the subject the invite keeps: for an add-role invite, the
+// existing person's own, which subject names under SubjectKey ("Bob" names bob).
+func inviteeFits(tx *gorm.DB, accountID string, kind InviteKind, subject string) (string, error) {
 	if subject == "" {
-		return nil
+		return "", nil
 	}
-	var ids []string
-	if err := tx.Table("persons").Where("subject = ?", subject).Pluck("id", &ids).Error; err != nil {
-		return fmt.Errorf("find invitee: %w", err)
+	holder, err := subjectHolder(tx, subject, "")
+	if err != nil {
+		return "", fmt.Errorf("find invitee: %w", err)
 	}
 	switch {
-	case kind == InviteNewPerson && len(ids) > 0:
-		return Refuse(FailedPrecondition, "subject", "%q is an existing person: an invite never gives them a new passkey. "+
+	case kind == InviteNewPerson && holder != nil && holder.Subject == subject:
+		return "", Refuse(FailedPrecondition, "subject", "%q is an existing person: an invite never gives them a new passkey. "+
 			"To give them a role here, make an add-role invite, which they accept by signing in with their own passkey", subject)
-	case kind == InviteAddRole && len(ids) == 0:
-		return Refuse(NotFound, "subject", "no person has subject %q: an add-role invite is for an existing person; make an ordinary invite for a new one", subject)
+	case kind == InviteNewPerson && holder != nil:
+		return "", Refuse(FailedPrecondition, "subject", "%q is the existing person %q in another case or Unicode form: subjects that read alike "+
+			"would name two people as one. To give %s a role here, make an add-role invite; for a new person, choose another subject", subject, holder.Subject, holder.Subject)
+	case kind == InviteAddRole && holder == nil:
+		return "", Refuse(NotFound, "subject", "no person has subject %q: an add-role invite is for an existing person; make an ordinary invite for a new one", subject)
 	case kind == InviteAddRole:
 		var n int64
-		if err := tx.Table("memberships").Where("account_id = ? AND person_id = ?", accountID, ids[0]).Count(&n).Error; err != nil {
-			return fmt.Errorf("find invitee's membership: %w", err)
+		if err := tx.Table("memberships").Where("account_id = ? AND person_id = ?", accountID, holder.ID).Count(&n).Error; err != nil {
+			return "", fmt.Errorf("find invitee's membership: %w", err)
 		}
 		if n > 0 {
-			return Refuse(FailedPrecondition, "subject", "%q is already a member of this account: change their role on the member list", subject)
+			return "", Refuse(FailedPrecondition, "subject", "%q is already a member of this account: change their role on the member list", holder.Subject)
 		}
+		return holder.Subject, nil
 	}
-	return nil
+	return subject, nil
 }
 
 // RevokeOpenInvites ends, now, every unused and unexpired invite of the
@@ -299,8 +309,8 @@ func (s *Store) join(tx *gorm.DB, inv *Invite, p *Person, credentialID, how stri
 // never adds a passkey to an existing person.
 func (s *Store) AcceptInvite(ctx context.Context, token, personID, subject, displayName string, key DeviceKey) (*Member, error) {
 	subject = strings.TrimSpace(subject)
-	if !subjectPattern.MatchString(subject) {
-		return nil, Invalid("subject", "a subject is 1 to 128 letters, digits or @._:+- characters")
+	if err := CheckSubject(subject); err != nil {
+		return nil, err
 	}
 	var m *Member
 	err := s.write(ctx, func(tx *gorm.DB) error {
@@ -312,15 +322,15 @@ func (s *Store) AcceptInvite(ctx context.Context, token, personID, subject, disp
 			return Invalid("subject", "this invite is for %q", inv.Subject)
 		}
 		var n int64
-		if err := tx.Table("persons").Where("subject = ? OR id = ?", subject, personID).Count(&n).Error; err != nil {
+		if err := tx.Table("persons").Where("id = ?", personID).Count(&n).Error; err != nil {
 			return fmt.Errorf("find person: %w", err)
 		}
 		if n > 0 {
-			return Refuse(FailedPrecondition, "subject", "%q is taken; choose another subject (an existing person joins through an add-role invite)", subject)
+			return takenRefusal(subject, subject)
 		}
 		p := &Person{ID: personID, Subject: subject, DisplayName: displayName, CreatedAt: s.now()}
-		if err := tx.Table("persons").Create(p).Error; err != nil {
-			return fmt.Errorf("add person: %w", err)
+		if err := s.createPerson(tx, p); err != nil {
+			return err
 		}
 		key.PersonID, key.CreatedAt = p.ID, s.now()
 		if err := s.storeDeviceKey(tx, &key); err != nil {

@@ -1,5 +1,7 @@
 package models
 
+import "gorm.io/gorm"
+
 // migrations are appended, never edited: a database that ran version N keeps
 // the schema version N made.
 var migrations = []migration{
@@ -376,4 +378,14 @@ CREATE INDEX push_links_subscription ON push_links (subscription_id, approval_id
 CREATE INDEX push_links_person ON push_links (person_id);
 CREATE INDEX push_links_expiry ON push_links (expires_at)
 `},
+	{18, "persons' subjects unique under Unicode case folding and NFKC: subject_key, filled by fillSubjectKeys (NULL on rows that clash)", `
+ALTER TABLE persons ADD COLUMN subject_key TEXT;
+CREATE UNIQUE INDEX persons_subject_folded ON persons (subject_key)
+`},
+}
+
+// migrationSteps are the steps in Go that a migration runs after its SQL, in
+// its transaction, by version.
+var migrationSteps = map[int]func(tx *gorm.DB) error{
+	18: fillSubjectKeys,
 }

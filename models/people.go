@@ -559,11 +559,3 @@ func (s *Store) PersonBySubject(ctx context.Context, subject string) (*Person, e
 
 // SetupInviter is the created_by of the owner invite made at first start.
 const SetupInviter = "setup"
-
-// CheckSubject says whether s can be a person's subject.
-func CheckSubject(s string) error {
-	if !subjectPattern.MatchString(s) {
-		return Invalid("subject", "a subject is 1 to 128 letters, digits or @._:+- characters, starting with a letter or digit")
-	}
-	return nil
-}

@@ -146,8 +146,10 @@ func (s *Store) checkScope(ctx context.Context, accountID string, sc PolicyScope
 		switch {
 		case k == KindPullRequest || k == KindRoll || k == KindRun || k == KindAutoApprove:
 			return out, Invalid(field, "%s asks always ask a person: a policy cannot cover them", k)
+		case k == KindDecision:
+			return out, Invalid(field, "decision asks always ask a person: a person must choose one of the options, which a policy cannot, so a policy cannot cover them")
 		case !slices.Contains(AskKinds, k) && !slices.Contains(RequestKinds, k):
-			return out, Invalid(field, "unknown kind %q: one of review, document, decision, tool_call, %s", k, strings.Join(RequestKinds, ", "))
+			return out, Invalid(field, "unknown kind %q: one of review, document, tool_call, %s", k, strings.Join(RequestKinds, ", "))
 		case slices.Contains(out.AskKinds, k):
 			return out, Invalid(field, "%q is named twice", k)
 		}
@@ -453,12 +455,23 @@ func (s *Store) noteRequest(tx *gorm.DB, a *Approval) error {
 	return s.noteOn(tx, a, ActorAgent, a.RequesterSubject, StepAutoApproveRequested, "asked from "+a.AgentLabel)
 }
 
-// AskText is the text of an ask the always-ask classifier reads: its title,
-// summary, what approving and denying mean, and the explanation's words; for
-// a tool_call, also the whole call (server, tool and arguments), so a
-// delete_* tool keeps asking whatever its ask's title says.
+// AskText is the text of an ask the always-ask classifier reads: what the
+// agent wrote, never the service's own words. That is its title, summary,
+// what approving and denying mean, and the explanation's words; for a
+// tool_call, also the whole call (server, tool and arguments), so a delete_*
+// tool keeps asking whatever its ask's title says. A request's approve_means
+// is the service's (fileRequest writes it: "nothing executes" would read as a
+// run), so a request gives its target instead.
 func AskText(a *Approval) string {
-	parts := []string{a.Title, a.Summary, a.ApproveMeans, a.DenyMeans}
+	parts := []string{a.Title, a.Summary}
+	switch {
+	case a.IsRequest():
+		if p := a.Request(); p != nil {
+			parts = append(parts, p.TargetType, p.TargetID)
+		}
+	default:
+		parts = append(parts, a.ApproveMeans, a.DenyMeans)
+	}
 	if a.Kind == KindToolCall {
 		parts = append(parts, a.Payload)
 	}

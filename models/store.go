@@ -250,18 +250,18 @@ var subjectPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9@._:+-]{0,127}$`)
 // AddMember makes the person with subject (or finds them) and gives them role
 // in the account.
 func (s *Store) AddMember(ctx context.Context, accountID, subject, displayName string, role Role) (*Member, error) {
-	if !subjectPattern.MatchString(subject) {
-		return nil, Invalid("subject", "a subject is 1 to 128 letters, digits or @._:+- characters")
+	if err := CheckSubject(subject); err != nil {
+		return nil, err
 	}
 	if _, err := ParseRole(string(role)); err != nil {
 		return nil, err
 	}
 	m := &Member{AccountID: accountID, Role: role}
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		err := tx.Table("persons").Where("subject = ?", subject).Take(&m.Person).Error
+		err := tx.Table("persons").Select("id, subject, display_name, created_at").Where("subject = ?", subject).Take(&m.Person).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			m.Person = Person{ID: newID("per"), Subject: subject, DisplayName: displayName, CreatedAt: s.now()}
-			err = tx.Table("persons").Create(&m.Person).Error
+			err = s.createPerson(tx, &m.Person)
 		}
 		if err != nil {
 			return err

@@ -222,6 +222,12 @@ func (rp *RP) finishSigned(u *User, sessionJSON, body []byte, want []byte, other
 	if err != nil {
 		return nil, refusal("the signature could not be read", err)
 	}
+	// go-webauthn reads clientDataJSON with encoding/json, which keeps the
+	// last of two members with one name: refuse what verify would refuse,
+	// so no proof is kept that reads one way here and another elsewhere.
+	if err := proof.NoDuplicateMembers(parsed.Raw.AssertionResponse.ClientDataJSON); err != nil {
+		return nil, models.Refuse(models.PermissionDenied, "credential", "the signature was not accepted: clientDataJSON: %v", err)
+	}
 	cred, err := rp.wa.ValidateLogin(u, session, parsed)
 	if err != nil {
 		return nil, refusal("the signature was not accepted", err)

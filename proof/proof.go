@@ -177,8 +177,8 @@ var (
 	deviceMembers   = []string{"credential_id", "public_key", "person", "name", "created_at", "removed", "removed_at"}
 )
 
-// Parse reads a proof strictly: one I-JSON object (no duplicate member
-// names, no trailing data) whose members, and those of unsigned, are all
+// Parse reads a proof strictly: one I-JSON object (no member named twice
+// at any depth, no trailing data) whose members, and those of unsigned, are all
 // known and spelt exactly. Two readers can then never see two different
 // proofs in the same bytes.
 func Parse(raw []byte) (*Proof, error) {
@@ -213,6 +213,9 @@ func ParseKeys(raw []byte) (*Keys, error) {
 // names given, and that its member inner (an object, or an array of
 // objects) holds only innerNames.
 func strictObject(raw []byte, names []string, inner string, innerNames []string) error {
+	if err := NoDuplicateMembers(raw); err != nil {
+		return fmt.Errorf("not I-JSON (RFC 7493): %w", err)
+	}
 	if _, err := jcs.Transform(raw); err != nil {
 		return fmt.Errorf("not I-JSON (RFC 7493: one value, no duplicate member names, valid UTF-8): %w", err)
 	}
@@ -493,8 +496,12 @@ type clientData struct {
 }
 
 // readClientData reads the members of clientDataJSON by their exact names
-// (encoding/json alone would take "Origin" for "origin").
+// (encoding/json alone would take "Origin" for "origin"), refusing one that
+// names any member twice (encoding/json alone would take the last).
 func readClientData(raw []byte) (*clientData, error) {
+	if err := NoDuplicateMembers(raw); err != nil {
+		return nil, err
+	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &members); err != nil || members == nil {
 		return nil, errors.New("not a JSON object")

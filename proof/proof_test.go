@@ -17,6 +17,7 @@ import (
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/proof"
+	"github.com/countersign/countersign/proof/prooftest"
 )
 
 const origin = "http://localhost:8080"
@@ -426,4 +427,59 @@ func TestRequestDecisionsAreOfTheLayout(t *testing.T) {
 			t.Errorf("ValidDecision(%q) = %t, want %t", d, got, want)
 		}
 	}
+}
+
+// encoding/json keeps the last of two members with one name, another reader
+// may keep the first: two readers would see two documents in the same
+// bytes. A proof, and the clientDataJSON inside it, that names any member
+// twice, at any depth, is refused.
+func TestAMemberNamedTwiceIsRefusedInTheProofAndInClientDataJSON(t *testing.T) {
+	key := prooftest.NewKey()
+	base := &proof.Proof{Format: proof.Format, Domain: proof.Domain, ApprovalID: "appr_test",
+		PayloadSHA256: strings.Repeat("ab", 32), Decision: "approve", Nonce: bytes.Repeat([]byte{7}, proof.NonceSize),
+		CredentialID: []byte("credential-id-16bytes"), RPID: "approvals.example.com", Unsigned: unsigned}
+	key.Sign(base, prooftest.Assertion{})
+	if _, err := proof.Verify(clone(t, base), proof.Expect{}); err != nil {
+		t.Fatalf("the honest proof: %v", err)
+	}
+	t.Run("a clientDataJSON naming the phishing origin first and ours last fails the client_data_json check", func(t *testing.T) {
+		p := clone(t, base)
+		key.Sign(p, prooftest.Assertion{OriginFirst: "https://phish.example"})
+		if !bytes.Contains(p.ClientDataJSON, []byte(`"origin":"https://phish.example","origin":"https://approvals.example.com"`)) {
+			t.Fatalf("the forged clientDataJSON is %s", p.ClientDataJSON)
+		}
+		_, err := proof.Verify(p, proof.Expect{})
+		var f *proof.Failure
+		if !errors.As(err, &f) || f.Check != "client_data_json" || !strings.Contains(f.Reason, `"origin" is named twice`) {
+			t.Fatalf("Verify = %v, want the client_data_json check to fail naming origin twice", err)
+		}
+	})
+	for _, tc := range []struct{ name, from, to, member string }{
+		{"a top-level member", `"decision":"approve"`, `"decision":"deny","decision":"approve"`, "decision"},
+		{"a member of unsigned", `"person":"ada"`, `"person":"mallory","person":"ada"`, "unsigned.person"},
+		{"a member spelt with an escape", `"decision":"approve"`, `"decision":"approve","d\u0065cision":"approve"`, "decision"},
+	} {
+		t.Run("a proof naming "+tc.name+" twice is refused by Parse", func(t *testing.T) {
+			raw, err := json.Marshal(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			twice := strings.Replace(string(raw), tc.from, tc.to, 1)
+			if twice == string(raw) {
+				t.Fatalf("%s is not in the proof", tc.from)
+			}
+			if _, err := proof.Parse([]byte(twice)); err == nil || !strings.Contains(err.Error(), `"`+tc.member+`" is named twice`) {
+				t.Fatalf("Parse = %v, want a refusal naming %s twice", err, tc.member)
+			}
+		})
+	}
+	t.Run("a nested member named twice in clientDataJSON is refused", func(t *testing.T) {
+		p := clone(t, base)
+		p.ClientDataJSON = []byte(strings.Replace(string(p.ClientDataJSON), `"crossOrigin":false`, `"crossOrigin":false,"tokenBinding":{"status":"present","status":"supported"}`, 1))
+		_, err := proof.Verify(p, proof.Expect{})
+		var f *proof.Failure
+		if !errors.As(err, &f) || f.Check != "client_data_json" || !strings.Contains(f.Reason, `"tokenBinding.status" is named twice`) {
+			t.Fatalf("Verify = %v, want the client_data_json check to fail naming tokenBinding.status twice", err)
+		}
+	})
 }

@@ -135,6 +135,8 @@ func makeVectors(t *testing.T) *vectorFile {
 		{Name: "another key's public key in its place", FailedCheck: "signature", Proof: variant(func(p *proof.Proof) { p.PublicKey = stranger.COSE() })},
 		{Name: "signed by the registered key at https://phish.example in a cross-origin frame", WithKeys: true, FailedCheck: "origin",
 			Proof: resigned(prooftest.Assertion{Origin: "https://phish.example", CrossOrigin: true, Counter: 9}, same)},
+		{Name: "signed by the registered key with two origin members in clientDataJSON, https://phish.example first and ours last", WithKeys: true,
+			FailedCheck: "client_data_json", Proof: resigned(prooftest.Assertion{OriginFirst: "https://phish.example", Counter: 9}, same)},
 		{Name: "signed at the right origin but in a cross-origin frame", WithKeys: true, FailedCheck: "cross_origin",
 			Proof: resigned(prooftest.Assertion{CrossOrigin: true, Counter: 9}, same)},
 		{Name: "the right proof held against the origin http://approvals.example.com", ExpectOrigin: "http://" + rpID, FailedCheck: "origin", Proof: &base},

@@ -34,6 +34,8 @@ Usage:
                                                the existing person S accepts with their own passkey; URL on the last line
   countersign keys export [--account NAME] [--out FILE]
                                                write the account's device keys, for verify --keys
+  countersign person rename OLD NEW            give the person OLD (exactly) the subject NEW, unique in any case or
+                                               Unicode form; serve refuses to start while two subjects clash
   countersign runner init --dir D [--scripts S]
                                                on a runner host: its key pair and approved scripts folder;
                                                the public key alone on the last line
@@ -179,6 +181,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return vapidCommand(ctx, cfg, out)
 	case "keys":
 		return keysCommand(ctx, cfg, args, out)
+	case "person":
+		return personCommand(ctx, cfg, args, out)
 	case "audit":
 		return auditCommand(ctx, cfg, args, out)
 	case "work":

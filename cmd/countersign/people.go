@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"time"
@@ -17,7 +18,29 @@ import (
 const (
 	inviteUsage = "usage: countersign invite --role owner|admin|member [--subject S | --add-role --subject S] [--account NAME]"
 	keysUsage   = "usage: countersign keys export [--account NAME] [--out FILE]"
+	personUsage = "usage: countersign person rename OLD NEW"
 )
+
+// personCommand renames a person: OLD, matched exactly, takes the subject NEW,
+// which no other person may have in any case or Unicode form. It is how an
+// operator ends the subject clashes an older version let in, which serve
+// refuses to start with; it needs no running service.
+func personCommand(ctx context.Context, cfg app.Config, args []string, out io.Writer) error {
+	if len(args) != 3 || args[0] != "rename" {
+		return usageError{personUsage}
+	}
+	store, err := app.OpenStore(ctx, cfg, slog.Default())
+	if err != nil {
+		return err
+	}
+	p, err := store.RenamePerson(ctx, args[1], args[2], "cli")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "person %s (%s) is now %s; their open asks and add-role invites follow, their history keeps %s, and the audit log of each of their accounts says so\n",
+		args[1], p.ID, p.Subject, args[1])
+	return nil
+}
 
 // inviteCommand makes a one-time invite and prints its URL alone on the last
 // line. The operator invites as an owner. An invite for an existing person

@@ -536,6 +536,7 @@ func TestVerifyRefusesAPhishedCrossOriginAssertion(t *testing.T) {
 	}{
 		{"phish", prooftest.Assertion{Origin: "https://phish.example", CrossOrigin: true, Counter: 2}, "origin"},
 		{"phish-same-site-frame", prooftest.Assertion{Origin: "https://phish.example", Counter: 2}, "origin"},
+		{"two-origins", prooftest.Assertion{OriginFirst: "https://phish.example", Counter: 2}, "client_data_json"},
 		{"framed", prooftest.Assertion{CrossOrigin: true, Counter: 2}, "cross_origin"},
 		{"registration", prooftest.Assertion{Type: "webauthn.create", Counter: 2}, "type"},
 	} {

@@ -176,11 +176,14 @@ func (c *Countersign) RequestApproval(ctx context.Context, req ApprovalRequest) 
 	}
 	summary += "; the call waits for your answer until " + req.Deadline.UTC().Format("15:04:05 MST") + ", then is refused."
 	create := map[string]any{
-		"kind":          "tool_call",
-		"title":         clipText("Call "+req.Tool+" on "+server, 120),
-		"summary":       clipText(summary, 500),
-		"approve_means": clipText("The call runs once, with exactly these arguments, and "+caller+" gets its result", 300),
-		"deny_means":    "The call is refused and nothing runs",
+		"kind":    "tool_call",
+		"title":   clipText("Call "+req.Tool+" on "+server, 120),
+		"summary": clipText(summary, 500),
+		// Words every call shares: none that the always-ask classifier reads
+		// as a run, a delete or the like, or a policy naming tool_call would
+		// never approve a call. The tool and its arguments speak for the call.
+		"approve_means": clipText("The call goes ahead once, with exactly these arguments, and "+caller+" gets its result", 300),
+		"deny_means":    "The call is refused; nothing happens",
 		"agent":         clipText("gate: "+server, 64),
 		"payload":       json.RawMessage(payload),
 	}

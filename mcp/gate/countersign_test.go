@@ -270,3 +270,40 @@ func TestNewCountersignFailsAtStart(t *testing.T) {
 		})
 	}
 }
+
+// The sink's own words (what approving and denying mean) are what any call
+// of any tool says; they must not read as a run, a delete or anything else
+// that keeps asking, or a policy naming tool_call would never approve one.
+func TestAPolicyNamingToolCallsApprovesTheSinksAsk(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		s := startService(t, db)
+		ctx := context.Background()
+		agent := s.env.Connect(s.token)
+		req := agent.OK("approvals_request_auto_approve", map[string]any{
+			"until": time.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339), "scope": map[string]any{"ask_kinds": []string{"tool_call"}}})
+		if r := s.ada.Decide(req["approval_id"].(string), "approve", ""); r.Status != http.StatusOK {
+			t.Fatalf("ada turns the policy on: %s", r)
+		}
+		sink, err := gate.NewCountersign(ctx, gate.CountersignOptions{URL: s.env.URL, Token: s.token, Server: "filesystem"})
+		if err != nil {
+			t.Fatalf("NewCountersign: %v", err)
+		}
+		t.Cleanup(func() { sink.Close() })
+		// Nobody answers: only the policy can approve it before the deadline.
+		deadline := time.Now().Add(20 * time.Second)
+		wait, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		d, err := sink.RequestApproval(wait, gate.ApprovalRequest{Caller: "alice", Tool: "write_file",
+			Arguments: []byte(`{"path":"/srv/notes.txt","content":"hi"}`), Deadline: deadline})
+		if err != nil || !d.Approved() || d.By() != "ada" {
+			t.Fatalf("the sink's ask under a tool_call policy = approved %t by %q (%v), want approved by ada's policy", d.Approved(), d.By(), err)
+		}
+		list, _, err := s.env.Store.ListApprovals(ctx, s.env.Account.ID, models.ListFilter{Kind: "tool_call"})
+		if err != nil || len(list) != 1 {
+			t.Fatalf("%d tool_call asks (%v), want 1", len(list), err)
+		}
+		if steps := s.steps(t, list[0].ID); !slices.Contains(steps, "auto_approved") || slices.Contains(steps, "policy_skipped") {
+			t.Errorf("the ask's timeline = %v, want it auto_approved, never skipped", steps)
+		}
+	})
+}

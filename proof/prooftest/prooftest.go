@@ -69,6 +69,7 @@ func (k *Key) COSE() []byte {
 type Assertion struct {
 	Type        string // clientDataJSON type; "" is webauthn.get
 	Origin      string // "" is https://<rp_id>
+	OriginFirst string // when set, a first "origin" member with this origin comes before Origin's: two members, as no browser writes
 	CrossOrigin bool
 	Flags       byte   // authenticatorData flags; 0 is UP|UV (0x05)
 	Counter     uint32 // the signature counter
@@ -100,6 +101,10 @@ func (k *Key) Sign(p *proof.Proof, a Assertion) {
 	}{a.Type, base64.RawURLEncoding.EncodeToString(challenge), a.Origin, a.CrossOrigin})
 	if err != nil {
 		panic(err)
+	}
+	if a.OriginFirst != "" {
+		first, _ := json.Marshal(a.OriginFirst)
+		cd = bytes.Replace(cd, []byte(`"origin":`), []byte(`"origin":`+string(first)+`,"origin":`), 1)
 	}
 	rpHash := sha256.Sum256([]byte(a.RPID))
 	ad := append(rpHash[:], a.Flags)
