@@ -164,7 +164,7 @@ func fileEveryKind(t *testing.T, b *board) []phoneAsk {
 	var asks []phoneAsk
 	add := func(name, id string, answers bool) { asks = append(asks, phoneAsk{name, id, answers}) }
 
-	pr, _ := s.ask(explainedPullRequestAsk())
+	pr, _ := s.ask(apptest.ExplainedPullRequestAsk())
 	add("a pull request with an explanation and evidence", pr, true)
 
 	roll, _ := s.ask(map[string]any{

@@ -52,7 +52,7 @@ func BenchmarkAskPageInteractive(b *testing.B) {
 		b.Fatal(err)
 	}
 	_, token := env.Agent(env.Account.ID, "bot")
-	out := env.Connect(token).OK("approvals_create", explainedPullRequestAsk())
+	out := env.Connect(token).OK("approvals_create", apptest.ExplainedPullRequestAsk())
 	id, _ := out["approval_id"].(string)
 	if id == "" {
 		b.Fatalf("approvals_create answered %v", out)

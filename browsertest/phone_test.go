@@ -19,39 +19,6 @@ const ScreenshotsEnv = "COUNTERSIGN_SCREENSHOTS"
 // screenshotDir is where the README's screenshots live, from this package.
 const screenshotDir = "../docs/screenshots"
 
-// explainedPullRequestAsk is a pull_request ask with everything its page
-// can show: an explanation with effect and risk, evidence (a diff, a log,
-// a link), context ids and links.
-func explainedPullRequestAsk() map[string]any {
-	return map[string]any{
-		"kind":          "pull_request",
-		"title":         "Merge acme/web#900: fix the login redirect loop",
-		"summary":       "Users on Safari bounce between /login and /app after their session expires.",
-		"agent":         "merge queue",
-		"approve_means": "I merge #900 into main; nothing rolls until the next train",
-		"deny_means":    "#900 stays open and I tell its author why",
-		"payload": map[string]any{"pull_request": map[string]any{
-			"repo": "acme/web", "number": 900, "head": "4f2c9e1a7b3d", "title": "Fix the login redirect loop",
-		}},
-		"context": map[string]any{
-			"plan_id": "plan_q2_auth", "plan_item": "item_7", "job_id": "job_42",
-			"commits": []map[string]any{{"repo": "acme/web", "sha": "4f2c9e1a7b3d", "subject": "auth: stop redirecting expired sessions twice"}},
-			"explanation": map[string]any{
-				"what":   "Merge the fix for the redirect loop.",
-				"why":    "12% of Safari sessions loop after expiry.",
-				"effect": map[string]any{"kind": "remote", "ships": "web 2.3.1", "summary": "One handler changes.", "touches": []string{"auth/redirect.go"}},
-				"risk":   map[string]any{"level": "medium", "text": "Touches the sign-in path; covered by 14 tests."},
-				"evidence": []map[string]any{
-					{"kind": "diff", "path": "auth/redirect.go", "text": "@@ -40,7 +40,9 @@ func redirect(w, r) {\n-\tif expired(r) { http.Redirect(w, r, \"/login\", 302) }\n+\tif expired(r) && r.URL.Path != \"/login\" {\n+\t\thttp.Redirect(w, r, \"/login\", 302)\n+\t}\n \treturn\n"},
-					{"kind": "log", "title": "CI", "text": "ok  acme/web/auth  0.412s\nok  acme/web/app   1.020s"},
-					{"kind": "link", "title": "CI run 5512", "url": "https://ci.example.com/runs/5512"},
-				},
-			},
-		},
-		"links": []string{"https://github.com/acme/web/pull/900"},
-	}
-}
-
 // fitsThePhone fails when the page is wider than the viewport (at 375 px
 // nothing may need a sideways scroll) or when a label squeezes the value
 // beside it into a column too narrow to read (under a third of the list).
@@ -111,7 +78,7 @@ func TestTheInboxAndAnAskFitAPhone(t *testing.T) {
 		"payload":       map[string]any{"decision": map[string]any{"options": []string{"Friday", "Monday", "Hold until the audit"}}},
 		"context":       map[string]any{"no_context_reason": "a release date, nothing planned yet"},
 	})
-	pr, _ := s.ask(explainedPullRequestAsk())
+	pr, _ := s.ask(apptest.ExplainedPullRequestAsk())
 
 	p.Go("/")
 	p.WaitFor("two asks in the inbox", `document.querySelectorAll("[data-approval-row]").length === 2`)
