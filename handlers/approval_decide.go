@@ -18,6 +18,12 @@ type challengeRequest struct {
 	CheckCode string `json:"check_code"`
 }
 
+// choice is the request as the decision service reads it, the same whether a
+// session or a push link is its authority.
+func (r challengeRequest) choice() decision.Choice {
+	return decision.Choice{Verdict: models.Verdict(r.Decision), Question: r.Question, Answer: r.Answer, CheckCode: r.CheckCode}
+}
+
 // DecisionChallenge answers the WebAuthn options of one decision by the
 // viewer on the ask (see decision.Service.Begin).
 func (h *Handlers) DecisionChallenge(c echo.Context) error {
@@ -25,8 +31,7 @@ func (h *Handlers) DecisionChallenge(c echo.Context) error {
 	if err := readJSON(c, &req, maxWebBody); err != nil {
 		return err
 	}
-	id, options, err := h.decisions.Begin(c.Request().Context(), viewerOf(c).member, c.Param("id"),
-		decision.Choice{Verdict: models.Verdict(req.Decision), Question: req.Question, Answer: req.Answer, CheckCode: req.CheckCode})
+	id, options, err := h.decisions.Begin(c.Request().Context(), viewerOf(c).member, c.Param("id"), req.choice())
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/decision"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/views"
 )
@@ -107,8 +106,7 @@ func (h *Handlers) PushLinkChallenge(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, options, err := h.decisions.BeginWithLink(c.Request().Context(), l, c.Param("id"),
-		decision.Choice{Verdict: models.Verdict(req.Decision), Question: req.Question, Answer: req.Answer, CheckCode: req.CheckCode})
+	id, options, err := h.decisions.BeginWithLink(c.Request().Context(), l, c.Param("id"), req.choice())
 	if err != nil {
 		return err
 	}
