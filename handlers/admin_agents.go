@@ -18,14 +18,28 @@ func (h *Handlers) AdminAgents(c echo.Context) error {
 // agentsPage renders the agents page over view, which may carry a new
 // agent's token or a refusal.
 func (h *Handlers) agentsPage(c echo.Context, status int, view views.AgentsView) error {
-	agents, err := h.store.ListAgents(c.Request().Context(), viewerOf(c).account.ID)
+	ctx, accountID := c.Request().Context(), viewerOf(c).account.ID
+	agents, err := h.store.ListAgents(ctx, accountID)
 	if err != nil {
 		return err
 	}
+	members, err := h.store.Members(ctx, accountID)
+	if err != nil {
+		return err
+	}
+	subjects := map[string]string{}
+	for _, m := range members {
+		subjects[m.ID] = m.Subject
+		view.Members = append(view.Members, m.Subject)
+	}
 	view.Scopes, view.MCPURL = models.AllScopes, h.baseURL+"/mcp"
 	for _, a := range agents {
-		view.Agents = append(view.Agents, views.AgentRow{Name: a.Name, Subject: a.Subject, Scopes: a.ScopeList(),
-			Disabled: a.Disabled, DisabledReason: a.DisabledReason, CreatedAt: a.CreatedAt})
+		row := views.AgentRow{Name: a.Name, Subject: a.Subject, Scopes: a.ScopeList(),
+			Disabled: a.Disabled, DisabledReason: a.DisabledReason, CreatedAt: a.CreatedAt}
+		if a.ForPersonID != nil {
+			row.For = subjects[*a.ForPersonID]
+		}
+		view.Agents = append(view.Agents, row)
 	}
 	return h.render(c, status, views.AdminAgents(h.page(c, "Agents", "admin"), view))
 }
@@ -38,7 +52,8 @@ func (h *Handlers) AdminAgentCreate(c echo.Context) error {
 		return models.Invalid("", "the form could not be read")
 	}
 	name := strings.TrimSpace(form.Get("name"))
-	agent, token, err := h.store.CreateAgent(c.Request().Context(), viewerOf(c).account.ID, name, form["scopes"])
+	forSubject := strings.TrimSpace(form.Get("for"))
+	agent, token, err := h.store.CreateAgentFor(c.Request().Context(), viewerOf(c).account.ID, name, form["scopes"], forSubject)
 	if msg, status, ok := refusalOf(err); ok {
 		return h.agentsPage(c, status, views.AgentsView{Error: msg})
 	}

@@ -165,6 +165,28 @@ func TestMakingAnAgentShowsItsTokenOnceAndKeepsOnlyItsHash(t *testing.T) {
 			t.Fatalf("the new token does not list approvals")
 		}
 
+		t.Run("an agent made for a member names them, and a stranger is refused", func(t *testing.T) {
+			res, body := b.post("/admin/agents", url.Values{"name": {"members-bot"}, "scopes": {models.ScopeMCPRead}, "for": {f.member.Subject}}, true)
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("make an agent for %s: %d\n%s", f.member.Subject, res.StatusCode, body)
+			}
+			agent, err := f.env.Store.AgentByName(ctx, f.env.Account.ID, "members-bot")
+			if err != nil || agent.ForPersonID == nil || *agent.ForPersonID != f.member.ID {
+				t.Fatalf("members-bot acts for %v (%v), want %s", agent.ForPersonID, err, f.member.ID)
+			}
+			shown := elements(parseHTML(t, body), byAttr("data-testid", "agent-for"))
+			if len(shown) != 1 || !strings.Contains(textOf(shown[0]), "Acts for "+f.member.Subject) {
+				t.Fatalf("the page names %d agents' persons, want members-bot's %s", len(shown), f.member.Subject)
+			}
+			res, body = b.post("/admin/agents", url.Values{"name": {"strangers-bot"}, "scopes": {models.ScopeMCPRead}, "for": {"stranger"}}, true)
+			if res.StatusCode != http.StatusNotFound || !strings.Contains(body, "is a member of this account") {
+				t.Fatalf("an agent for a stranger: %d", res.StatusCode)
+			}
+			if _, err := f.env.Store.AgentByName(ctx, f.env.Account.ID, "strangers-bot"); models.CodeOf(err) != models.NotFound {
+				t.Fatalf("the refused agent was made: %v", err)
+			}
+		})
+
 		t.Run("a refused name shows the refusal on the page", func(t *testing.T) {
 			res, body := b.post("/admin/agents", url.Values{"name": {"deploy-bot"}, "scopes": {models.ScopeMCPRead}}, true)
 			if res.StatusCode != http.StatusConflict || !strings.Contains(body, "exists in this account") {

@@ -382,6 +382,9 @@ CREATE INDEX push_links_expiry ON push_links (expires_at)
 ALTER TABLE persons ADD COLUMN subject_key TEXT;
 CREATE UNIQUE INDEX persons_subject_folded ON persons (subject_key)
 `},
+	{19, "agents made for a person (agent create --for, and the clients a person connects by OAuth): for_person_id, whose approvals do not count towards a rule's quorum on that agent's asks", `
+ALTER TABLE agents ADD COLUMN for_person_id TEXT REFERENCES persons(id)
+`},
 }
 
 // migrationSteps are the steps in Go that a migration runs after its SQL, in

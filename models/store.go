@@ -323,7 +323,11 @@ type Agent struct {
 	Scopes         string // space separated
 	Disabled       bool
 	DisabledReason string
-	CreatedAt      time.Time
+	// ForPersonID is the person the agent acts for, if any: an agent made
+	// with --for or a client that person connected. That person's approval
+	// does not count towards a rule's quorum on the agent's asks.
+	ForPersonID *string
+	CreatedAt   time.Time
 }
 
 // ScopeList returns the agent's scopes.
@@ -354,6 +358,13 @@ var agentName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // CreateAgent makes an agent with the given scopes and returns it with its
 // bearer token, which is shown this once: only its hash is kept.
 func (s *Store) CreateAgent(ctx context.Context, accountID, name string, scopes []string) (*Agent, string, error) {
+	return s.CreateAgentFor(ctx, accountID, name, scopes, "")
+}
+
+// CreateAgentFor is CreateAgent for an agent that acts for a person of the
+// account, named by subject ("" for none): the four-eyes principle keeps
+// that person's approval from counting towards a rule's quorum on its asks.
+func (s *Store) CreateAgentFor(ctx context.Context, accountID, name string, scopes []string, forSubject string) (*Agent, string, error) {
 	if !agentName.MatchString(name) {
 		return nil, "", Invalid("name", "an agent name is 1 to 64 letters, digits, '.', '_' or '-'")
 	}
@@ -380,6 +391,20 @@ func (s *Store) CreateAgent(ctx context.Context, accountID, name string, scopes 
 		TokenHash: HashToken(token), Scopes: strings.Join(clean, " "), CreatedAt: s.now(),
 	}
 	err := s.write(ctx, func(tx *gorm.DB) error {
+		if forSubject != "" {
+			var ids []string
+			err := tx.Table("memberships").
+				Joins("JOIN persons ON persons.id = memberships.person_id").
+				Where("memberships.account_id = ? AND persons.subject = ?", accountID, forSubject).
+				Pluck("memberships.person_id", &ids).Error
+			if err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				return Refuse(NotFound, "for", "no person %q is a member of this account", forSubject)
+			}
+			a.ForPersonID = &ids[0]
+		}
 		var n int64
 		if err := tx.Table("agents").Where("account_id = ? AND name = ?", accountID, name).Count(&n).Error; err != nil {
 			return err

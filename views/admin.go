@@ -66,6 +66,7 @@ type AgentsView struct {
 	Token    string // its bearer token, shown once
 	MCPURL   string
 	Error    string
+	Members  []string // the subjects an agent can be made for
 }
 
 // AgentRow is one agent.
@@ -73,6 +74,7 @@ type AgentRow struct {
 	Name           string
 	Subject        string
 	Scopes         []string
+	For            string // the subject of the person it acts for, if any
 	Disabled       bool
 	DisabledReason string
 	CreatedAt      time.Time

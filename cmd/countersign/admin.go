@@ -36,7 +36,7 @@ const accountUsage = `usage: countersign account create NAME
        countersign account set NAME --allow-private-evidence=true|false
        countersign account list`
 
-const agentUsage = `usage: countersign agent create --name NAME --scopes mcp:read,mcp:write,approvals:read,approvals:write [--account NAME]
+const agentUsage = `usage: countersign agent create --name NAME --scopes mcp:read,mcp:write,approvals:read,approvals:write [--for SUBJECT] [--account NAME]
        countersign agent list [--account NAME]
        countersign agent disable NAME [--account NAME] [--reason TEXT]`
 
@@ -110,6 +110,7 @@ func agentCommand(ctx context.Context, cfg app.Config, args []string, out io.Wri
 	account := fs.String("account", models.DefaultAccountName, "account name")
 	name := fs.String("name", "", "agent name")
 	scopes := fs.String("scopes", "", "comma-separated scopes")
+	forSubject := fs.String("for", "", "the subject of the person the agent acts for")
 	reason := fs.String("reason", "disabled by an admin", "why")
 	positional, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -122,13 +123,16 @@ func agentCommand(ctx context.Context, cfg app.Config, args []string, out io.Wri
 	switch sub {
 	case "create":
 		if *name == "" || *scopes == "" || len(positional) > 0 {
-			return usageError{"usage: countersign agent create --name NAME --scopes mcp:read,mcp:write,approvals:read,approvals:write [--account NAME]"}
+			return usageError{"usage: countersign agent create --name NAME --scopes mcp:read,mcp:write,approvals:read,approvals:write [--for SUBJECT] [--account NAME]"}
 		}
-		agent, token, err := store.CreateAgent(ctx, acct.ID, *name, strings.Split(*scopes, ","))
+		agent, token, err := store.CreateAgentFor(ctx, acct.ID, *name, strings.Split(*scopes, ","), *forSubject)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "agent %s created in account %s with scopes %s\n", agent.Name, acct.Name, agent.Scopes)
+		if *forSubject != "" {
+			fmt.Fprintf(out, "it acts for %s: their approval does not count towards a two-person rule on its asks\n", *forSubject)
+		}
 		fmt.Fprintln(out, "its token is shown this once; only its hash is kept:")
 		fmt.Fprintln(out, token)
 		return nil
@@ -137,14 +141,26 @@ func agentCommand(ctx context.Context, cfg app.Config, args []string, out io.Wri
 		if err != nil {
 			return err
 		}
+		members, err := store.Members(ctx, acct.ID)
+		if err != nil {
+			return err
+		}
+		subjects := map[string]string{}
+		for _, m := range members {
+			subjects[m.ID] = m.Subject
+		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tSUBJECT\tSCOPES\tSTATE\tCREATED")
+		fmt.Fprintln(tw, "NAME\tSUBJECT\tFOR\tSCOPES\tSTATE\tCREATED")
 		for _, a := range agents {
 			state := "enabled"
 			if a.Disabled {
 				state = "disabled: " + a.DisabledReason
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Name, a.Subject, strings.ReplaceAll(a.Scopes, " ", ","), state, a.CreatedAt.Format("2006-01-02 15:04"))
+			forSubject := "-"
+			if a.ForPersonID != nil {
+				forSubject = subjects[*a.ForPersonID]
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, a.Subject, forSubject, strings.ReplaceAll(a.Scopes, " ", ","), state, a.CreatedAt.Format("2006-01-02 15:04"))
 		}
 		return tw.Flush()
 	case "disable":

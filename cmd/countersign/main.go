@@ -25,7 +25,7 @@ Usage:
   countersign account create NAME              make an account
   countersign account set NAME --allow-private-evidence=true|false
   countersign account list
-  countersign agent create --name NAME --scopes mcp:read,mcp:write,approvals:read,approvals:write [--account NAME]
+  countersign agent create --name NAME --scopes mcp:read,mcp:write,approvals:read,approvals:write [--for SUBJECT] [--account NAME]
                                                make an agent; its token is printed alone on the last line
   countersign agent list [--account NAME]
   countersign agent disable NAME [--account NAME] [--reason TEXT]
