@@ -91,3 +91,62 @@ func TestSubscriptionsListenKeepsTheAccountAndScopes(t *testing.T) {
 		})
 	}
 }
+
+// A 2026-07-28 subscriptions/listen holds a slot under the session caps for
+// as long as it is open: past COUNTERSIGN_MCP_SESSIONS_PER_TOKEN with every
+// slot busy, the next is refused with 429 naming the cap, and a slot comes
+// back when a listen ends.
+func TestAListenCountsAgainstTheSessionCaps(t *testing.T) {
+	env := apptest.Start(t, apptest.SQLite, map[string]string{"COUNTERSIGN_MCP_SESSIONS_PER_TOKEN": "2"})
+	_, token := env.Agent(env.Account.ID, "bot")
+	mine := env.Connect(token)
+	uri := "countersign://approvals/" + mine.OK("approvals_create", specAsk("pull_request", specPR()))["approval_id"].(string)
+	mine.Close() // its session turns idle, and gives way to the first listen
+
+	var stops []context.CancelFunc
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	open := func() (*http.Response, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"resourceSubscriptions":[%q]}}}`, uri)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, env.URL+"/mcp", strings.NewReader(body))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"Authorization": "Bearer " + token, "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, cancel
+	}
+	for i := range 2 {
+		resp, stop := open()
+		stops = append(stops, stop)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("listen %d: HTTP %d", i+1, resp.StatusCode)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() && !strings.Contains(sc.Text(), "acknowledged") {
+		}
+	}
+	resp, stop := open()
+	stop()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "5" {
+		t.Fatalf("a third listen with two open: HTTP %d, Retry-After %q; want 429", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	stops[0]() // one listen ends
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, stop := open()
+		stops = append(stops, stop)
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a listen after one ended: HTTP %d, want 200", resp.StatusCode)
+		}
+	}
+}
