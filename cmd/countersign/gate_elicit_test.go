@@ -342,6 +342,16 @@ func TestAGatedCallFromAURLElicitationClientWaitsWithoutHoldingTheCall(t *testin
 		if b, _ := os.ReadFile(path); string(b) != "changed since" {
 			t.Errorf("the call ran twice on one approve: the file holds %q", b)
 		}
+		// The client goes away: a 2025-11-25 call cannot come back to the
+		// gate, so its open ask is withdrawn.
+		if err := json.Unmarshal(rpcErr.Data, &data); err != nil || len(data.Elicitations) != 1 {
+			t.Fatalf("error data %s: %v", rpcErr.Data, err)
+		}
+		again := askOf(t, env, data.Elicitations[0])
+		session.Close()
+		if got := waitStatusOf(t, env, again, models.StatusStale); got != models.StatusStale {
+			t.Errorf("the open ask of a client that went away is %s, want stale", got)
+		}
 	})
 }
 

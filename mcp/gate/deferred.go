@@ -116,8 +116,37 @@ func urlRequired(t Ticket, tool string) error {
 // restarts has lost its stdio client's session with them, and the call it
 // answered was never run.
 type deferredCalls struct {
-	mu    sync.Mutex
-	calls map[deferredKey]Ticket
+	mu       sync.Mutex
+	calls    map[deferredKey]Ticket
+	sessions map[*mcp.ServerSession]context.Context // ends with the session
+}
+
+// sessionContext is a context that ends when ss ends; the session's
+// deferred calls are forgotten then.
+func (d *deferredCalls) sessionContext(ss *mcp.ServerSession) context.Context {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if ctx, ok := d.sessions[ss]; ok {
+		return ctx
+	}
+	if d.sessions == nil {
+		d.sessions = map[*mcp.ServerSession]context.Context{}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.sessions[ss] = ctx
+	go func() {
+		_ = ss.Wait()
+		cancel()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		delete(d.sessions, ss)
+		for k := range d.calls {
+			if k.session == mcp.Session(ss) {
+				delete(d.calls, k)
+			}
+		}
+	}()
+	return ctx
 }
 
 type deferredKey struct {
@@ -260,20 +289,16 @@ func (g *governor) settle(ctx context.Context, t Ticket, tool string) deferredOu
 }
 
 // completeWhenDecided tells a 2025-11-25 client that t's elicitation is
-// complete once its ask is decided, so it calls again; it stops when the ask
-// expires or the session ends.
+// complete once its ask is decided, so it calls again; when the ask expires
+// or the session ends first, it withdraws the ask.
 func (g *governor) completeWhenDecided(session mcp.Session, key deferredKey, t Ticket) {
 	ss, ok := session.(*mcp.ServerSession)
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), t.ExpiresAt)
+	ctx, cancel := context.WithDeadline(g.waiting.sessionContext(ss), t.ExpiresAt) // a session that ends stops the wait
 	defer cancel()
-	go func() { // a session that ends stops the wait
-		_ = ss.Wait()
-		cancel()
-	}()
-	for ctx.Err() == nil {
+	for {
 		_, open, err := g.opts.Deferred.Await(ctx, t)
 		if err != nil && ctx.Err() == nil {
 			select { // the service is unreachable for a moment: try again
@@ -282,11 +307,11 @@ func (g *governor) completeWhenDecided(session mcp.Session, key deferredKey, t T
 			}
 			continue
 		}
-		if open || ctx.Err() != nil {
-			if ctx.Err() != nil && !time.Now().Before(t.ExpiresAt) {
-				g.waiting.drop(key, t)
-				g.opts.Deferred.Withdraw(context.Background(), t)
-			}
+		if open || err != nil || ctx.Err() != nil {
+			// The ask's life ran out, or the client went away: a 2025-11-25
+			// call has no state to come back with, so nobody waits for it.
+			g.waiting.drop(key, t)
+			g.opts.Deferred.Withdraw(context.Background(), t)
 			return
 		}
 		nctx, ncancel := context.WithTimeout(context.Background(), 10*time.Second)
