@@ -71,7 +71,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		}
 	}
 	sender := push.NewSender(store, keys, push.Options{BaseURL: cfg.BaseURL, Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log, Outcome: pushed})
-	endpoint := mcp.New(store, mcp.Options{AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log, Observer: mcpObserve, Sessions: cfg.MCPSessions,
+	endpoint := mcp.New(store, mcp.Options{Version: cfg.Version, AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log, Observer: mcpObserve, Sessions: cfg.MCPSessions,
 		ResourceMetadataURL: cfg.BaseURL + handlers.ProtectedResourcePath + "/mcp", PublicHost: publicHost(cfg.BaseURL)})
 	a := &App{Config: cfg, Store: store, MCP: endpoint, Push: sender, Keys: keys, metrics: observe, log: log}
 	store.Changes().Subscribe(func(c models.Change) {

@@ -42,6 +42,10 @@ type Config struct {
 	ACMEDomain   string            // COUNTERSIGN_ACME_DOMAIN
 	HTTPAddr     string            // COUNTERSIGN_HTTP_ADDR; "" when there is no redirect listener
 
+	// Version is the build's version (countersign version), which MCP
+	// clients read as serverInfo.version; the binary sets it, no variable does.
+	Version string
+
 	// BaseURLFromAddr says BaseURL was made from Addr (BaseURLFor), the
 	// variable being unset; serve makes it again from the port it listens
 	// on when Addr's port is 0.

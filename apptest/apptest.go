@@ -277,10 +277,23 @@ func (e *Env) Connect(token string) *Client {
 	return &Client{t: e.t, Session: c}
 }
 
-// Connect opens an MCP session to endpoint with a bearer token.
+// SessionRevision is the newest MCP revision with sessions (initialize,
+// Mcp-Session-Id, resources/subscribe): the one the tests of sessions and
+// most hosts today speak. The 2026-07-28 revision's tests ask for it by name.
+const SessionRevision = "2025-11-25"
+
+// Connect opens an MCP session (SessionRevision) to endpoint with a bearer token.
 func Connect(ctx context.Context, endpoint, token string) (*sdk.ClientSession, error) {
+	return ConnectRevision(ctx, endpoint, token, SessionRevision)
+}
+
+// ConnectRevision connects to endpoint with a bearer token, asking for the
+// MCP revision given: "2026-07-28" has no session, server/discover instead
+// of initialize.
+func ConnectRevision(ctx context.Context, endpoint, token, revision string) (*sdk.ClientSession, error) {
 	client := sdk.NewClient(&sdk.Implementation{Name: "countersign-test", Version: "1"}, nil)
-	return client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: BearerClient(token), MaxRetries: -1}, nil)
+	return client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: BearerClient(token), MaxRetries: -1},
+		&sdk.ClientSessionOptions{ProtocolVersion: revision})
 }
 
 // Result is a tool result, read.

@@ -17,13 +17,21 @@ import (
 // BenchmarkDecisionToSubscribedAgent measures the time from a decision's
 // commit to the resources/updated notification reaching the agent that
 // subscribed to the ask, over real MCP HTTP on loopback: 500 asks, each
-// denied after its agent subscribed. On PostgreSQL (COUNTERSIGN_BENCH_DB=
+// denied after its agent subscribed, for each revision: a 2025-11-25 session
+// (resources/subscribe, its GET stream) and 2026-07-28 (subscriptions/listen,
+// one stream per ask, decided once the listen is acknowledged). On PostgreSQL (COUNTERSIGN_BENCH_DB=
 // postgres and COUNTERSIGN_TEST_POSTGRES_URL) the decision is committed by a
 // second instance, so the notification travels through NOTIFY and the
 // subscriber's instance's LISTEN connection. Run it with
 //
 //	go test ./mcp -run '^$' -bench DecisionToSubscribedAgent -benchtime 1x
 func BenchmarkDecisionToSubscribedAgent(b *testing.B) {
+	for _, revision := range []string{"2025-11-25", "2026-07-28"} {
+		b.Run(revision, func(b *testing.B) { benchDecisionToSubscribedAgent(b, revision) })
+	}
+}
+
+func benchDecisionToSubscribedAgent(b *testing.B, revision string) {
 	if b.N > 1 {
 		b.Skip("one run of 500 decisions is the measurement: use -benchtime 1x")
 	}
@@ -56,7 +64,17 @@ func BenchmarkDecisionToSubscribedAgent(b *testing.B) {
 			}
 		},
 	})
-	session, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: env.URL + "/mcp", HTTPClient: apptest.BearerClient(token), MaxRetries: -1}, nil)
+	acked := make(chan struct{}, 1)
+	client.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == "notifications/subscriptions/acknowledged" {
+				acked <- struct{}{}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	session, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: env.URL + "/mcp", HTTPClient: apptest.BearerClient(token), MaxRetries: -1},
+		&sdk.ClientSessionOptions{ProtocolVersion: revision})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,6 +93,13 @@ func BenchmarkDecisionToSubscribedAgent(b *testing.B) {
 		if err := session.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
 			b.Fatal(err)
 		}
+		if revision >= "2026-07-28" { // Subscribe returned before the service held it
+			select {
+			case <-acked:
+			case <-time.After(10 * time.Second):
+				b.Fatal("subscriptions/listen not acknowledged within 10 s")
+			}
+		}
 		if _, err := decider.Decide(ctx, env.Account.ID, id, owner, models.Decision{Verdict: models.VerdictDeny}); err != nil {
 			b.Fatal(err)
 		}
@@ -85,6 +110,7 @@ func BenchmarkDecisionToSubscribedAgent(b *testing.B) {
 			mu.Unlock()
 			if ok {
 				lat = append(lat, float64(at.Sub(committed).Microseconds())/1000)
+				_ = session.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: uri})
 				break
 			}
 			select {

@@ -110,8 +110,9 @@ func (r *openSessions) Len() int {
 type openingKey struct{}
 
 // limit applies the limits to every request on /mcp of an authenticated
-// token: an initialize (a POST without Mcp-Session-Id) is admitted or
-// refused, and every request on a session keeps it busy while it is open.
+// token: an initialize (a POST without Mcp-Session-Id) and a 2026-07-28
+// subscriptions/listen are admitted or refused, and every request on a
+// session keeps it busy while it is open.
 func (r *openSessions) limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		owner := ""
@@ -130,13 +131,14 @@ func (r *openSessions) limit(next http.Handler) http.Handler {
 			next.ServeHTTP(w, req)
 			return
 		}
-		if req.Method != http.MethodPost || newProtocol(req) {
+		if req.Method != http.MethodPost {
 			next.ServeHTTP(w, req)
 			return
 		}
 		head, err := readRPCHead(req)
-		if err != nil || head.Method != "initialize" {
-			next.ServeHTTP(w, req) // rpcErrors answers it
+		listen := newProtocol(req) && head.Method == methodListen
+		if err != nil || (head.Method != "initialize" && !listen) || (newProtocol(req) && !listen) {
+			next.ServeHTTP(w, req) // rpcErrors answers it, or it is a 2026-07-28 request that holds nothing
 			return
 		}
 		s, victims, refused := r.admit(owner)
@@ -145,6 +147,15 @@ func (r *openSessions) limit(next http.Handler) http.Handler {
 			w.Header().Set("Retry-After", strconv.Itoa(int(sessionRetryAfter.Seconds())))
 			writeRPCErrorData(w, http.StatusTooManyRequests, head.id(), codeSessionCap, refused.Error(),
 				map[string]any{"setting": refused.setting, "limit": refused.limit, "retryAfterSeconds": int(sessionRetryAfter.Seconds())})
+			return
+		}
+		if listen {
+			// A 2026-07-28 subscriptions/listen is what a session with its
+			// GET stream is in the revisions before: it costs the instance
+			// while it is open, so it counts as a busy session under the
+			// same caps, and gives its slot back when it ends.
+			defer r.drop(s)
+			next.ServeHTTP(w, req)
 			return
 		}
 		defer r.settle(s)

@@ -22,7 +22,7 @@ import (
 func sessionClient(env *apptest.Env, token string, listen bool) (*sdk.ClientSession, error) {
 	client := sdk.NewClient(&sdk.Implementation{Name: "countersign-test", Version: "1"}, nil)
 	return client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: env.URL + "/mcp",
-		HTTPClient: apptest.BearerClient(token), MaxRetries: -1, DisableStandaloneSSE: !listen}, nil)
+		HTTPClient: apptest.BearerClient(token), MaxRetries: -1, DisableStandaloneSSE: !listen}, &sdk.ClientSessionOptions{ProtocolVersion: apptest.SessionRevision})
 }
 
 func mustSessionClient(t *testing.T, env *apptest.Env, token string, listen bool) *sdk.ClientSession {

@@ -41,7 +41,7 @@ func (s *Server) addResources() {
 // findApproval resolves an approval URI for the caller: another account's
 // approval is not found, exactly like one that does not exist.
 func (s *Server) findApproval(ctx context.Context, req sdk.Request, uri string) (*models.Approval, error) {
-	agent, runner := agentFrom(req), runnerFrom(req)
+	agent, runner := principal(ctx, req)
 	id, ok := approvalIDOf(uri)
 	if (agent == nil && runner == nil) || !ok {
 		return nil, sdk.ResourceNotFoundError(uri)
@@ -76,8 +76,8 @@ func RunsURI(runnerID string) string { return runnerURIPrefix + runnerID + runsU
 
 // runnerOfURI resolves a runs URI for the caller: only the runner itself may
 // read or subscribe to it.
-func runnerOfURI(req sdk.Request, uri string) (*models.Runner, error) {
-	runner := runnerFrom(req)
+func runnerOfURI(ctx context.Context, req sdk.Request, uri string) (*models.Runner, error) {
+	_, runner := principal(ctx, req)
 	if runner == nil || uri != RunsURI(runner.ID) {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
@@ -85,7 +85,7 @@ func runnerOfURI(req sdk.Request, uri string) (*models.Runner, error) {
 }
 
 func (s *Server) readRuns(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-	runner, err := runnerOfURI(req, req.Params.URI)
+	runner, err := runnerOfURI(ctx, req, req.Params.URI)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (s *Server) readApproval(ctx context.Context, req *sdk.ReadResourceRequest)
 // subscribe lets a session subscribe only to an approval it may read.
 func (s *Server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
 	if strings.HasPrefix(req.Params.URI, runnerURIPrefix) {
-		_, err := runnerOfURI(req, req.Params.URI)
+		_, err := runnerOfURI(ctx, req, req.Params.URI)
 		return err
 	}
 	_, err := s.findApproval(ctx, req, req.Params.URI)
@@ -148,7 +148,35 @@ func (s *Server) ApprovalChanged(id string) {
 }
 
 // resourceMethods are the MCP methods on resources; they need readScopes.
-var resourceMethods = []string{"resources/list", "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe"}
+// subscriptions/listen is the 2026-07-28 revision's resources/subscribe.
+var resourceMethods = []string{"resources/list", "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe", methodListen}
+
+// methodListen opens a 2026-07-28 subscription stream: the resources it
+// names are subscribed for as long as the request is open.
+const methodListen = "subscriptions/listen"
+
+// listenerKey carries the principal of a subscriptions/listen request to
+// the subscribe handler, which the SDK calls with a request of its own
+// making that carries no token.
+type listenerKey struct{}
+
+type listener struct {
+	agent  *models.Agent
+	runner *models.Runner
+}
+
+// principal is the agent or runner a request was authenticated as: read
+// from the request, or for a subscription the SDK opens on behalf of
+// subscriptions/listen, from the listen request's context.
+func principal(ctx context.Context, req sdk.Request) (*models.Agent, *models.Runner) {
+	agent, runner := agentFrom(req), runnerFrom(req)
+	if agent == nil && runner == nil {
+		if l, ok := ctx.Value(listenerKey{}).(listener); ok {
+			return l.agent, l.runner
+		}
+	}
+	return agent, runner
+}
 
 // resourcesDenied refuses a resource method to a token without readScopes.
 func resourcesDenied(agent *models.Agent) error {

@@ -22,7 +22,7 @@ func listening(t *testing.T, env *apptest.Env, token string) (*sdk.ClientSession
 		ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) { updates <- r.Params.URI },
 	})
 	session, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{
-		Endpoint: env.URL + "/mcp", HTTPClient: apptest.BearerClient(token), MaxRetries: -1}, nil)
+		Endpoint: env.URL + "/mcp", HTTPClient: apptest.BearerClient(token), MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: apptest.SessionRevision})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

@@ -18,11 +18,11 @@ import (
 	"github.com/countersign/countersign/models"
 )
 
-// Version is reported to MCP clients.
-const Version = "0.1.0"
-
 // Options configure the endpoint.
 type Options struct {
+	// Version is the build's version, reported to MCP clients as
+	// serverInfo.version; "" reports "dev".
+	Version string
 	// AskRate and AskBurst limit how fast one requester files asks.
 	AskRate  AskRate
 	AskBurst int
@@ -92,7 +92,10 @@ func New(store *models.Store, opts Options) *Server {
 	if s.observe == nil {
 		s.observe = noObserver{}
 	}
-	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "countersign", Title: "Countersign", Version: Version}, &sdk.ServerOptions{
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "countersign", Title: "Countersign", Version: opts.Version}, &sdk.ServerOptions{
 		Instructions:       instructions,
 		Logger:             opts.Logger,
 		SubscribeHandler:   s.subscribe,
@@ -105,7 +108,8 @@ func New(store *models.Store, opts Options) *Server {
 	}
 	s.addResources()
 	s.mcp.AddReceivingMiddleware(s.scopeMiddleware, s.sessions.bindOnInitialize)
-	streamable := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{
+	server := func(*http.Request) *sdk.Server { return s.mcp }
+	sessions := sdk.NewStreamableHTTPHandler(server, &sdk.StreamableHTTPOptions{
 		Logger: opts.Logger,
 		// No SessionTimeout: the SDK's pauses only while a POST is in
 		// flight, so it would end an agent's session while the agent
@@ -113,8 +117,29 @@ func New(store *models.Store, opts Options) *Server {
 		// guardRebinding does the SDK's rebinding check, allowing the public Host as well.
 		DisableLocalhostProtection: true,
 	})
-	s.http = guardRebinding(opts.PublicHost, s.authenticate(http.MaxBytesHandler(s.sessions.limit(rpcErrors(streamable)), opts.MaxBodyBytes)))
+	// The 2026-07-28 revision has no sessions: every request stands alone
+	// (server/discover instead of initialize, subscriptions/listen instead
+	// of resources/subscribe and the GET stream). The SDK serves it only
+	// from a stateless handler, on the same server, so both revisions see
+	// the same tools, resources and subscriptions.
+	stateless := sdk.NewStreamableHTTPHandler(server, &sdk.StreamableHTTPOptions{
+		Logger: opts.Logger, Stateless: true, DisableLocalhostProtection: true,
+	})
+	s.http = guardRebinding(opts.PublicHost, s.authenticate(http.MaxBytesHandler(s.sessions.limit(rpcErrors(byRevision(sessions, stateless))), opts.MaxBodyBytes)))
 	return s
+}
+
+// byRevision hands a request of the 2026-07-28 revision on (its
+// Mcp-Protocol-Version header says so) to the stateless handler, and every
+// other (2025-11-25 and older, which open sessions) to the session handler.
+func byRevision(sessions, stateless http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if newProtocol(r) {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		sessions.ServeHTTP(w, r)
+	})
 }
 
 // ServeHTTP answers POST, GET and DELETE /mcp.
@@ -332,6 +357,9 @@ func (s *Server) scopeMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if err := resourcesDenied(agentFrom(req)); err != nil {
 				return nil, err
 			}
+		}
+		if method == methodListen {
+			ctx = context.WithValue(ctx, listenerKey{}, listener{agent: agentFrom(req), runner: runnerFrom(req)})
 		}
 		res, err := next(ctx, method, req)
 		if list, ok := res.(*sdk.ListResourceTemplatesResult); ok && err == nil && runnerFrom(req) == nil {

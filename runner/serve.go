@@ -139,7 +139,11 @@ func (r *Runner) connected(ctx context.Context, ok func()) error {
 	})
 	transport := &sdk.StreamableClientTransport{Endpoint: strings.TrimRight(r.opts.Server, "/") + "/mcp",
 		HTTPClient: &http.Client{Transport: bearer.Transport{Token: r.opts.Token}}}
-	session, err := client.Connect(ctx, transport, nil)
+	// A session (2025-11-25): its resources/subscribe is answered once the
+	// subscription holds, and a lost session ends Wait; the SDK's 2026-07-28
+	// Subscribe returns before the service has the subscription, and a poke
+	// sent in between would be missed.
+	session, err := client.Connect(ctx, transport, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}

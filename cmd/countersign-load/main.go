@@ -29,8 +29,6 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/countersign/countersign/mcp"
 )
 
 // targetRatio is the goal for the database the service ran on: on SQLite
@@ -103,8 +101,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if o.clients < 1 || o.duration <= 0 || o.warmup < 0 {
 		return errors.New("-clients must be at least 1, -duration more than 0 and -warmup not negative")
 	}
-	fmt.Fprintf(out, "machine: %s/%s, %d CPUs, GOMAXPROCS %d, %s; mcp %s\n",
-		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), mcp.Version)
+	fmt.Fprintf(out, "machine: %s/%s, %d CPUs, GOMAXPROCS %d, %s\n",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
 	fmt.Fprintf(out, "load: %d clients, %s warmup, %s measured per run\n", o.clients, o.warmup, o.duration)
 
 	create, createDB, err := runCreate(ctx, o, out)

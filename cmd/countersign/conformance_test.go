@@ -136,7 +136,10 @@ func runScenario(t *testing.T, cli, endpoint, scenario string) ([]conformanceChe
 }
 
 // The conformance suite's server scenarios that apply to Countersign. The
-// others need what the suite's own test server has (tools such as
+// suite is 0.1.13, the newest that runs on Node 20 (0.1.14 on, 0.1.16
+// included, need Node 22); its client speaks 2025-11-25, and runs against
+// the binary that serves 2026-07-28 too (revision_test.go checks that
+// revision with the go-sdk client). The others need what the suite's own test server has (tools such as
 // test_simple_text, resources under test://, prompts, completions); the
 // suite's auth scenarios all test clients (README, "Checked with the official
 // conformance suite and the MCP Inspector").

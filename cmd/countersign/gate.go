@@ -33,10 +33,14 @@ const gateUsage = `usage:
 Rules: per tool, true or a CEL predicate over args. Compare paths with path.within(p, dir) and path.clean(p),
 which read a path as the upstream opens it (.., //, ~ under paths.home or HOME, a relative path against
 paths.roots), never with startsWith, contains or ==, which /srv/fs/public/../secret/b.txt slips past:
-  {"server": "filesystem", "timeout": "45s", "paths": {"roots": ["/srv/fs"]},
+  {"server": "filesystem", "timeout": "45s", "ask_life": "10m", "paths": {"roots": ["/srv/fs"]},
    "tools": {"write_file": {"approval": "path.within(args.path, '/srv/fs/secret')"},
              "move_file": {"approval": "path.within(args.source, '/srv/fs/secret') || path.within(args.destination, '/srv/fs/secret')"},
              "edit_file": {"approval": true}}}
+
+A client that takes URL elicitation (2025-11-25 URL mode, or 2026-07-28 input_required) is answered at once with
+the ask's page to open; its call completes when the client comes back, within ask_life (default 10m). Other
+clients' calls wait on the connection for the timeout.
 
 Environment: COUNTERSIGN_URL (the service's base URL) and COUNTERSIGN_TOKEN (an agent token with the
 approvals scopes) reach Countersign; neither is passed to the upstream nor shown to the caller.`
@@ -110,6 +114,9 @@ func gateCommand(ctx context.Context, args []string, getenv func(string) string,
 		}
 		defer sink.Close()
 		opts.OnApproval = sink.RequestApproval
+		// A caller whose client takes URL elicitation is sent to the ask's
+		// page at once, and its call waits as long as the ask lives.
+		opts.Deferred = sink
 	}
 	if *upstreamURL != "" {
 		return gateHTTP(ctx, *upstreamURL, headers, *listen, getenv("COUNTERSIGN_GATE_TOKENS"), rules, opts, stderr)

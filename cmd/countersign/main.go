@@ -157,6 +157,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
 	}
+	cfg.Version = version
 	if cmd == "healthcheck" { // a probe of the running service: no database of its own
 		return healthcheckCommand(ctx, cfg, args, out)
 	}

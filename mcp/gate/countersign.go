@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -50,7 +51,7 @@ type Countersign struct {
 	session *mcp.ClientSession
 
 	mu      sync.Mutex
-	waiters map[string]chan struct{} // approval resource URI → woken on change
+	waiters map[string][]chan struct{} // approval resource URI → woken on change
 }
 
 const approvalURIPrefix = "countersign://approvals/"
@@ -76,12 +77,16 @@ func NewCountersign(ctx context.Context, opts CountersignOptions) (*Countersign,
 	client := *base
 	refusal := &tokenRefusal{next: transport}
 	client.Transport = bearer.Transport{Token: opts.Token, Base: refusal}
-	c := &Countersign{opts: opts, waiters: map[string]chan struct{}{}}
+	c := &Countersign{opts: opts, waiters: map[string][]chan struct{}{}}
 	endpoint := strings.TrimRight(opts.URL, "/") + "/mcp"
 	cli := mcp.NewClient(&mcp.Implementation{Name: "countersign-gate", Version: "1"}, &mcp.ClientOptions{
 		ResourceUpdatedHandler: c.updated,
 	})
-	session, err := cli.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &client, MaxRetries: -1}, nil)
+	// A session (2025-11-25): its resources/subscribe is answered once the
+	// subscription holds, so the read that follows it misses no answer; the
+	// SDK's 2026-07-28 Subscribe returns before the service has it.
+	session, err := cli.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &client, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if reason := refusal.last(); err != nil && reason != "" {
 		return nil, fmt.Errorf("countersign sink: %s refused this token: %s (%w)", endpoint, reason, err)
 	}
@@ -122,9 +127,8 @@ func (c *Countersign) Close() error { return c.session.Close() }
 
 func (c *Countersign) updated(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 	c.mu.Lock()
-	w := c.waiters[req.Params.URI]
-	c.mu.Unlock()
-	if w != nil {
+	defer c.mu.Unlock()
+	for _, w := range c.waiters[req.Params.URI] {
 		select {
 		case w <- struct{}{}:
 		default: // a wake-up is already pending
@@ -142,29 +146,118 @@ type approval struct {
 	Note       string          `json:"note"`
 	Proof      json.RawMessage `json:"proof"`
 	Payload    json.RawMessage `json:"payload"`
+	CreatedAt  time.Time       `json:"created_at"`
+	ExpiresAt  time.Time       `json:"expires_at"`
 }
 
 // RequestApproval files the call as a tool_call ask and waits for the
-// person's answer until ctx ends; it is an ApprovalFunc.
+// person's answer until ctx ends; it is an ApprovalFunc. An ask nobody waits
+// for any more is withdrawn.
 func (c *Countersign) RequestApproval(ctx context.Context, req ApprovalRequest) (Decision, error) {
-	server := c.opts.Server
-	if server == "" {
-		server = req.Server
+	filed, err := c.file(ctx, req)
+	if err != nil {
+		return Decision{}, err
 	}
-	if server == "" {
-		server = "mcp"
+	d, open, last, err := c.await(ctx, filed.ApprovalID, true)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		return Decision{}, err
+	case open || ctx.Err() != nil:
+		c.withdraw(ctx, filed.ApprovalID, last)
+		if err == nil {
+			err = ctx.Err()
+		}
+		return Decision{}, err
 	}
-	args := req.Arguments
+	return d, nil
+}
+
+// File files the call as a tool_call ask living until req.Deadline, for a
+// caller whose client opens its page; it is the DeferredSink's File.
+func (c *Countersign) File(ctx context.Context, req ApprovalRequest) (Ticket, error) {
+	filed, err := c.file(ctx, req)
+	if err != nil {
+		return Ticket{}, err
+	}
+	return c.ticket(filed), nil
+}
+
+// Find reads back the ask id as the ticket of req: it must be a tool_call
+// ask of this service's account whose payload names exactly req's server,
+// tool and arguments (their canonical hash).
+func (c *Countersign) Find(ctx context.Context, id string, req ApprovalRequest) (Ticket, error) {
+	if !strings.HasPrefix(id, "appr_") || strings.ContainsAny(id, "/?#") {
+		return Ticket{}, fmt.Errorf("countersign sink: %q is no ask id", id)
+	}
+	var a approval
+	if err := c.call(ctx, "approvals_get", map[string]any{"approval_id": id}, &a); err != nil {
+		return Ticket{}, err
+	}
+	var p struct {
+		ToolCall *struct {
+			Server    string          `json:"server"`
+			Tool      string          `json:"tool"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"tool_call"`
+	}
+	if err := json.Unmarshal(a.Payload, &p); err != nil || p.ToolCall == nil {
+		return Ticket{}, fmt.Errorf("countersign sink: ask %s is not a tool call", id)
+	}
+	stored, err1 := ArgumentsHash(p.ToolCall.Arguments)
+	asked, err2 := ArgumentsHash(callArguments(req.Arguments))
+	if err1 != nil || err2 != nil || stored != asked || p.ToolCall.Server != c.serverOf(req) || p.ToolCall.Tool != req.Tool {
+		return Ticket{}, fmt.Errorf("countersign sink: ask %s is of another call", id)
+	}
+	return c.ticket(a), nil
+}
+
+// Await waits until ctx ends for the ticket's ask to be decided; it is the
+// DeferredSink's Await. An ask still open then is left as it is.
+func (c *Countersign) Await(ctx context.Context, t Ticket) (Decision, bool, error) {
+	d, open, _, err := c.await(ctx, t.ID, false)
+	if err != nil && ctx.Err() != nil {
+		return Decision{}, true, nil
+	}
+	return d, open, err
+}
+
+// Withdraw marks the ticket's ask stale if it is still open.
+func (c *Countersign) Withdraw(ctx context.Context, t Ticket) { c.withdraw(ctx, t.ID, "pending") }
+
+func (c *Countersign) ticket(a approval) Ticket {
+	return Ticket{ID: a.ApprovalID, URL: strings.TrimRight(c.opts.URL, "/") + "/approvals/" + a.ApprovalID,
+		CheckCode: a.CheckCode, FiledAt: a.CreatedAt, ExpiresAt: a.ExpiresAt}
+}
+
+// serverOf is the server name an ask of req names.
+func (c *Countersign) serverOf(req ApprovalRequest) string {
+	switch {
+	case c.opts.Server != "":
+		return c.opts.Server
+	case req.Server != "":
+		return req.Server
+	}
+	return "mcp"
+}
+
+// callArguments are the arguments an ask names: an empty call's are {}.
+func callArguments(args json.RawMessage) json.RawMessage {
 	if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
+		return json.RawMessage("{}")
 	}
-	call := map[string]any{"server": server, "tool": req.Tool, "arguments": args}
+	return args
+}
+
+// file files req as a tool_call ask.
+func (c *Countersign) file(ctx context.Context, req ApprovalRequest) (approval, error) {
+	server := c.serverOf(req)
+	call := map[string]any{"server": server, "tool": req.Tool, "arguments": callArguments(req.Arguments)}
 	if at, ok := askDeadline(req.Deadline, time.Now()); ok {
 		call["expires_at"] = at
 	}
 	payload, err := json.Marshal(map[string]any{"tool_call": call})
 	if err != nil {
-		return Decision{}, fmt.Errorf("countersign sink: payload: %w", err)
+		return approval{}, fmt.Errorf("countersign sink: payload: %w", err)
 	}
 	caller := req.Caller
 	if caller == "" {
@@ -192,59 +285,70 @@ func (c *Countersign) RequestApproval(ctx context.Context, req ApprovalRequest) 
 	}
 	var filed approval
 	if err := c.call(ctx, "approvals_create", create, &filed); err != nil {
-		return Decision{}, err
+		return approval{}, err
 	}
 	// The person picks this code on the ask page before they approve: it is
 	// shown where the gate runs, so that they look at both.
 	slog.Info("countersign: a person is asked to approve the call", "tool", req.Tool, "server", server,
 		"approval", filed.ApprovalID, "check_code", filed.CheckCode)
-	uri := approvalURIPrefix + filed.ApprovalID
+	return filed, nil
+}
+
+// await waits until ctx ends for the ask id to be decided, through its
+// resource subscription. It returns the decision, or open with the state
+// last read when ctx ends first (with ctx's error). A yes decided after ctx
+// ended is not taken when late says so (the caller was told no).
+func (c *Countersign) await(ctx context.Context, id string, late bool) (d Decision, open bool, last string, err error) {
+	uri := approvalURIPrefix + id
 	wake := make(chan struct{}, 1)
 	c.mu.Lock()
-	c.waiters[uri] = wake
+	c.waiters[uri] = append(c.waiters[uri], wake)
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
-		delete(c.waiters, uri)
+		rest := slices.DeleteFunc(c.waiters[uri], func(w chan struct{}) bool { return w == wake })
+		if len(rest) == 0 {
+			delete(c.waiters, uri)
+		} else {
+			c.waiters[uri] = rest
+		}
 		c.mu.Unlock()
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = c.session.Unsubscribe(uctx, &mcp.UnsubscribeParams{URI: uri}) // the ask is over either way
+		if len(rest) == 0 {
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = c.session.Unsubscribe(uctx, &mcp.UnsubscribeParams{URI: uri}) // nobody waits on it here any more
+		}
 	}()
 	if err := c.session.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
-		c.withdraw(ctx, filed.ApprovalID, "pending")
-		return Decision{}, fmt.Errorf("countersign sink: subscribe to %s: %w", uri, err)
+		return Decision{}, true, "pending", fmt.Errorf("countersign sink: subscribe to %s: %w", uri, err)
 	}
-	a := filed
+	var a approval
+	a.Status = "pending"
 	for {
 		// Read after subscribing: an answer given before the subscription
 		// took is seen here, later ones wake the loop.
-		if err := c.call(ctx, "approvals_get", map[string]any{"approval_id": filed.ApprovalID}, &a); err != nil {
-			if ctx.Err() != nil {
-				c.withdraw(ctx, filed.ApprovalID, a.Status)
-				return Decision{}, ctx.Err()
-			}
-			return Decision{}, err
+		if err := c.call(ctx, "approvals_get", map[string]any{"approval_id": id}, &a); err != nil {
+			return Decision{}, true, a.Status, err
 		}
 		switch a.Status {
 		case "approved":
-			if ctx.Err() != nil { // decided, but after the caller was told no
-				c.withdraw(ctx, filed.ApprovalID, a.Status)
-				return Decision{}, ctx.Err()
+			if late && ctx.Err() != nil { // decided, but after the caller was told no
+				return Decision{}, true, a.Status, ctx.Err()
 			}
 			tr := &askTracker{c: c, id: a.ApprovalID, payload: a.Payload}
-			return Approve(a.DecidedBy).WithProof(a.Proof).WithTracker(tr), nil
+			return Approve(a.DecidedBy).WithProof(a.Proof).WithTracker(tr), false, a.Status, nil
 		case "denied":
-			return Deny(a.DecidedBy, a.Note), nil
+			return Deny(a.DecidedBy, a.Note), false, a.Status, nil
 		case "pending", "question":
+		case "in_progress", "done", "failed":
+			return Deny("", "the ask was already acted on (its call ran, or runs, once)"), false, a.Status, nil
 		default:
-			return Deny("", "the ask is "+a.Status), nil
+			return Deny("", "the ask is "+a.Status), false, a.Status, nil
 		}
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			c.withdraw(ctx, filed.ApprovalID, a.Status)
-			return Decision{}, ctx.Err()
+			return Decision{}, true, a.Status, ctx.Err()
 		}
 	}
 }
@@ -324,9 +428,11 @@ type askTracker struct {
 }
 
 // Started reports step started with the payload as the gate sees it: the
-// exact payload approved, so the ask moves to in_progress.
+// exact payload approved, so the ask moves to in_progress. It is the claim
+// of the approval: only from approved (a compare-and-set on the service), so
+// of two retries of one approved call only one runs.
 func (t *askTracker) Started(ctx context.Context) error {
-	return t.c.call(ctx, "approvals_add_progress", map[string]any{"approval_id": t.id, "step": "started", "observed": t.payload}, nil)
+	return t.c.call(ctx, "approvals_add_progress", map[string]any{"approval_id": t.id, "step": "started", "observed": t.payload, "expected_state": "approved"}, nil)
 }
 
 // Finished reports done, or failed with the tool's error text.

@@ -66,6 +66,13 @@ type Options struct {
 	// Server names the server in approval requests; "" means the
 	// implementation's name.
 	Server string
+	// Deferred, when set, answers a call whose client takes URL
+	// elicitation at once with the ask's page, and completes it on the
+	// client's retry (see DeferredSink): such a call waits AskLife, not
+	// ApprovalTimeout. Callers without URL elicitation use OnApproval.
+	Deferred DeferredSink
+	// AskLife is how long a deferred call's ask lives; 0 means 10 minutes.
+	AskLife time.Duration
 }
 
 // Caller is who is calling, with the permissions they hold.
@@ -172,6 +179,7 @@ type governor struct {
 	tools   map[string]*governed
 	mu      sync.Mutex
 	schemas map[string]toolSchemas // learnt from tools/list
+	waiting deferredCalls          // deferred calls of 2025-11-25 clients
 }
 
 type toolSchemas struct {
@@ -194,6 +202,12 @@ func newGovernor(server string, opts Options, tools map[string]*governed) (*gove
 	}
 	if opts.ApprovalTimeout == 0 {
 		opts.ApprovalTimeout = DefaultApprovalTimeout
+	}
+	if opts.AskLife < 0 {
+		return nil, fmt.Errorf("gate: AskLife %s is negative", opts.AskLife)
+	}
+	if opts.AskLife == 0 {
+		opts.AskLife = DefaultAskLife
 	}
 	if opts.Audit == nil {
 		opts.Audit = SlogAudit(slog.Default())
@@ -354,6 +368,19 @@ func (g *governor) call(ctx context.Context, req *mcp.CallToolRequest, run func(
 	}
 	if !needs {
 		return allowed(Decision{})
+	}
+	if mode := elicitationMode(req); g.opts.Deferred != nil && mode != elicitNone {
+		ar := ApprovalRequest{Server: g.opts.Server, Caller: caller.Name, Tool: t.name, Label: ev.Label, Arguments: args}
+		refuse := func(refused *ApprovalRefusedError, since time.Time) *mcp.CallToolResult {
+			start = since
+			finish(PhaseRefused, DecisionDeny, refused.By, refused.auditReason())
+			return forbidden(RefusalText, refused, schemas.output)
+		}
+		allow := func(d Decision, since time.Time) (*mcp.CallToolResult, error) {
+			start = since
+			return allowed(d)
+		}
+		return g.deferred(ctx, req, mode, ar, argsHash, refuse, allow)
 	}
 	d, refused := g.ask(ctx, ApprovalRequest{
 		Server: g.opts.Server, Caller: caller.Name, Tool: t.name, Label: ev.Label,

@@ -537,6 +537,7 @@ func TestConstructionFailsWithNowhereToAsk(t *testing.T) {
 		{"a predicate with no sink fails", gate.Options{}, gate.When(func(in DeleteCase) bool { return in.Force }), "no OnApproval sink"},
 		{"no rule needs no sink", gate.Options{}, gate.Rule[DeleteCase]{}, ""},
 		{"a negative timeout fails", gate.Options{OnApproval: approveBy("carol"), ApprovalTimeout: -time.Second}, gate.Always[DeleteCase](), "negative"},
+		{"a negative ask life fails", gate.Options{OnApproval: approveBy("carol"), AskLife: -time.Minute}, gate.Always[DeleteCase](), "AskLife -1m0s is negative"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

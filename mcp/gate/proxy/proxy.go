@@ -124,6 +124,9 @@ func Start(ctx context.Context, t mcp.Transport, opts Options) (*Proxy, error) {
 		if g.ApprovalTimeout == 0 {
 			g.ApprovalTimeout = opts.Rules.Timeout
 		}
+		if g.AskLife == 0 {
+			g.AskLife = opts.Rules.AskLife
+		}
 		if err := gate.Gate(ctx, p.Server, g, gate.Rules{Approval: opts.Rules.Approval}); err != nil {
 			return fail(err)
 		}

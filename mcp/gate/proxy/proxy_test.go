@@ -318,6 +318,34 @@ func TestParseRulesReadsTheTimeout(t *testing.T) {
 	}
 }
 
+func TestParseRulesReadsTheAskLife(t *testing.T) {
+	tests := []struct {
+		name, rules string
+		want        time.Duration
+		wantErr     string
+	}{
+		{"not said: 0, the gate's 10 minutes", `{"tools": {}}`, 0, ""},
+		{"said", `{"ask_life": "15m", "tools": {}}`, 15 * time.Minute, ""},
+		{"not a duration", `{"ask_life": "soon", "tools": {}}`, 0, `ask_life "soon" is not a positive Go duration`},
+		{"zero", `{"ask_life": "0s", "tools": {}}`, 0, "not a positive Go duration"},
+		{"past a tool_call's longest life", `{"ask_life": "25h", "tools": {}}`, 0, "of at most 24h0m0s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := proxy.ParseRules([]byte(tc.rules), "")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ParseRules = %v, want an error saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || r.AskLife != tc.want {
+				t.Fatalf("ParseRules = %+v, %v; want ask life %s", r, err, tc.want)
+			}
+		})
+	}
+}
+
 func TestParseRulesReadsThePaths(t *testing.T) {
 	tests := []struct {
 		name, paths, home string

@@ -15,6 +15,7 @@ import (
 
 	"cel.dev/cel-go/cel"
 
+	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/mcp/gate"
 )
 
@@ -23,7 +24,11 @@ import (
 // call asks) or a CEL predicate over args, with the path functions of
 // PathLibrary.
 //
-//	{"server": "filesystem", "timeout": "45s",
+// ask_life is how long the ask of a call lives when the caller's client
+// takes URL elicitation and the call does not wait on its connection
+// (gate.Options.AskLife; 10 minutes when not said).
+//
+//	{"server": "filesystem", "timeout": "45s", "ask_life": "10m",
 //	 "paths": {"roots": ["/srv/fs"]},
 //	 "tools": {"write_file": {"approval": "path.within(args.path, '/srv/fs/secret')"},
 //	           "move_file": {"approval": "!path.within(args.destination, '/srv/fs/public')"},
@@ -31,6 +36,7 @@ import (
 type RulesFile struct {
 	Server  string              `json:"server"`
 	Timeout string              `json:"timeout"`
+	AskLife string              `json:"ask_life"`
 	Paths   PathsFile           `json:"paths"`
 	Tools   map[string]ToolRule `json:"tools"`
 }
@@ -54,6 +60,7 @@ type ToolRule struct {
 type Rules struct {
 	Server   string
 	Timeout  time.Duration // 0 when the file does not say
+	AskLife  time.Duration // 0 when the file does not say
 	Paths    PathOptions
 	Approval map[string]gate.Rule[gate.Args]
 	// Warnings are the rules that compare a path argument as a raw
@@ -81,6 +88,13 @@ func ParseRules(b []byte, home string) (*Rules, error) {
 			return nil, fmt.Errorf("rules: timeout %q is not a positive Go duration (45s, 2m)", f.Timeout)
 		}
 		r.Timeout = d
+	}
+	if f.AskLife != "" {
+		d, err := time.ParseDuration(f.AskLife)
+		if err != nil || d <= 0 || d > ask.MaxToolCallWait {
+			return nil, fmt.Errorf("rules: ask_life %q is not a positive Go duration of at most %s (10m, 1h)", f.AskLife, ask.MaxToolCallWait)
+		}
+		r.AskLife = d
 	}
 	if r.Paths, err = readPaths(f.Paths, home); err != nil {
 		return nil, err
