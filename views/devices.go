@@ -12,7 +12,9 @@ import (
 type DevicesView struct {
 	Keys  []DeviceRow
 	Push  PushView
-	Error string // a refusal to show above the list
+	// Clients are the OAuth clients the person connected.
+	Clients []ConnectedClientRow
+	Error   string // a refusal to show above the list
 }
 
 // DeviceRow is one passkey.
