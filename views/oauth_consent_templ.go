@@ -77,7 +77,7 @@ func Consent(p Page, v ConsentView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<dl class=\"facts\"><dt>Client</dt><dd data-testid=\"consent-client\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<dl class=\"fields\"><dt>Client</dt><dd data-testid=\"consent-client\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -95,7 +95,7 @@ func Consent(p Page, v ConsentView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if v.Unverified {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<strong class=\"badge\" data-testid=\"consent-unverified\">unverified</strong>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<strong class=\"badge danger\" data-testid=\"consent-unverified\">unverified</strong>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -136,7 +136,7 @@ func Consent(p Page, v ConsentView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if v.Unverified {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "<strong class=\"badge\">unverified</strong>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "<strong class=\"badge danger\">unverified</strong>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
