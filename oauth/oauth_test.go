@@ -36,7 +36,12 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	env := apptest.StartWeb(t, apptest.SQLite, nil)
+	return newRigOn(t, apptest.SQLite)
+}
+
+func newRigOn(t *testing.T, db apptest.Database) *rig {
+	t.Helper()
+	env := apptest.StartWeb(t, db, nil)
 	return &rig{t: t, env: env, ada: env.Join(env.Account.ID, models.RoleOwner, "ada"), mcpURL: env.URL + "/mcp"}
 }
 
@@ -233,10 +238,11 @@ func TestADynamicallyRegisteredClientConnectsScopedRefreshesAndIsRevoked(t *test
 		if scope, _ := tok.Extra("scope").(string); scope != "mcp:read approvals:read" {
 			t.Errorf("scope = %q, want mcp:read approvals:read", scope)
 		}
-		var n int64
-		r.env.Store.DB().Table("oauth_tokens").Where("token_hash = ?", tok.AccessToken).Count(&n)
-		if n != 0 {
-			t.Error("an access token is stored in the clear")
+		var clear, hashed int64
+		r.env.Store.DB().Table("oauth_tokens").Where("token_hash = ?", tok.AccessToken).Count(&clear)
+		r.env.Store.DB().Table("oauth_tokens").Where("token_hash = ?", models.HashToken(tok.AccessToken)).Count(&hashed)
+		if clear != 0 || hashed != 1 {
+			t.Errorf("the access token is kept %d times in the clear and %d times hashed, want only its hash", clear, hashed)
 		}
 	})
 	t.Run("the client is an agent named after it, made for ada", func(t *testing.T) {
@@ -543,7 +549,7 @@ func TestAClientWithAMetadataDocumentConnectsAndItsDocumentIsCached(t *testing.T
 	if res, err := apptest.CallTool(context.Background(), session, "approvals_list", map[string]any{}); err != nil || res.IsError {
 		t.Errorf("approvals_list: %+v %v", res, err)
 	}
-	if scope, _ := tok.Extra("scope").(string); scope != strings.Join(models.AllScopes, " ") {
+	if scope, _ := tok.Extra("scope").(string); !slices.Equal(slices.Sorted(slices.Values(strings.Fields(scope))), slices.Sorted(slices.Values(models.AllScopes))) {
 		t.Errorf("scope = %q, want every scope", scope)
 	}
 	t.Run("the consent page names the client and its host, verified", func(t *testing.T) {
@@ -590,7 +596,11 @@ func TestAMetadataDocumentOverItsSizeOrAtAPrivateAddressIsRefused(t *testing.T) 
 }
 
 func TestDisablingOrDisconnectingTheAgentStopsItsAccessTokenAtOnce(t *testing.T) {
-	r := newRig(t)
+	apptest.ForEachDatabase(t, testDisablingOrDisconnecting)
+}
+
+func testDisablingOrDisconnecting(t *testing.T, db apptest.Database) {
+	r := newRigOn(t, db)
 	const redirect = "http://127.0.0.1:9/cb"
 	for _, how := range []string{"an admin disables it", "ada disconnects it"} {
 		t.Run(how, func(t *testing.T) {
@@ -653,4 +663,73 @@ func (r *rig) agent(id string) *models.Agent {
 		r.t.Fatalf("agent %s: %v", id, err)
 	}
 	return &a
+}
+
+func TestARefreshTokenSentTwiceAtOnceRotatesOnceAndRevokesTheGrant(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		r := newRigOn(t, db)
+		const redirect = "http://127.0.0.1:9/cb"
+		client := r.register("Racer", redirect)
+		verifier := oauth2.GenerateVerifier()
+		status, tok := r.exchange(client, redirect, verifier, r.code(client, redirect, verifier))
+		if status != http.StatusOK {
+			t.Fatalf("exchange: %d %v", status, tok)
+		}
+		form := url.Values{"grant_type": {"refresh_token"}, "client_id": {client}, "refresh_token": {tok["refresh_token"].(string)}}
+		statuses := make(chan int, 2)
+		start := make(chan struct{})
+		for range 2 {
+			go func() {
+				<-start
+				res, err := http.PostForm(r.env.URL+oauth.TokenPath, form)
+				if err != nil {
+					statuses <- 0
+					return
+				}
+				res.Body.Close()
+				statuses <- res.StatusCode
+			}()
+		}
+		close(start)
+		got := []int{<-statuses, <-statuses}
+		slices.Sort(got)
+		if !slices.Equal(got, []int{http.StatusOK, http.StatusBadRequest}) {
+			t.Fatalf("two refreshes at once answered %v, want one 200 and one 400", got)
+		}
+		var live int64
+		r.env.Store.DB().Table("oauth_tokens").Where("client_id = ? AND revoked_at IS NULL", client).Count(&live)
+		if live != 0 {
+			t.Errorf("%d tokens of the grant are still live after the reuse, want none", live)
+		}
+	})
+}
+
+func TestAnAccessTokenStopsAfterItsHour(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		r := newRigOn(t, db)
+		const redirect = "http://127.0.0.1:9/cb"
+		client := r.register("Hourly", redirect)
+		verifier := oauth2.GenerateVerifier()
+		status, tok := r.exchange(client, redirect, verifier, r.code(client, redirect, verifier))
+		if status != http.StatusOK || tok["expires_in"] != 3600.0 {
+			t.Fatalf("exchange: %d %v, want expires_in 3600", status, tok)
+		}
+		access := tok["access_token"].(string)
+		if s, _ := r.mcpStatus(access); s != http.StatusOK {
+			t.Fatalf("a fresh token: HTTP %d", s)
+		}
+		later := time.Now().Add(oauth.AccessLife + time.Second)
+		r.env.Store.SetClock(func() time.Time { return later })
+		defer r.env.Store.SetClock(time.Now)
+		if s, h := r.mcpStatus(access); s != http.StatusUnauthorized || !strings.Contains(h, "expired") {
+			t.Errorf("after an hour: HTTP %d %q, want 401 expired", s, h)
+		}
+		status, fresh := r.postForm(oauth.TokenPath, url.Values{"grant_type": {"refresh_token"}, "client_id": {client}, "refresh_token": {tok["refresh_token"].(string)}})
+		if status != http.StatusOK {
+			t.Fatalf("refresh after an hour: %d %v", status, fresh)
+		}
+		if s, _ := r.mcpStatus(fresh["access_token"].(string)); s != http.StatusOK {
+			t.Errorf("the refreshed token: HTTP %d", s)
+		}
+	})
 }
