@@ -179,11 +179,20 @@ func OAuthAgentName(clientName string) string {
 	return n
 }
 
+// Audit steps of OAuth clients: a person connects one (or connects it
+// again), or disconnects it.
+const (
+	StepClientConnected    = "client_connected"
+	StepClientDisconnected = "client_disconnected"
+)
+
 // ConnectOAuthClient records a person's consent in one transaction: an agent
 // named after the client (made unique in the account) for that person, with
-// the chosen scopes, the connection, and an authorization code bound to the
-// client, its redirect URI, the PKCE challenge and the resource. It returns
-// the agent and the code, shown once.
+// the chosen scopes, the connection, an audit event, and an authorization
+// code bound to the client, its redirect URI, the PKCE challenge and the
+// resource. A client the person has connected before and not disconnected
+// keeps its agent, which takes the scopes chosen now. It returns the agent
+// and the code, shown once.
 func (s *Store) ConnectOAuthClient(ctx context.Context, in NewConnection) (*Agent, string, error) {
 	for _, sc := range in.Scopes {
 		if !slices.Contains(AllScopes, sc) {
@@ -202,27 +211,40 @@ func (s *Store) ConnectOAuthClient(ctx context.Context, in NewConnection) (*Agen
 		return nil, "", err
 	}
 	now := s.now()
-	base := OAuthAgentName(in.ClientName)
 	a := &Agent{ID: newID("agt"), AccountID: in.AccountID, TokenHash: HashToken(agentToken), Scopes: strings.Join(in.Scopes, " "), CreatedAt: now}
 	err = s.write(ctx, func(tx *gorm.DB) error {
-		var taken []string
-		if err := tx.Table("agents").Where("account_id = ? AND (name = ? OR name LIKE ?)", in.AccountID, base, base+"-%").Pluck("name", &taken).Error; err != nil {
+		var earlier string
+		err := tx.Table("oauth_connections c").Select("c.agent_id").
+			Joins("JOIN agents a ON a.id = c.agent_id").
+			Joins("JOIN persons p ON p.id = c.person_id").
+			Where("c.account_id = ? AND p.subject = ? AND c.client_id = ? AND a.disabled = ? AND a.deleted_at IS NULL", in.AccountID, in.Subject, in.ClientID, false).
+			Order("c.created_at DESC").Limit(1).Scan(&earlier).Error
+		if err != nil {
 			return err
 		}
-		a.Name = base
-		for i := 2; slices.Contains(taken, a.Name); i++ {
-			a.Name = base + "-" + strconv.Itoa(i)
-		}
-		a.Subject = "agent:" + a.Name
-		if err := s.insertAgent(tx, a, in.Subject); err != nil {
-			return err
-		}
-		conn := OAuthConnection{AgentID: a.ID, AccountID: in.AccountID, PersonID: *a.ForPersonID, ClientID: in.ClientID,
-			ClientName: in.ClientName, RedirectHost: in.RedirectHost, Verified: in.Verified, CreatedAt: now}
-		if err := tx.Table("oauth_connections").Create(&conn).Error; err != nil {
-			return err
+		note := "connected " + in.ClientName
+		if earlier != "" {
+			var kept Agent
+			if err := s.lock(tx.Table("agents")).Where("id = ?", earlier).Take(&kept).Error; err != nil {
+				return err
+			}
+			*a = kept
+			a.Scopes = strings.Join(in.Scopes, " ")
+			if err := tx.Table("agents").Where("id = ?", a.ID).Update("scopes", a.Scopes).Error; err != nil {
+				return err
+			}
+			note = "connected " + in.ClientName + " again"
+		} else {
+			if err := s.insertOAuthAgent(tx, a, in, now); err != nil {
+				return err
+			}
 		}
 		if err := s.changed(tx, Change{Kind: AgentsChanged}); err != nil {
+			return err
+		}
+		if err := s.accountEvent(tx, now, in.AccountID, ActorPerson, in.Subject, StepClientConnected, note+" as agent "+a.Name+" with "+a.Scopes,
+			map[string]any{"client_id": in.ClientID, "client_name": in.ClientName, "redirect_host": in.RedirectHost, "verified": in.Verified,
+				"agent": a.Name, "scopes": in.Scopes}); err != nil {
 			return err
 		}
 		return tx.Table("oauth_codes").Create(&OAuthCode{ID: newID("oac"), CodeHash: HashToken(code), AgentID: a.ID,
@@ -233,6 +255,27 @@ func (s *Store) ConnectOAuthClient(ctx context.Context, in NewConnection) (*Agen
 		return nil, "", fmt.Errorf("connect oauth client: %w", err)
 	}
 	return a, code, nil
+}
+
+// insertOAuthAgent adds, inside tx, the agent a newly connected client
+// becomes, under the first free name made from the client's, and its
+// connection.
+func (s *Store) insertOAuthAgent(tx *gorm.DB, a *Agent, in NewConnection, now time.Time) error {
+	base := OAuthAgentName(in.ClientName)
+	var taken []string
+	if err := tx.Table("agents").Where("account_id = ? AND (name = ? OR name LIKE ?)", in.AccountID, base, base+"-%").Pluck("name", &taken).Error; err != nil {
+		return err
+	}
+	a.Name = base
+	for i := 2; slices.Contains(taken, a.Name); i++ {
+		a.Name = base + "-" + strconv.Itoa(i)
+	}
+	a.Subject = "agent:" + a.Name
+	if err := s.insertAgent(tx, a, in.Subject); err != nil {
+		return err
+	}
+	return tx.Table("oauth_connections").Create(&OAuthConnection{AgentID: a.ID, AccountID: in.AccountID, PersonID: *a.ForPersonID,
+		ClientID: in.ClientID, ClientName: in.ClientName, RedirectHost: in.RedirectHost, Verified: in.Verified, CreatedAt: now}).Error
 }
 
 // TakeOAuthCode spends an authorization code, once: a second use revokes
@@ -457,6 +500,10 @@ func (s *Store) DisconnectOAuthClient(ctx context.Context, accountID, personID, 
 		}
 		if agent.Disabled {
 			return nil
+		}
+		if err := s.accountEvent(tx, s.now(), accountID, ActorPerson, by, StepClientDisconnected, "disconnected "+conn.ClientName+" (agent "+agent.Name+")",
+			map[string]any{"client_id": conn.ClientID, "client_name": conn.ClientName, "agent": agent.Name}); err != nil {
+			return err
 		}
 		return s.disableAgent(tx, agentID, "disconnected by "+by, by, "requesting client disconnected by "+by)
 	})

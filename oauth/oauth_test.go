@@ -291,6 +291,9 @@ func TestADynamicallyRegisteredClientConnectsScopedRefreshesAndIsRevoked(t *test
 		}
 	})
 	t.Run("a refresh token used again revokes the whole grant", func(t *testing.T) {
+		if rotated == nil {
+			t.Fatal("no rotated tokens to check")
+		}
 		status, body := r.postForm(oauth.TokenPath, url.Values{"grant_type": {"refresh_token"}, "client_id": {clientID}, "refresh_token": {tok.RefreshToken}})
 		grantError(t, "the old refresh token again", status, body, "invalid_grant", "used before")
 		if s, h := r.mcpStatus(rotated["access_token"].(string)); s != http.StatusUnauthorized || !strings.Contains(h, "revoked") {
@@ -732,4 +735,53 @@ func TestAnAccessTokenStopsAfterItsHour(t *testing.T) {
 			t.Errorf("the refreshed token: HTTP %d", s)
 		}
 	})
+}
+
+func TestConnectingAClientAgainKeepsItsAgentAndTheAuditLogRecordsEachStep(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	const redirect = "http://127.0.0.1:9/cb"
+	client := r.register("Again", redirect)
+	r.code(client, redirect, oauth2.GenerateVerifier())
+	loc := r.consent(r.authorizeQuery(client, redirect, oauth2.GenerateVerifier()), "mcp:read")
+	if loc.Query().Get("code") == "" {
+		t.Fatalf("the second consent gave no code: %s", loc)
+	}
+	agents, _ := r.env.Store.ListAgents(ctx, r.env.Account.ID)
+	var names []string
+	for _, a := range agents {
+		names = append(names, a.Name+" "+a.Scopes)
+	}
+	if !slices.Equal(names, []string{"Again mcp:read"}) {
+		t.Errorf("agents = %v, want the one agent Again with the scopes chosen last", names)
+	}
+	var agentID string
+	r.env.Store.DB().Table("oauth_connections").Select("agent_id").Scan(&agentID)
+	if res := r.ada.PostForm("/devices/clients/"+agentID+"/disconnect", nil); res.Status != http.StatusSeeOther {
+		t.Fatalf("disconnect: %s", res)
+	}
+	r.code(client, redirect, oauth2.GenerateVerifier())
+	agents, _ = r.env.Store.ListAgents(ctx, r.env.Account.ID)
+	if len(agents) != 2 || agents[1].Name != "Again-2" || agents[1].Disabled || !agents[0].Disabled {
+		t.Errorf("agents after a disconnect and a new connection = %+v, want Again disabled and a new Again-2", agents)
+	}
+	events, _, err := r.env.Store.Audit(ctx, r.env.Account.ID, models.AuditFilter{ActorKind: models.ActorPerson})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	for _, e := range events {
+		if e.Step == models.StepClientConnected || e.Step == models.StepClientDisconnected {
+			steps = append(steps, e.Step+": "+e.Actor+": "+e.Note)
+		}
+	}
+	want := []string{ // newest first
+		"client_connected: ada: connected Again as agent Again-2 with mcp:read approvals:read",
+		"client_disconnected: ada: disconnected Again (agent Again)",
+		"client_connected: ada: connected Again again as agent Again with mcp:read",
+		"client_connected: ada: connected Again as agent Again with mcp:read approvals:read",
+	}
+	if !slices.Equal(steps, want) {
+		t.Errorf("audit steps =\n  %s\nwant\n  %s", strings.Join(steps, "\n  "), strings.Join(want, "\n  "))
+	}
 }

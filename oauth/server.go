@@ -261,8 +261,8 @@ func checkScopes(scope string) ([]string, *Error) {
 // subset of those asked for) and returns the redirect carrying the code.
 func (s *Server) Approve(ctx context.Context, r *Request, accountID, subject string, chosen []string) (string, error) {
 	var scopes []string
-	for _, sc := range r.Scopes { // in the order asked, only those asked for
-		if slices.Contains(chosen, sc) {
+	for _, sc := range models.AllScopes { // in the one order, only those asked for and kept
+		if slices.Contains(r.Scopes, sc) && slices.Contains(chosen, sc) {
 			scopes = append(scopes, sc)
 		}
 	}
