@@ -485,6 +485,19 @@ func TestEachBadRequestIsRefused(t *testing.T) {
 			t.Errorf("%s Location %v, want /signin?next= the request", res, loc)
 		}
 	})
+	t.Run("a redirect URI whose host could carry more into the page's policy", func(t *testing.T) {
+		raw := `{"client_name":"csp","redirect_uris":["https://a.example;script-src:*/cb"]}`
+		res, err := http.Post(r.env.URL+oauth.RegisterPath, "application/json", strings.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusBadRequest || body["error"] != "invalid_redirect_uri" {
+			t.Errorf("HTTP %d %v, want 400 invalid_redirect_uri", res.StatusCode, body)
+		}
+	})
 	t.Run("registration is capped per address", func(t *testing.T) {
 		var last int
 		for range 6 {
@@ -733,6 +746,16 @@ func TestAnAccessTokenStopsAfterItsHour(t *testing.T) {
 		}
 		if s, _ := r.mcpStatus(fresh["access_token"].(string)); s != http.StatusOK {
 			t.Errorf("the refreshed token: HTTP %d", s)
+		}
+		gone := later.Add(oauth.RefreshLife + time.Second)
+		r.env.Store.SetClock(func() time.Time { return gone })
+		if _, err := r.env.Store.SweepExpired(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var left int64
+		r.env.Store.DB().Table("oauth_tokens").Where("client_id = ?", client).Count(&left)
+		if left != 0 {
+			t.Errorf("%d tokens of the client are kept past their life, want none", left)
 		}
 	})
 }

@@ -127,6 +127,11 @@ func (s *Server) ResolveClient(ctx context.Context, clientID string) (*Client, e
 	return &Client{ID: c.ID, Name: c.Name, RedirectURIs: c.RedirectList()}, nil
 }
 
+// redirectHost is a host[:port] of letters, digits, dots and hyphens, or a
+// bracketed IPv6 address: nothing that could carry more into the consent
+// page's Content-Security-Policy, where the redirect's origin is written.
+var redirectHost = regexp.MustCompile(`^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$`)
+
 // checkRedirectURI accepts an absolute redirect URI without a fragment:
 // https, http on a loopback host only (native apps, RFC 8252), or an app's
 // own scheme.
@@ -134,6 +139,9 @@ func checkRedirectURI(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Fragment != "" {
 		return fmt.Errorf("redirect URI %q must be absolute, without a fragment", raw)
+	}
+	if u.Host != "" && !redirectHost.MatchString(u.Host) {
+		return fmt.Errorf("redirect URI %q: its host must be a name or an address, with an optional port", raw)
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "https":
