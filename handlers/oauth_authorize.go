@@ -12,12 +12,18 @@ import (
 )
 
 // OAuthAuthorize shows the consent page of an authorization request to the
-// signed-in person (requirePerson sends anyone else to sign in with their
-// passkey first, and back here). A request whose client or redirect URI
+// signed-in person; anyone else signs in with their passkey first, and comes
+// back here. A request whose client or redirect URI
 // cannot be trusted is refused on the page; any other bad request goes back
 // to the client as an OAuth error.
 func (h *Handlers) OAuthAuthorize(c echo.Context) error {
 	q := c.QueryParams()
+	if viewerOf(c) == nil {
+		// Back here after the sign-in, with the query written the one way
+		// url.Values writes it (a space as '+'): a client's %20 would read as
+		// a space once unescaped, which the sign-in's next refuses.
+		return c.Redirect(http.StatusSeeOther, "/signin?next="+url.QueryEscape(oauth.AuthorizePath+"?"+q.Encode()))
+	}
 	r, e := h.oauth.ParseAuthorize(c.Request().Context(), q)
 	if e != nil {
 		return h.authorizeRefused(c, r, e)

@@ -144,7 +144,7 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	if h.oauth != nil {
 		// The consent page of an OAuth client: a person who is not signed
 		// in signs in with their passkey and comes back here.
-		person.GET(oauth.AuthorizePath, h.OAuthAuthorize)
+		web.GET(oauth.AuthorizePath, h.OAuthAuthorize)
 		person.POST(oauth.AuthorizePath, h.OAuthConsent)
 	}
 	person.POST("/devices/:id/rename", h.DeviceRename)

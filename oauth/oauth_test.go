@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -476,13 +477,19 @@ func TestEachBadRequestIsRefused(t *testing.T) {
 			t.Errorf("HTTP %d, want 403", res.StatusCode)
 		}
 	})
-	t.Run("a signed-out visitor is sent to sign in and back", func(t *testing.T) {
+	t.Run("a signed-out visitor is sent to sign in and back, however the client escaped the query", func(t *testing.T) {
 		q := r.authorizeQuery(client, redirect, oauth2.GenerateVerifier())
 		stranger := apptest.NewBrowser(t, r.env.URL)
-		res := stranger.Page(oauth.AuthorizePath + "?" + q.Encode())
+		// A client that writes a space as %20 (encodeURIComponent), not '+'.
+		res := stranger.Page(oauth.AuthorizePath + "?" + strings.ReplaceAll(q.Encode(), "+", "%20"))
 		loc, _ := url.Parse(res.Header.Get("Location"))
-		if res.Status != http.StatusSeeOther || loc.Path != "/signin" || loc.Query().Get("next") != oauth.AuthorizePath+"?"+q.Encode() {
-			t.Errorf("%s Location %v, want /signin?next= the request", res, loc)
+		want := oauth.AuthorizePath + "?" + q.Encode()
+		if res.Status != http.StatusSeeOther || loc.Path != "/signin" || loc.Query().Get("next") != want {
+			t.Fatalf("%s Location %v, want /signin?next= the request", res, loc)
+		}
+		page := stranger.Page(loc.RequestURI())
+		if !strings.Contains(string(page.Raw), `value="`+html.EscapeString(want)+`" data-testid="signin-next"`) {
+			t.Errorf("the sign-in page does not carry the request on as next:\n%s", page.Raw)
 		}
 	})
 	t.Run("a redirect URI whose host could carry more into the page's policy", func(t *testing.T) {
