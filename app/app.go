@@ -16,16 +16,19 @@ import (
 	"github.com/countersign/countersign/mcp"
 	"github.com/countersign/countersign/metrics"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/oauth"
 	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/push"
 )
 
 // App is a running Countersign, short of its listener.
 type App struct {
-	Config  Config
-	Store   *models.Store
-	MCP     *mcp.Server
-	Push    *push.Sender
+	Config Config
+	Store  *models.Store
+	MCP    *mcp.Server
+	Push   *push.Sender
+	// OAuth is the authorization server of the MCP endpoint.
+	OAuth   *oauth.Server
 	Keys    push.Keys
 	Handler http.Handler
 	// Metrics serves /metrics when COUNTERSIGN_METRICS_ADDR is set; else nil.
@@ -71,9 +74,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		}
 	}
 	sender := push.NewSender(store, keys, push.Options{BaseURL: cfg.BaseURL, Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log, Outcome: pushed})
+	authz := oauth.New(store, cfg.BaseURL, cfg.BaseURL+"/mcp")
 	endpoint := mcp.New(store, mcp.Options{Version: cfg.Version, AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log, Observer: mcpObserve, Sessions: cfg.MCPSessions,
-		ResourceMetadataURL: cfg.BaseURL + handlers.ProtectedResourcePath + "/mcp", PublicHost: publicHost(cfg.BaseURL)})
-	a := &App{Config: cfg, Store: store, MCP: endpoint, Push: sender, Keys: keys, metrics: observe, log: log}
+		ResourceMetadataURL: cfg.BaseURL + handlers.ProtectedResourcePath + "/mcp", PublicHost: publicHost(cfg.BaseURL),
+		Resource: authz.Resource(), AuthorizationServer: authz.Issuer()})
+	a := &App{Config: cfg, Store: store, MCP: endpoint, Push: sender, OAuth: authz, Keys: keys, metrics: observe, log: log}
 	store.Changes().Subscribe(func(c models.Change) {
 		switch c.Kind {
 		case models.PushesQueued, models.ChangesMissed:
@@ -86,6 +91,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	})
 	h := handlers.New(store, rp, cfg.BaseURL, handlers.PushConfig{PublicKey: keys.Public, AllowedHosts: cfg.PushHosts}, log)
 	h.TrustProxies(cfg.Proxies)
+	h.ServeOAuth(authz)
 	if store.Dialect() == models.Postgres {
 		h.CheckReady(a.listenerReady)
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/countersign/countersign/ask"
@@ -136,6 +137,7 @@ type Response struct {
 	Status int
 	Raw    []byte
 	Body   map[string]any // the JSON object answered, when it was one
+	Header http.Header
 }
 
 // Code is the error code of a refusal ({"error": CODE}).
@@ -204,6 +206,36 @@ func (b *Browser) PostWithToken(path string, body any, csrf string) Response {
 	return b.do(req)
 }
 
+// Page fetches path as a person's browser would (Accept: text/html).
+func (b *Browser) Page(path string) Response {
+	b.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, b.Origin+path, nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/html")
+	return b.do(req)
+}
+
+// PostForm submits form as a page's form would: urlencoded, from the
+// service's origin, with the browser's CSRF token in _csrf. Redirects are
+// not followed: the answer's Location header says where it sends the browser.
+func (b *Browser) PostForm(path string, form url.Values) Response {
+	b.t.Helper()
+	f := url.Values{"_csrf": {b.CSRF}}
+	for k, v := range form {
+		f[k] = v
+	}
+	req, err := http.NewRequest(http.MethodPost, b.Origin+path, strings.NewReader(f.Encode()))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "text/html")
+	req.Header.Set("Origin", b.Origin)
+	return b.do(req)
+}
+
 func (b *Browser) do(req *http.Request) Response {
 	b.t.Helper()
 	res, err := b.HTTP.Do(req)
@@ -218,7 +250,7 @@ func (b *Browser) do(req *http.Request) Response {
 	if token := res.Header.Get("X-CSRF-Token"); token != "" {
 		b.CSRF = token // a new session: the CSRF token is bound to it
 	}
-	r := Response{Status: res.StatusCode, Raw: raw}
+	r := Response{Status: res.StatusCode, Raw: raw, Header: res.Header}
 	_ = json.Unmarshal(raw, &r.Body)
 	return r
 }

@@ -47,6 +47,14 @@ func (h *Handlers) devicesPage(c echo.Context, status int, refusal string) error
 		view.Push.Devices = append(view.Push.Devices, views.PushDeviceRow{ID: s.ID, EndpointSHA256: hex.EncodeToString(sum[:]),
 			UserAgent: s.UserAgent, CreatedAt: s.CreatedAt, LastSuccessAt: s.LastSuccessAt, Failures: s.Failures})
 	}
+	clients, err := h.store.ConnectedClients(c.Request().Context(), viewerOf(c).account.ID, v.member.ID)
+	if err != nil {
+		return err
+	}
+	for _, cl := range clients {
+		view.Clients = append(view.Clients, views.ConnectedClientRow{AgentID: cl.AgentID, AgentName: cl.AgentName, ClientName: cl.ClientName,
+			RedirectHost: cl.RedirectHost, Scopes: cl.Scopes, Unverified: !cl.Verified, Disabled: cl.Disabled, CreatedAt: cl.CreatedAt})
+	}
 	return h.render(c, status, views.Devices(h.page(c, "Devices", "devices"), view))
 }
 

@@ -48,6 +48,7 @@ var flashes = map[string]string{
 	"agent-disabled":      "Agent disabled: its token stops working and its open asks are cancelled.",
 	"agent-deleted":       "Agent deleted.",
 	"runner-disabled":     "Runner disabled: its token stops working and its runs that had not ended failed.",
+	"client-disconnected": "Client disconnected: its tokens stop working and its open asks are cancelled.",
 	"policy-revoked":      "Auto-approve is off: asks wait for you again.",
 	"work-item-added":     "Item added.",
 	"work-item-renamed":   "Item saved.",

@@ -20,22 +20,23 @@ type AgentEndpoint interface {
 }
 
 // wellKnownRoutes serves the metadata documents, and answers every other
-// /.well-known/ path with a JSON 404, never the sign-in redirect: a client
-// looking for an OAuth authorization server (there is none) is told so
-// plainly instead of being sent to a page. So are /register, /authorize and
-// /token, the endpoints a client of the 2025-03-26 authorization spec assumes
-// at the origin when it finds no authorization server metadata (the MCP
-// Inspector registers there after a 401): it shows that reason rather than
-// a CSRF refusal of the web pages.
+// /.well-known/ path with a JSON 404, never the sign-in redirect. So are
+// /register, /authorize and /token at the origin, the endpoints a client of
+// the 2025-03-26 authorization spec assumes when it finds no authorization
+// server metadata: they point to the metadata, whose endpoints are under
+// /oauth/, rather than answer with a CSRF refusal of the web pages.
 func (h *Handlers) wellKnownRoutes(e *echo.Echo, agents AgentEndpoint) {
 	e.Any(ProtectedResourcePath, echo.WrapHandler(agents.ResourceMetadata(h.baseURL)))
 	e.Any(ProtectedResourcePath+"/mcp", echo.WrapHandler(agents.ResourceMetadata(h.baseURL+"/mcp")))
-	noAuthorizationServer := func(c echo.Context) error {
-		return c.JSON(http.StatusNotFound, map[string]string{"error": "NOT_FOUND", "field": "",
-			"message": "nothing here: Countersign runs no OAuth authorization server; an admin gives each agent its token"})
+	message := "nothing here: Countersign runs no OAuth authorization server; an admin gives each agent its token"
+	if h.oauth != nil {
+		message = "nothing here: Countersign's OAuth endpoints are named in /.well-known/oauth-authorization-server"
 	}
-	e.Any("/.well-known/*", noAuthorizationServer)
+	notHere := func(c echo.Context) error {
+		return c.JSON(http.StatusNotFound, map[string]string{"error": "NOT_FOUND", "field": "", "message": message})
+	}
+	e.Any("/.well-known/*", notHere)
 	for _, path := range []string{"/register", "/authorize", "/token"} {
-		e.Any(path, noAuthorizationServer)
+		e.Any(path, notHere)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/countersign/countersign/decision"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/oauth"
 	"github.com/countersign/countersign/passkey"
 )
 
@@ -36,6 +37,10 @@ type Handlers struct {
 	ready    func(context.Context) error // more that /readyz checks; nil: nothing more
 	// live holds the live timelines each web session has open.
 	live *liveStreams
+	// oauth is the authorization server (ServeOAuth); nil: none.
+	oauth *oauth.Server
+	// registrations caps dynamic client registrations per client address.
+	registrations *addressLimiter
 }
 
 // PushConfig is what the pages need of Web Push: the VAPID public key a
@@ -81,6 +86,7 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	e.GET("/healthz", h.Health)
 	e.GET("/readyz", h.Ready)
 	e.Any("/mcp", echo.WrapHandler(agents))
+	h.oauthRoutes(e)
 	h.wellKnownRoutes(e, agents)
 	h.staticRoutes(e)
 	// The service worker renews its push subscription without a session or
@@ -134,6 +140,13 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	person.POST("/devices/begin", h.DeviceAddBegin)
 	person.POST("/devices/finish", h.DeviceAddFinish)
 	person.POST("/devices/link", h.DeviceLinkCreate)
+	person.POST("/devices/clients/:agent/disconnect", h.DisconnectClient)
+	if h.oauth != nil {
+		// The consent page of an OAuth client: a person who is not signed
+		// in signs in with their passkey and comes back here.
+		web.GET(oauth.AuthorizePath, h.OAuthAuthorize)
+		person.POST(oauth.AuthorizePath, h.OAuthConsent)
+	}
 	person.POST("/devices/:id/rename", h.DeviceRename)
 	person.POST("/devices/:id/remove/begin", h.DeviceRemoveBegin)
 	person.POST("/devices/:id/remove", h.DeviceRemove)

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -18,7 +19,9 @@ type (
 )
 
 // authenticate answers 401 with WWW-Authenticate: Bearer unless the request
-// carries the bearer token of an enabled agent or an enabled runner. Every HTTP request is checked
+// carries the bearer token of an enabled agent or an enabled runner, or an
+// unexpired, unrevoked OAuth access token issued for this endpoint (its
+// audience, RFC 8707) to an enabled agent, which then holds the token's scopes. Every HTTP request is checked
 // again, so a token disabled mid-session stops at once. The agent rides to the
 // tools in the SDK's token info; its id binds the MCP session, so one agent's
 // session cannot be used with another's token. Every challenge names the
@@ -53,7 +56,26 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			verified.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), runnerKey{}, runner)))
 			return
 		}
-		agent, err := s.store.AgentByToken(r.Context(), token)
+		var (
+			agent *models.Agent
+			err   error
+		)
+		if strings.HasPrefix(token, models.OAuthAccessPrefix) {
+			var audience string
+			agent, audience, err = s.store.AgentByOAuthToken(r.Context(), token)
+			if models.CodeOf(err) == models.FailedPrecondition { // revoked or expired
+				var refusal *models.Error
+				errors.As(err, &refusal)
+				s.challenge(w, http.StatusUnauthorized, "invalid_token", "", refusal.Msg)
+				return
+			}
+			if err == nil && audience != s.resource {
+				s.challenge(w, http.StatusUnauthorized, "invalid_token", "", "the access token was issued for another resource, not "+s.resource)
+				return
+			}
+		} else {
+			agent, err = s.store.AgentByToken(r.Context(), token)
+		}
 		if s.lookupFailed(w, err, "agent", "the token is not an agent token of this service") {
 			return
 		}

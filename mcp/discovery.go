@@ -14,17 +14,19 @@ import (
 var BearerMethods = []string{"header"}
 
 // ResourceMetadata serves the OAuth protected-resource metadata (RFC 9728) of
-// resource, the endpoint's URL: the scopes an agent token can hold and how it
-// is sent. It names no authorization_servers, on purpose: Countersign issues
-// its own agent tokens (an admin makes them on /admin/agents or with
-// `countersign agent create`) and runs no OAuth authorization server, so a
-// client has nowhere to start an OAuth flow and must be given a token.
+// resource, the endpoint's URL: the scopes a token can hold, how it is sent,
+// and the authorization server that grants tokens for it (Countersign
+// itself, package oauth). Admin-made agent tokens work beside OAuth ones.
 // The document is public and may be read from any origin.
 func (s *Server) ResourceMetadata(resource string) http.Handler {
-	return auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+	meta := &oauthex.ProtectedResourceMetadata{
 		Resource:               resource,
 		ScopesSupported:        models.AllScopes,
 		BearerMethodsSupported: BearerMethods,
 		ResourceName:           "Countersign",
-	})
+	}
+	if s.authorizationServer != "" {
+		meta.AuthorizationServers = []string{s.authorizationServer}
+	}
+	return auth.ProtectedResourceMetadataHandler(meta)
 }

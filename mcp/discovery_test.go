@@ -124,18 +124,18 @@ func TestTheProtectedResourceMetadataValidatesAndNeverRedirects(t *testing.T) {
 			if got := strs(doc["scopes_supported"]); !slices.Equal(got, models.AllScopes) {
 				t.Errorf("scopes_supported = %v, want %v", got, models.AllScopes)
 			}
-			// Countersign issues its own tokens: it names no authorization server.
-			if v, ok := doc["authorization_servers"]; ok {
-				t.Errorf("authorization_servers = %v, want it absent: Countersign runs no authorization server", v)
+			// Countersign is the authorization server of its own endpoint.
+			if got := strs(doc["authorization_servers"]); !slices.Equal(got, []string{base}) {
+				t.Errorf("authorization_servers = %v, want [%s]: Countersign grants its own tokens", got, base)
 			}
 			if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "*" {
 				t.Errorf("Access-Control-Allow-Origin = %q, want * (public metadata, read by browser clients too)", got)
 			}
 		})
 	}
-	// A client looking for an authorization server is told there is none,
-	// in JSON, never sent to the sign-in page.
-	for _, path := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration",
+	// A client looking for metadata that is not there is told so in JSON,
+	// never sent to the sign-in page.
+	for _, path := range []string{"/.well-known/openid-configuration",
 		"/.well-known/oauth-authorization-server/mcp", "/.well-known/oauth-protected-resource/elsewhere"} {
 		t.Run(path+" is a plain 404", func(t *testing.T) {
 			resp, doc := getJSON(t, env.URL+path)
@@ -144,9 +144,8 @@ func TestTheProtectedResourceMetadataValidatesAndNeverRedirects(t *testing.T) {
 			}
 		})
 	}
-	// A client that finds no authorization server metadata falls back to
-	// OAuth endpoints at the origin (the 2025-03-26 spec): registration is
-	// told there is no authorization server, not refused for a CSRF token.
+	// A client that falls back to OAuth endpoints at the origin (the
+	// 2025-03-26 spec) is pointed to the metadata, not refused for a CSRF token.
 	for _, path := range []string{"/register", "/authorize", "/token"} {
 		t.Run("POST "+path+" is a plain 404", func(t *testing.T) {
 			resp, err := noRedirects.Post(env.URL+path, "application/json", strings.NewReader(`{"redirect_uris":["http://127.0.0.1:6276/oauth/callback"]}`))
@@ -156,8 +155,8 @@ func TestTheProtectedResourceMetadataValidatesAndNeverRedirects(t *testing.T) {
 			defer resp.Body.Close()
 			var doc map[string]any
 			if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || resp.StatusCode != http.StatusNotFound ||
-				!strings.Contains(fmt.Sprint(doc["message"]), "runs no OAuth authorization server") {
-				t.Errorf("HTTP %d %v (%v), want a JSON 404 saying there is no authorization server", resp.StatusCode, doc, err)
+				!strings.Contains(fmt.Sprint(doc["message"]), "OAuth endpoints are named in /.well-known/oauth-authorization-server") {
+				t.Errorf("HTTP %d %v (%v), want a JSON 404 naming the authorization server metadata", resp.StatusCode, doc, err)
 			}
 		})
 	}

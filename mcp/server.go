@@ -34,7 +34,14 @@ type Options struct {
 	// PublicHost is the base URL's host[:port]: a request with that Host
 	// through a proxy on this machine is not taken for DNS rebinding.
 	PublicHost string
-	Logger     *slog.Logger
+	// Resource is the endpoint's URL: the audience (RFC 8707) an OAuth
+	// access token must have been issued for.
+	Resource string
+	// AuthorizationServer is the issuer of the OAuth authorization server
+	// that grants tokens for the endpoint (package oauth), named in the
+	// protected-resource metadata.
+	AuthorizationServer string
+	Logger              *slog.Logger
 	// Observer hears of tool calls and filed asks, for metrics; none: nobody.
 	Observer Observer
 	// Sessions bound the MCP sessions this instance keeps; zero values
@@ -66,8 +73,10 @@ type Server struct {
 	http        http.Handler
 	// resourceMetadata is Options.ResourceMetadataURL.
 	resourceMetadata string
-	observe          Observer
-	sessions         *openSessions
+	// resource and authorizationServer are Options.Resource and Options.AuthorizationServer.
+	resource, authorizationServer string
+	observe                       Observer
+	sessions                      *openSessions
 }
 
 // New builds the endpoint with every tool registered.
@@ -86,8 +95,9 @@ func New(store *models.Store, opts Options) *Server {
 
 		runnerTools:      map[string]bool{},
 		resourceMetadata: opts.ResourceMetadataURL,
-		observe:          opts.Observer,
-		sessions:         newOpenSessions(opts.Sessions),
+		resource:         opts.Resource, authorizationServer: opts.AuthorizationServer,
+		observe:  opts.Observer,
+		sessions: newOpenSessions(opts.Sessions),
 	}
 	if s.observe == nil {
 		s.observe = noObserver{}

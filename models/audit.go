@@ -20,7 +20,8 @@ var AuditSteps = []string{"created", string(EventApprove), string(EventAutoAppro
 	string(EventExecuted), string(EventNotExecuted),
 	StepAutoApproveRequested, StepPolicyEnabled, StepPolicyReplaced, StepPolicyRevoked, StepPolicySkipped,
 	StepMemberJoined, StepPasskeyAdded, StepPasskeyRemoved, StepPersonRenamed,
-	string(EventRunnerDisabled), StepRunnerEnrolled, StepRunnerDisabled}
+	string(EventRunnerDisabled), StepRunnerEnrolled, StepRunnerDisabled,
+	StepClientConnected, StepClientDisconnected}
 
 // AuditFilter narrows the audit log. Empty and zero fields are no filter.
 type AuditFilter struct {

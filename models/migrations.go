@@ -385,6 +385,58 @@ CREATE UNIQUE INDEX persons_subject_folded ON persons (subject_key)
 	{19, "agents made for a person (agent create --for, and the clients a person connects by OAuth): for_person_id, whose approvals do not count towards a rule's quorum on that agent's asks", `
 ALTER TABLE agents ADD COLUMN for_person_id TEXT REFERENCES persons(id)
 `},
+	{22, "OAuth: the clients registered dynamically (RFC 7591), and the clients persons connected, each an agent made for that person", `
+CREATE TABLE oauth_clients (
+	id TEXT PRIMARY KEY,
+	name TEXT NOT NULL,
+	redirect_uris TEXT NOT NULL,
+	created_at {{time}} NOT NULL
+);
+CREATE TABLE oauth_connections (
+	agent_id TEXT PRIMARY KEY REFERENCES agents(id),
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	person_id TEXT NOT NULL REFERENCES persons(id),
+	client_id TEXT NOT NULL,
+	client_name TEXT NOT NULL,
+	redirect_host TEXT NOT NULL,
+	verified BOOLEAN NOT NULL,
+	created_at {{time}} NOT NULL
+);
+CREATE INDEX oauth_connections_person ON oauth_connections (person_id, account_id)
+`},
+	{23, "OAuth: authorization codes and the hashes of access and refresh tokens, by grant family", `
+CREATE TABLE oauth_codes (
+	id TEXT PRIMARY KEY,
+	code_hash TEXT NOT NULL UNIQUE,
+	agent_id TEXT NOT NULL REFERENCES agents(id),
+	client_id TEXT NOT NULL,
+	redirect_uri TEXT NOT NULL,
+	code_challenge TEXT NOT NULL,
+	resource TEXT NOT NULL,
+	scopes TEXT NOT NULL,
+	created_at {{time}} NOT NULL,
+	expires_at {{time}} NOT NULL,
+	used_at {{time}}
+);
+CREATE INDEX oauth_codes_expiry ON oauth_codes (expires_at);
+CREATE TABLE oauth_tokens (
+	id TEXT PRIMARY KEY,
+	token_hash TEXT NOT NULL UNIQUE,
+	kind TEXT NOT NULL,
+	family_id TEXT NOT NULL,
+	agent_id TEXT NOT NULL REFERENCES agents(id),
+	client_id TEXT NOT NULL,
+	resource TEXT NOT NULL,
+	scopes TEXT NOT NULL,
+	created_at {{time}} NOT NULL,
+	expires_at {{time}} NOT NULL,
+	used_at {{time}},
+	revoked_at {{time}}
+);
+CREATE INDEX oauth_tokens_family ON oauth_tokens (family_id);
+CREATE INDEX oauth_tokens_agent ON oauth_tokens (agent_id);
+CREATE INDEX oauth_tokens_expiry ON oauth_tokens (expires_at)
+`},
 }
 
 // migrationSteps are the steps in Go that a migration runs after its SQL, in

@@ -402,7 +402,8 @@ func (s *Store) EndSessionsOf(ctx context.Context, personID string) error {
 // SweepExpired deletes what has outlived its use: passkey ceremonies,
 // decision challenges and push links past their expiry, web sessions past
 // their absolute life or idle for longer than the idle time, and the
-// signatures of runner reports too old to be sent again. It answers how many
+// signatures of runner reports too old to be sent again, OAuth tokens and
+// codes past their life. It answers how many
 // rows went.
 func (s *Store) SweepExpired(ctx context.Context) (int64, error) {
 	now := s.now()
@@ -417,6 +418,10 @@ func (s *Store) SweepExpired(ctx context.Context) (int64, error) {
 			{`DELETE FROM push_links WHERE expires_at <= ?`, []any{now}},
 			{`DELETE FROM web_sessions WHERE expires_at <= ? OR last_seen_at < ?`, []any{now, now.Add(-s.sessionIdle)}},
 			{`DELETE FROM runner_report_signatures WHERE expires_at <= ?`, []any{now}},
+			// OAuth tokens past their life, and codes a day past theirs
+			// (kept that long so a late second use is still seen as one).
+			{`DELETE FROM oauth_tokens WHERE expires_at <= ?`, []any{now}},
+			{`DELETE FROM oauth_codes WHERE expires_at <= ?`, []any{now.Add(-24 * time.Hour)}},
 		} {
 			res := tx.Exec(q.sql, q.args...)
 			if res.Error != nil {

@@ -390,34 +390,38 @@ func (s *Store) CreateAgentFor(ctx context.Context, accountID, name string, scop
 		ID: newID("agt"), AccountID: accountID, Name: name, Subject: "agent:" + name,
 		TokenHash: HashToken(token), Scopes: strings.Join(clean, " "), CreatedAt: s.now(),
 	}
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		if forSubject != "" {
-			var ids []string
-			err := tx.Table("memberships").
-				Joins("JOIN persons ON persons.id = memberships.person_id").
-				Where("memberships.account_id = ? AND persons.subject = ?", accountID, forSubject).
-				Pluck("memberships.person_id", &ids).Error
-			if err != nil {
-				return err
-			}
-			if len(ids) == 0 {
-				return Refuse(NotFound, "for", "no person %q is a member of this account", forSubject)
-			}
-			a.ForPersonID = &ids[0]
-		}
-		var n int64
-		if err := tx.Table("agents").Where("account_id = ? AND name = ?", accountID, name).Count(&n).Error; err != nil {
-			return err
-		}
-		if n > 0 {
-			return Refuse(FailedPrecondition, "name", "an agent named %q exists in this account", name)
-		}
-		return tx.Table("agents").Create(a).Error
-	})
+	err := s.write(ctx, func(tx *gorm.DB) error { return s.insertAgent(tx, a, forSubject) })
 	if err != nil {
 		return nil, "", fmt.Errorf("create agent: %w", err)
 	}
 	return a, token, nil
+}
+
+// insertAgent adds a, inside tx, acting for the member forSubject ("" for
+// none): refused when the name is taken in the account.
+func (s *Store) insertAgent(tx *gorm.DB, a *Agent, forSubject string) error {
+	if forSubject != "" {
+		var ids []string
+		err := tx.Table("memberships").
+			Joins("JOIN persons ON persons.id = memberships.person_id").
+			Where("memberships.account_id = ? AND persons.subject = ?", a.AccountID, forSubject).
+			Pluck("memberships.person_id", &ids).Error
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return Refuse(NotFound, "for", "no person %q is a member of this account", forSubject)
+		}
+		a.ForPersonID = &ids[0]
+	}
+	var n int64
+	if err := tx.Table("agents").Where("account_id = ? AND name = ?", a.AccountID, a.Name).Count(&n).Error; err != nil {
+		return err
+	}
+	if n > 0 {
+		return Refuse(FailedPrecondition, "name", "an agent named %q exists in this account", a.Name)
+	}
+	return tx.Table("agents").Create(a).Error
 }
 
 // AgentByToken finds the agent a bearer token belongs to, disabled or not.

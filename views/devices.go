@@ -10,9 +10,11 @@ import (
 
 // DevicesView is the signed-in person's passkeys and push subscriptions.
 type DevicesView struct {
-	Keys  []DeviceRow
-	Push  PushView
-	Error string // a refusal to show above the list
+	Keys []DeviceRow
+	Push PushView
+	// Clients are the OAuth clients the person connected.
+	Clients []ConnectedClientRow
+	Error   string // a refusal to show above the list
 }
 
 // DeviceRow is one passkey.

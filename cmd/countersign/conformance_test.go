@@ -314,11 +314,12 @@ func TestTheInspectorCLIWorksWithABearerToken(t *testing.T) {
 		}
 	}
 
-	// With a terminal, as a person runs it, the Inspector does start its
-	// OAuth flow after the 401: it reads the metadata, finds no authorization
-	// server, falls back to the origin (the 2025-03-26 spec) and tries to
-	// register a client at /register. That answers that Countersign runs no
-	// authorization server, and the Inspector shows it.
+	// With a terminal, as a person runs it, the Inspector starts its OAuth
+	// flow after the 401: it reads the resource metadata, finds Countersign
+	// named as the authorization server, reads its metadata, registers a
+	// client at /oauth/register and sends the person to sign in at
+	// /oauth/authorize with PKCE S256 and the endpoint as resource. Nobody
+	// signs in here, so it is stopped after a while.
 	t.Run("with a terminal", func(t *testing.T) {
 		if _, err := exec.LookPath("script"); err != nil {
 			if os.Getenv("CI") != "" {
@@ -334,14 +335,19 @@ func TestTheInspectorCLIWorksWithABearerToken(t *testing.T) {
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
-		line := shellQuote("node", launcher, "--cli", endpoint, "--format", "json", "--method", "tools/list",
+		line := shellQuote("timeout", "20", "node", launcher, "--cli", endpoint, "--format", "json", "--method", "tools/list",
 			"--header", wrong, "--callback-url", callback)
 		r := program(t, inspectorEnv(home), "script", "-qec", line, "/dev/null")
-		if r.code == 0 || !strings.Contains(r.stdout, "Countersign runs no OAuth authorization server; an admin gives each agent its token") {
-			t.Fatalf("tools/list with a wrong token on a terminal: want a failure with Countersign's reason\n%s", r)
+		if r.code == 0 {
+			t.Fatalf("tools/list with a wrong token on a terminal succeeded\n%s", r)
 		}
-		if !strings.Contains(s.log.String(), "path=/register status=404") {
-			t.Fatalf("the Inspector did not try /register, or it was not told 404\n%s", s.log)
+		for _, step := range []string{"path=/.well-known/oauth-authorization-server status=200", "path=/oauth/register status=201"} {
+			if !strings.Contains(s.log.String(), step) {
+				t.Fatalf("the Inspector's OAuth flow did not reach %q\n%s\n%s", step, r, s.log)
+			}
+		}
+		if !strings.Contains(r.stdout, "/oauth/authorize?") || !strings.Contains(r.stdout, "code_challenge_method=S256") {
+			t.Fatalf("the Inspector did not send the person to /oauth/authorize with PKCE S256\n%s", r)
 		}
 	})
 }

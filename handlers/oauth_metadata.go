@@ -1,0 +1,61 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
+
+	"github.com/countersign/countersign/oauth"
+)
+
+// The cap on dynamic client registrations per client address: anyone may
+// register a client, so a few at once and then one a minute.
+const (
+	registrationRate  = rate.Limit(1.0 / 60)
+	registrationBurst = 5
+)
+
+// ServeOAuth makes the service the OAuth authorization server of its own
+// MCP endpoint (package oauth); without it, there is none.
+func (h *Handlers) ServeOAuth(o *oauth.Server) {
+	h.oauth = o
+	h.registrations = newAddressLimiter(registrationRate, registrationBurst)
+}
+
+// oauthRoutes serves the authorization server's metadata (RFC 8414) and the
+// endpoints clients call without a session (token, registration,
+// revocation). The person's authorization page is in the signed-in group.
+func (h *Handlers) oauthRoutes(e *echo.Echo) {
+	if h.oauth == nil {
+		return
+	}
+	e.GET(oauth.MetadataPath, h.OAuthMetadata, allowAnyOrigin)
+	e.OPTIONS(oauth.MetadataPath, noContent, allowAnyOrigin)
+	for path, handler := range map[string]echo.HandlerFunc{
+		oauth.TokenPath: h.OAuthToken, oauth.RegisterPath: h.OAuthRegister, oauth.RevokePath: h.OAuthRevoke,
+	} {
+		e.POST(path, handler, allowAnyOrigin)
+		e.OPTIONS(path, noContent, allowAnyOrigin)
+	}
+}
+
+// allowAnyOrigin lets browser-based clients read the answer: the endpoints
+// take no cookies, so no origin gains anything by it.
+func allowAnyOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, MCP-Protocol-Version")
+		return next(c)
+	}
+}
+
+func noContent(c echo.Context) error { return c.NoContent(http.StatusNoContent) }
+
+// OAuthMetadata serves the authorization server metadata (RFC 8414).
+func (h *Handlers) OAuthMetadata(c echo.Context) error {
+	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
+	return c.JSON(http.StatusOK, h.oauth.Metadata())
+}

@@ -1,0 +1,510 @@
+package models
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// OAuth storage: Countersign is the authorization server of its own MCP
+// endpoint (package oauth holds the protocol's rules). A client a person
+// connects becomes an agent made for that person, with the scopes the person
+// chose; its access and refresh tokens are kept as hashes, like agent tokens,
+// and stop the moment the agent is disabled.
+
+// Token prefixes, so a leaked OAuth token is easy to spot and /mcp knows
+// which table to look in.
+const (
+	OAuthAccessPrefix  = "cs_oat_"
+	OAuthRefreshPrefix = "cs_ort_"
+	oauthCodePrefix    = "cs_oac_"
+)
+
+// The kinds of OAuth token.
+const (
+	OAuthAccess  = "access"
+	OAuthRefresh = "refresh"
+)
+
+// OAuthClient is a client registered by dynamic client registration
+// (RFC 7591): anyone may register one, so its name is unverified.
+type OAuthClient struct {
+	ID           string
+	Name         string
+	RedirectURIs string // one per line
+	CreatedAt    time.Time
+}
+
+// RedirectList returns the client's redirect URIs.
+func (c *OAuthClient) RedirectList() []string { return strings.Split(c.RedirectURIs, "\n") }
+
+// OAuthConnection is a client a person connected: the agent it became.
+type OAuthConnection struct {
+	AgentID      string
+	AccountID    string
+	PersonID     string
+	ClientID     string
+	ClientName   string
+	RedirectHost string
+	Verified     bool
+	CreatedAt    time.Time
+}
+
+// ConnectedClient is a connection as the devices page lists it.
+type ConnectedClient struct {
+	OAuthConnection
+	AgentName string
+	Scopes    string
+	Disabled  bool
+}
+
+// OAuthCode is an authorization code, kept as its hash.
+type OAuthCode struct {
+	ID            string
+	CodeHash      string
+	AgentID       string
+	ClientID      string
+	RedirectURI   string
+	CodeChallenge string
+	Resource      string
+	Scopes        string
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
+	UsedAt        *time.Time
+}
+
+// OAuthToken is an access or refresh token, kept as its hash. The tokens of
+// one grant share a family: the id of the code it began with.
+type OAuthToken struct {
+	ID        string
+	TokenHash string
+	Kind      string
+	FamilyID  string
+	AgentID   string
+	ClientID  string
+	Resource  string
+	Scopes    string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+	RevokedAt *time.Time
+}
+
+// OAuthGrant is what a token request is granted: the agent, the client,
+// the audience and the scopes.
+type OAuthGrant struct {
+	FamilyID string
+	AgentID  string
+	ClientID string
+	Resource string
+	Scopes   string
+}
+
+// OAuthTokens are a fresh access token and refresh token, shown once.
+type OAuthTokens struct {
+	Access, Refresh string
+	Scopes          string
+	AccessExpiresAt time.Time
+}
+
+// ErrOAuthReuse is returned for a code or a refresh token used a second
+// time: the grant's whole family has been revoked.
+var ErrOAuthReuse = errors.New("used before: every token of this grant is revoked")
+
+func secret(prefix string) (string, error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", fmt.Errorf("random token: %w", err)
+	}
+	return prefix + idEncoding.EncodeToString(raw), nil
+}
+
+// RegisterOAuthClient keeps a client that registered itself (RFC 7591).
+func (s *Store) RegisterOAuthClient(ctx context.Context, name string, redirectURIs []string) (*OAuthClient, error) {
+	c := &OAuthClient{ID: newID("dcr"), Name: name, RedirectURIs: strings.Join(redirectURIs, "\n"), CreatedAt: s.now()}
+	if err := s.write(ctx, func(tx *gorm.DB) error { return tx.Table("oauth_clients").Create(c).Error }); err != nil {
+		return nil, fmt.Errorf("register oauth client: %w", err)
+	}
+	return c, nil
+}
+
+// OAuthClientByID finds a registered client.
+func (s *Store) OAuthClientByID(ctx context.Context, id string) (*OAuthClient, error) {
+	var c OAuthClient
+	err := s.db.WithContext(ctx).Table("oauth_clients").Where("id = ?", id).Take(&c).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, Refuse(NotFound, "client_id", "no client is registered as %q", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find oauth client: %w", err)
+	}
+	return &c, nil
+}
+
+// NewConnection is a person's consent to a client.
+type NewConnection struct {
+	AccountID    string
+	Subject      string // the person who consents, a member of the account
+	ClientID     string
+	ClientName   string
+	RedirectHost string
+	Verified     bool
+	Scopes       []string
+	// Code is the authorization code's binding.
+	RedirectURI, CodeChallenge, Resource string
+	CodeLife                             time.Duration
+}
+
+var notAgentName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// OAuthAgentName is the agent name a client's name becomes: runs of other
+// characters turn into '-', it starts with a letter or digit and fits the
+// agent name pattern with room for a "-N" suffix.
+func OAuthAgentName(clientName string) string {
+	n := strings.Trim(notAgentName.ReplaceAllString(clientName, "-"), "-._")
+	if len(n) > 56 {
+		n = strings.TrimRight(n[:56], "-._")
+	}
+	if n == "" {
+		n = "oauth-client"
+	}
+	return n
+}
+
+// Audit steps of OAuth clients: a person connects one (or connects it
+// again), or disconnects it.
+const (
+	StepClientConnected    = "client_connected"
+	StepClientDisconnected = "client_disconnected"
+)
+
+// ConnectOAuthClient records a person's consent in one transaction: an agent
+// named after the client (made unique in the account) for that person, with
+// the chosen scopes, the connection, an audit event, and an authorization
+// code bound to the client, its redirect URI, the PKCE challenge and the
+// resource. A client the person has connected before and not disconnected
+// keeps its agent, which takes the scopes chosen now. It returns the agent
+// and the code, shown once.
+func (s *Store) ConnectOAuthClient(ctx context.Context, in NewConnection) (*Agent, string, error) {
+	for _, sc := range in.Scopes {
+		if !slices.Contains(AllScopes, sc) {
+			return nil, "", Invalid("scope", "unknown scope %q: the scopes are %s", sc, strings.Join(AllScopes, ", "))
+		}
+	}
+	if len(in.Scopes) == 0 {
+		return nil, "", Invalid("scope", "choose at least one scope")
+	}
+	agentToken, err := secret(TokenPrefix) // never shown: the client holds OAuth tokens instead
+	if err != nil {
+		return nil, "", err
+	}
+	code, err := secret(oauthCodePrefix)
+	if err != nil {
+		return nil, "", err
+	}
+	now := s.now()
+	a := &Agent{ID: newID("agt"), AccountID: in.AccountID, TokenHash: HashToken(agentToken), Scopes: strings.Join(in.Scopes, " "), CreatedAt: now}
+	err = s.write(ctx, func(tx *gorm.DB) error {
+		var earlier string
+		err := tx.Table("oauth_connections c").Select("c.agent_id").
+			Joins("JOIN agents a ON a.id = c.agent_id").
+			Joins("JOIN persons p ON p.id = c.person_id").
+			Where("c.account_id = ? AND p.subject = ? AND c.client_id = ? AND a.disabled = ? AND a.deleted_at IS NULL", in.AccountID, in.Subject, in.ClientID, false).
+			Order("c.created_at DESC").Limit(1).Scan(&earlier).Error
+		if err != nil {
+			return err
+		}
+		note := "connected " + in.ClientName
+		if earlier != "" {
+			var kept Agent
+			if err := s.lock(tx.Table("agents")).Where("id = ?", earlier).Take(&kept).Error; err != nil {
+				return err
+			}
+			*a = kept
+			a.Scopes = strings.Join(in.Scopes, " ")
+			if err := tx.Table("agents").Where("id = ?", a.ID).Update("scopes", a.Scopes).Error; err != nil {
+				return err
+			}
+			note = "connected " + in.ClientName + " again"
+		} else {
+			if err := s.insertOAuthAgent(tx, a, in, now); err != nil {
+				return err
+			}
+		}
+		if err := s.changed(tx, Change{Kind: AgentsChanged}); err != nil {
+			return err
+		}
+		if err := s.accountEvent(tx, now, in.AccountID, ActorPerson, in.Subject, StepClientConnected, note+" as agent "+a.Name+" with "+a.Scopes,
+			map[string]any{"client_id": in.ClientID, "client_name": in.ClientName, "redirect_host": in.RedirectHost, "verified": in.Verified,
+				"agent": a.Name, "scopes": in.Scopes}); err != nil {
+			return err
+		}
+		return tx.Table("oauth_codes").Create(&OAuthCode{ID: newID("oac"), CodeHash: HashToken(code), AgentID: a.ID,
+			ClientID: in.ClientID, RedirectURI: in.RedirectURI, CodeChallenge: in.CodeChallenge, Resource: in.Resource,
+			Scopes: a.Scopes, CreatedAt: now, ExpiresAt: now.Add(in.CodeLife)}).Error
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("connect oauth client: %w", err)
+	}
+	return a, code, nil
+}
+
+// insertOAuthAgent adds, inside tx, the agent a newly connected client
+// becomes, under the first free name made from the client's, and its
+// connection.
+func (s *Store) insertOAuthAgent(tx *gorm.DB, a *Agent, in NewConnection, now time.Time) error {
+	base := OAuthAgentName(in.ClientName)
+	var taken []string
+	if err := tx.Table("agents").Where("account_id = ? AND (name = ? OR name LIKE ?)", in.AccountID, base, base+"-%").Pluck("name", &taken).Error; err != nil {
+		return err
+	}
+	a.Name = base
+	for i := 2; slices.Contains(taken, a.Name); i++ {
+		a.Name = base + "-" + strconv.Itoa(i)
+	}
+	a.Subject = "agent:" + a.Name
+	if err := s.insertAgent(tx, a, in.Subject); err != nil {
+		return err
+	}
+	return tx.Table("oauth_connections").Create(&OAuthConnection{AgentID: a.ID, AccountID: in.AccountID, PersonID: *a.ForPersonID,
+		ClientID: in.ClientID, ClientName: in.ClientName, RedirectHost: in.RedirectHost, Verified: in.Verified, CreatedAt: now}).Error
+}
+
+// TakeOAuthCode spends an authorization code, once: a second use revokes
+// every token issued from it and answers ErrOAuthReuse. The caller checks
+// the code's bindings (client, redirect URI, PKCE, resource, expiry).
+func (s *Store) TakeOAuthCode(ctx context.Context, code string) (*OAuthCode, error) {
+	var c OAuthCode
+	reused := false
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		err := s.lock(tx.Table("oauth_codes")).Where("code_hash = ?", HashToken(code)).Take(&c).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return Refuse(NotFound, "code", "no such authorization code")
+		}
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		res := tx.Table("oauth_codes").Where("id = ? AND used_at IS NULL", c.ID).Update("used_at", now)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			reused = true
+			return s.revokeFamily(tx, c.ID, now)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("take oauth code: %w", err)
+	}
+	if reused {
+		return nil, fmt.Errorf("take oauth code: %w", ErrOAuthReuse)
+	}
+	return &c, nil
+}
+
+func (s *Store) revokeFamily(tx *gorm.DB, familyID string, now time.Time) error {
+	if err := tx.Table("oauth_tokens").Where("family_id = ? AND revoked_at IS NULL", familyID).Update("revoked_at", now).Error; err != nil {
+		return fmt.Errorf("revoke oauth tokens: %w", err)
+	}
+	return nil
+}
+
+// IssueOAuthTokens makes an access token living accessLife and a refresh
+// token living refreshLife for a grant, unless its agent is disabled.
+func (s *Store) IssueOAuthTokens(ctx context.Context, g OAuthGrant, accessLife, refreshLife time.Duration) (*OAuthTokens, error) {
+	var out *OAuthTokens
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		var err error
+		out, err = s.issueOAuthTokens(tx, g, accessLife, refreshLife)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("issue oauth tokens: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) issueOAuthTokens(tx *gorm.DB, g OAuthGrant, accessLife, refreshLife time.Duration) (*OAuthTokens, error) {
+	var agent Agent
+	if err := tx.Table("agents").Where("id = ?", g.AgentID).Take(&agent).Error; err != nil {
+		return nil, err
+	}
+	if agent.Disabled {
+		return nil, Refuse(PermissionDenied, "agent", "the agent of this client is disabled")
+	}
+	access, err := secret(OAuthAccessPrefix)
+	if err != nil {
+		return nil, err
+	}
+	refresh, err := secret(OAuthRefreshPrefix)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	for _, t := range []OAuthToken{
+		{ID: newID("oat"), TokenHash: HashToken(access), Kind: OAuthAccess, ExpiresAt: now.Add(accessLife)},
+		{ID: newID("ort"), TokenHash: HashToken(refresh), Kind: OAuthRefresh, ExpiresAt: now.Add(refreshLife)},
+	} {
+		t.FamilyID, t.AgentID, t.ClientID, t.Resource, t.Scopes, t.CreatedAt = g.FamilyID, g.AgentID, g.ClientID, g.Resource, g.Scopes, now
+		if err := tx.Table("oauth_tokens").Create(&t).Error; err != nil {
+			return nil, err
+		}
+	}
+	return &OAuthTokens{Access: access, Refresh: refresh, Scopes: g.Scopes, AccessExpiresAt: now.Add(accessLife)}, nil
+}
+
+// RefreshOAuthTokens spends a refresh token of clientID for a new pair of
+// the same grant (rotation). A refresh token used before revokes the whole
+// family (its thief and its owner both lose it) and answers ErrOAuthReuse.
+func (s *Store) RefreshOAuthTokens(ctx context.Context, refresh, clientID string, accessLife, refreshLife time.Duration) (*OAuthTokens, *OAuthToken, error) {
+	var (
+		out    *OAuthTokens
+		t      OAuthToken
+		reused bool
+	)
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		err := s.lock(tx.Table("oauth_tokens")).Where("token_hash = ? AND kind = ?", HashToken(refresh), OAuthRefresh).Take(&t).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return Refuse(NotFound, "refresh_token", "no such refresh token")
+		}
+		if err != nil {
+			return err
+		}
+		if t.ClientID != clientID {
+			return Refuse(PermissionDenied, "client_id", "the refresh token was issued to another client")
+		}
+		now := s.now()
+		if t.RevokedAt != nil {
+			return Refuse(FailedPrecondition, "refresh_token", "the refresh token is revoked")
+		}
+		res := tx.Table("oauth_tokens").Where("id = ? AND used_at IS NULL", t.ID).Update("used_at", now)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			reused = true
+			return s.revokeFamily(tx, t.FamilyID, now)
+		}
+		if !now.Before(t.ExpiresAt) {
+			return Refuse(FailedPrecondition, "refresh_token", "the refresh token has expired")
+		}
+		out, err = s.issueOAuthTokens(tx, OAuthGrant{FamilyID: t.FamilyID, AgentID: t.AgentID, ClientID: t.ClientID, Resource: t.Resource, Scopes: t.Scopes}, accessLife, refreshLife)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("refresh oauth tokens: %w", err)
+	}
+	if reused {
+		return nil, nil, fmt.Errorf("refresh oauth tokens: %w", ErrOAuthReuse)
+	}
+	return out, &t, nil
+}
+
+// RevokeOAuthToken revokes a token of clientID (RFC 7009): a refresh token
+// takes its whole family with it, an access token only itself. A token that
+// does not exist, or is another client's, changes nothing and is no error.
+func (s *Store) RevokeOAuthToken(ctx context.Context, token, clientID string) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
+		var t OAuthToken
+		err := tx.Table("oauth_tokens").Where("token_hash = ?", HashToken(token)).Take(&t).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && t.ClientID != clientID) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("revoke oauth token: %w", err)
+		}
+		if t.Kind == OAuthRefresh {
+			return s.revokeFamily(tx, t.FamilyID, s.now())
+		}
+		return tx.Table("oauth_tokens").Where("id = ? AND revoked_at IS NULL", t.ID).Update("revoked_at", s.now()).Error
+	})
+}
+
+// AgentByOAuthToken finds the agent an unrevoked, unexpired access token
+// acts as, with the token's scopes in place of the agent's (never more than
+// the agent holds) and the audience it was issued for. The agent is read
+// with the token, so a disabled agent's token stops at once.
+func (s *Store) AgentByOAuthToken(ctx context.Context, token string) (*Agent, string, error) {
+	var t OAuthToken
+	err := s.db.WithContext(ctx).Table("oauth_tokens").Where("token_hash = ? AND kind = ?", HashToken(token), OAuthAccess).Take(&t).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, "", Refuse(NotFound, "token", "no such access token")
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("find oauth token: %w", err)
+	}
+	if t.RevokedAt != nil {
+		return nil, "", Refuse(FailedPrecondition, "token", "the access token is revoked")
+	}
+	if !s.now().Before(t.ExpiresAt) {
+		return nil, "", Refuse(FailedPrecondition, "token", "the access token has expired")
+	}
+	var a Agent
+	if err := s.db.WithContext(ctx).Table("agents").Where("id = ?", t.AgentID).Take(&a).Error; err != nil {
+		return nil, "", fmt.Errorf("find oauth agent: %w", err)
+	}
+	var scopes []string
+	for _, sc := range strings.Fields(t.Scopes) {
+		if a.HasScopes(sc) {
+			scopes = append(scopes, sc)
+		}
+	}
+	a.Scopes = strings.Join(scopes, " ")
+	return &a, t.Resource, nil
+}
+
+// ConnectedClients lists the clients a person connected in the account,
+// newest first, with their agents.
+func (s *Store) ConnectedClients(ctx context.Context, accountID, personID string) ([]ConnectedClient, error) {
+	var out []ConnectedClient
+	err := s.db.WithContext(ctx).Table("oauth_connections c").
+		Select("c.*, a.name AS agent_name, a.scopes, a.disabled").
+		Joins("JOIN agents a ON a.id = c.agent_id").
+		Where("c.account_id = ? AND c.person_id = ? AND a.deleted_at IS NULL", accountID, personID).
+		Order("c.created_at DESC, c.agent_id").Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("list connected clients: %w", err)
+	}
+	return out, nil
+}
+
+// DisconnectOAuthClient is a person taking back a client they connected:
+// every token of its agent is revoked and the agent disabled (its open asks
+// cancelled), in one transaction. Another person's client is NOT_FOUND.
+func (s *Store) DisconnectOAuthClient(ctx context.Context, accountID, personID, agentID, by string) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
+		var conn OAuthConnection
+		err := tx.Table("oauth_connections").Where("agent_id = ? AND account_id = ? AND person_id = ?", agentID, accountID, personID).Take(&conn).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return Refuse(NotFound, "agent", "you connected no such client")
+		}
+		if err != nil {
+			return fmt.Errorf("disconnect: %w", err)
+		}
+		if err := tx.Table("oauth_tokens").Where("agent_id = ? AND revoked_at IS NULL", agentID).Update("revoked_at", s.now()).Error; err != nil {
+			return fmt.Errorf("disconnect: %w", err)
+		}
+		var agent Agent
+		if err := s.lock(tx.Table("agents")).Where("id = ?", agentID).Take(&agent).Error; err != nil {
+			return fmt.Errorf("disconnect: %w", err)
+		}
+		if agent.Disabled {
+			return nil
+		}
+		if err := s.accountEvent(tx, s.now(), accountID, ActorPerson, by, StepClientDisconnected, "disconnected "+conn.ClientName+" (agent "+agent.Name+")",
+			map[string]any{"client_id": conn.ClientID, "client_name": conn.ClientName, "agent": agent.Name}); err != nil {
+			return err
+		}
+		return s.disableAgent(tx, agentID, "disconnected by "+by, by, "requesting client disconnected by "+by)
+	})
+}
