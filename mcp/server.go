@@ -68,6 +68,7 @@ type Server struct {
 	resourceMetadata string
 	observe          Observer
 	sessions         *openSessions
+	standing         *standingStreams
 }
 
 // New builds the endpoint with every tool registered.
@@ -88,6 +89,7 @@ func New(store *models.Store, opts Options) *Server {
 		resourceMetadata: opts.ResourceMetadataURL,
 		observe:          opts.Observer,
 		sessions:         newOpenSessions(opts.Sessions),
+		standing:         newStandingStreams(),
 	}
 	if s.observe == nil {
 		s.observe = noObserver{}
@@ -113,12 +115,18 @@ func New(store *models.Store, opts Options) *Server {
 		// guardRebinding does the SDK's rebinding check, allowing the public Host as well.
 		DisableLocalhostProtection: true,
 	})
-	s.http = guardRebinding(opts.PublicHost, s.authenticate(http.MaxBytesHandler(s.sessions.limit(rpcErrors(streamable)), opts.MaxBodyBytes)))
+	s.http = guardRebinding(opts.PublicHost, s.authenticate(http.MaxBytesHandler(s.sessions.limit(s.standing.serve(rpcErrors(streamable))), opts.MaxBodyBytes)))
 	return s
 }
 
 // ServeHTTP answers POST, GET and DELETE /mcp.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.http.ServeHTTP(w, r) }
+
+// EndStreams ends every session's standing stream (GET /mcp) and refuses
+// new ones, for a shutdown: those streams are served off net/http (see
+// standingStreams), so the HTTP server's Shutdown neither waits for nor
+// closes them. Their clients reconnect, to another instance if need be.
+func (s *Server) EndStreams() { s.standing.close() }
 
 // OpenSessions is how many MCP sessions this instance holds (or is opening).
 func (s *Server) OpenSessions() int { return s.sessions.Len() }
