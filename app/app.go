@@ -32,6 +32,18 @@ type App struct {
 	Metrics http.Handler
 	metrics *metrics.Metrics
 	log     *slog.Logger
+	pages   *handlers.Handlers
+}
+
+// EndStreams ends the MCP standing streams and the live timelines, which are
+// served off net/http (package standing): call it when the HTTP server shuts
+// down (http.Server.RegisterOnShutdown), whose Shutdown neither waits for
+// nor closes them. Their clients reconnect, to another instance if need be.
+func (a *App) EndStreams() {
+	a.MCP.EndStreams()
+	if a.pages != nil {
+		a.pages.EndStreams()
+	}
 }
 
 // Open connects to the database, migrates it, makes the default account on
@@ -93,7 +105,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		h.Observe(observe)
 		a.Metrics = observe.Handler()
 	}
-	a.Handler = h.Routes(endpoint)
+	a.Handler, a.pages = h.Routes(endpoint), h
 	return a, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/standing"
 )
 
 // Version is reported to MCP clients.
@@ -68,7 +69,7 @@ type Server struct {
 	resourceMetadata string
 	observe          Observer
 	sessions         *openSessions
-	standing         *standingStreams
+	standing         *standing.Set
 }
 
 // New builds the endpoint with every tool registered.
@@ -89,7 +90,7 @@ func New(store *models.Store, opts Options) *Server {
 		resourceMetadata: opts.ResourceMetadataURL,
 		observe:          opts.Observer,
 		sessions:         newOpenSessions(opts.Sessions),
-		standing:         newStandingStreams(),
+		standing:         standing.NewSet(standingHeartbeat, ": alive\n\n"),
 	}
 	if s.observe == nil {
 		s.observe = noObserver{}
@@ -115,7 +116,7 @@ func New(store *models.Store, opts Options) *Server {
 		// guardRebinding does the SDK's rebinding check, allowing the public Host as well.
 		DisableLocalhostProtection: true,
 	})
-	s.http = guardRebinding(opts.PublicHost, s.authenticate(http.MaxBytesHandler(s.sessions.limit(s.standing.serve(rpcErrors(streamable))), opts.MaxBodyBytes)))
+	s.http = guardRebinding(opts.PublicHost, s.authenticate(http.MaxBytesHandler(s.sessions.limit(serveStanding(s.standing, rpcErrors(streamable))), opts.MaxBodyBytes)))
 	return s
 }
 
@@ -124,9 +125,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.http.Serv
 
 // EndStreams ends every session's standing stream (GET /mcp) and refuses
 // new ones, for a shutdown: those streams are served off net/http (see
-// standingStreams), so the HTTP server's Shutdown neither waits for nor
+// serveStanding), so the HTTP server's Shutdown neither waits for nor
 // closes them. Their clients reconnect, to another instance if need be.
-func (s *Server) EndStreams() { s.standing.close() }
+func (s *Server) EndStreams() { s.standing.Close() }
 
 // OpenSessions is how many MCP sessions this instance holds (or is opening).
 func (s *Server) OpenSessions() int { return s.sessions.Len() }

@@ -56,10 +56,14 @@ type memory struct {
 }
 
 func measureMemory() memory {
-	// Two collections (the second frees the stack spans the first emptied
-	// when it shrank stacks), then every free page back to the OS, so that
-	// RSS is what the live data holds rather than the collector's headroom.
-	runtime.GC()
+	// Five collections, as a few minutes of waiting give (the runtime collects
+	// at least every two minutes): each halves at most the stack of a parked
+	// goroutine that uses under a quarter of it, as one does that grew deep
+	// in a database call and now waits. Then every free page back to the OS,
+	// so that RSS is what the live data holds rather than the collector's headroom.
+	for range 4 { // each collection halves a parked goroutine's stack at most
+		runtime.GC()
+	}
 	debug.FreeOSMemory()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
@@ -137,6 +141,11 @@ func runWaiting(ctx context.Context, o options, out io.Writer) error {
 	}
 
 	idle := measureMemory()
+	if o.memprofile != "" {
+		if err := writeHeap(o.memprofile + ".idle.pprof"); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(out, "idle server: heap %.1f MB, stacks %.1f MB, RSS %.1f MB, %d goroutines\n", mb(idle.heap), mb(idle.stacks), mb(idle.rss), idle.goroutines)
 	started := time.Now()
 	if err := child.Start(); err != nil {
@@ -286,7 +295,7 @@ func runWaiting(ctx context.Context, o options, out io.Writer) error {
 			return fmt.Errorf("%s: %d notices of %d decisions never arrived", r.name, r.want-len(r.lat), r.want)
 		}
 	}
-	fmt.Fprintln(out, "memory: runtime heap in use and goroutine stacks after two collections and debug.FreeOSMemory, and VmRSS of /proc/self/status, of this process, which runs the service alone; the agents and timelines run in a child process")
+	fmt.Fprintln(out, "memory: runtime heap in use and goroutine stacks after five collections (the last debug.FreeOSMemory), and VmRSS of /proc/self/status, of this process, which runs the service alone; the agents and timelines run in a child process")
 	return nil
 }
 
