@@ -41,6 +41,10 @@ type Options struct {
 	// Sessions bound the MCP sessions this instance keeps; zero values
 	// take the defaults.
 	Sessions SessionLimits
+	// Instance, when its ID is set, makes session ids that name this
+	// instance and forwards calls on other instances' sessions to them
+	// (forward.go).
+	Instance Instance
 }
 
 // Observer hears what the endpoint did, for metrics. Its methods must not block.
@@ -95,12 +99,16 @@ func New(store *models.Store, opts Options) *Server {
 	if s.observe == nil {
 		s.observe = noObserver{}
 	}
-	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "countersign", Title: "Countersign", Version: Version}, &sdk.ServerOptions{
+	serverOpts := &sdk.ServerOptions{
 		Instructions:       instructions,
 		Logger:             opts.Logger,
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
-	})
+	}
+	if opts.Instance.ID != "" {
+		serverOpts.GetSessionID = sessionIDFor(opts.Instance.ID)
+	}
+	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "countersign", Title: "Countersign", Version: Version}, serverOpts)
 	for _, t := range s.tools() {
 		s.scopes[t.tool.Name] = t.scopes
 		s.runnerTools[t.tool.Name] = t.runners
@@ -116,7 +124,7 @@ func New(store *models.Store, opts Options) *Server {
 		// guardRebinding does the SDK's rebinding check, allowing the public Host as well.
 		DisableLocalhostProtection: true,
 	})
-	s.http = guardRebinding(opts.PublicHost, s.authenticate(http.MaxBytesHandler(s.sessions.limit(serveStanding(s.standing, rpcErrors(streamable))), opts.MaxBodyBytes)))
+	s.http = guardRebinding(opts.PublicHost, newForwarder(opts.Instance, opts.Logger).handler(s.authenticate(http.MaxBytesHandler(s.sessions.limit(serveStanding(s.standing, rpcErrors(streamable))), opts.MaxBodyBytes))))
 	return s
 }
 

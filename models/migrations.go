@@ -382,6 +382,13 @@ CREATE INDEX push_links_expiry ON push_links (expires_at)
 ALTER TABLE persons ADD COLUMN subject_key TEXT;
 CREATE UNIQUE INDEX persons_subject_folded ON persons (subject_key)
 `},
+	{26, "the running instances and their internal addresses, so that one forwards an MCP call to the instance that holds its session", `
+CREATE TABLE instances (
+	id TEXT PRIMARY KEY,
+	address TEXT NOT NULL,
+	seen_at {{time}} NOT NULL
+)
+`},
 }
 
 // migrationSteps are the steps in Go that a migration runs after its SQL, in
