@@ -10,8 +10,12 @@ import (
 
 // gone says whether the client of conn has closed or reset it, without
 // waiting and without taking any byte: one non-blocking peek. A byte to
-// read counts as gone too: no client sends on a stream it reads.
+// read counts as gone too: no client sends on a stream it reads (over TLS,
+// whose socket is peeked beneath it, what a client sends is its close_notify).
 func gone(conn net.Conn) bool {
+	if tc, ok := conn.(interface{ NetConn() net.Conn }); ok {
+		conn = tc.NetConn()
+	}
 	sc, ok := conn.(syscall.Conn)
 	if !ok {
 		return false

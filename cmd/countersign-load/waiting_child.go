@@ -47,13 +47,10 @@ func waitingChild(ctx context.Context, agents, timelines int, in io.Reader, out 
 		return err
 	}
 	asks := make([]string, max(agents, timelines))
+	// The sessions are not closed one by one at the end (thousands of
+	// DELETEs): the process ends, and with it their connections.
 	var sessions []*sdk.ClientSession
 	var sessionsMu sync.Mutex
-	defer func() {
-		for _, s := range sessions {
-			s.Close()
-		}
-	}()
 	connect := func(heard func(uri string)) (*sdk.ClientSession, *http.Transport, error) {
 		tr := &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext, MaxIdleConnsPerHost: 1}
 		opts := &sdk.ClientOptions{}
