@@ -137,6 +137,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.http.Serv
 // closes them. Their clients reconnect, to another instance if need be.
 func (s *Server) EndStreams() { s.standing.Close() }
 
+// StandingStreams is how many sessions' GET streams this instance serves
+// off net/http now (serveStanding).
+func (s *Server) StandingStreams() int { return s.standing.Len() }
+
 // OpenSessions is how many MCP sessions this instance holds (or is opening).
 func (s *Server) OpenSessions() int { return s.sessions.Len() }
 
