@@ -13,8 +13,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// An MCP session costs this instance 35 to 50 KB of memory until it ends,
-// and one initialize call makes one. openSessions bounds them per token (an
+// An MCP session costs this instance some 30 KB of memory until it ends
+// (its agent waiting on its GET stream: docs/perf.md, section 8), and one
+// initialize call makes one. openSessions bounds them per token (an
 // agent's or a runner's), per instance, and in idle time.
 //
 // A session is idle while it has no request open: no POST in flight and no
