@@ -35,6 +35,20 @@ type App struct {
 	Metrics http.Handler
 	metrics *metrics.Metrics
 	log     *slog.Logger
+	pages   *handlers.Handlers
+	// instance is this instance's id among several (COUNTERSIGN_INSTANCE_URL); "" alone.
+	instance string
+}
+
+// EndStreams ends the MCP standing streams and the live timelines, which are
+// served off net/http (package standing): call it when the HTTP server shuts
+// down (http.Server.RegisterOnShutdown), whose Shutdown neither waits for
+// nor closes them. Their clients reconnect, to another instance if need be.
+func (a *App) EndStreams() {
+	a.MCP.EndStreams()
+	if a.pages != nil {
+		a.pages.EndStreams()
+	}
 }
 
 // Open connects to the database, migrates it, makes the default account on
@@ -75,10 +89,17 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	sender := push.NewSender(store, keys, push.Options{BaseURL: cfg.BaseURL, Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log, Outcome: pushed})
 	authz := oauth.New(store, cfg.BaseURL, cfg.BaseURL+"/mcp")
-	endpoint := mcp.New(store, mcp.Options{Version: cfg.Version, AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log, Observer: mcpObserve, Sessions: cfg.MCPSessions,
+	var instance mcp.Instance
+	if cfg.InstanceURL != "" {
+		instance = mcp.Instance{ID: mcp.NewInstanceID(), Address: store.InstanceAddress}
+		if err := store.RegisterInstance(ctx, instance.ID, cfg.InstanceURL); err != nil {
+			return nil, err
+		}
+	}
+	endpoint := mcp.New(store, mcp.Options{Version: cfg.Version, AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log, Observer: mcpObserve, Sessions: cfg.MCPSessions, Instance: instance,
 		ResourceMetadataURL: cfg.BaseURL + handlers.ProtectedResourcePath + "/mcp", PublicHost: publicHost(cfg.BaseURL),
 		Resource: authz.Resource(), AuthorizationServer: authz.Issuer()})
-	a := &App{Config: cfg, Store: store, MCP: endpoint, Push: sender, OAuth: authz, Keys: keys, metrics: observe, log: log}
+	a := &App{Config: cfg, Store: store, MCP: endpoint, Push: sender, OAuth: authz, Keys: keys, metrics: observe, log: log, instance: instance.ID}
 	store.Changes().Subscribe(func(c models.Change) {
 		switch c.Kind {
 		case models.PushesQueued, models.ChangesMissed:
@@ -99,7 +120,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		h.Observe(observe)
 		a.Metrics = observe.Handler()
 	}
-	a.Handler = h.Routes(endpoint)
+	a.Handler, a.pages = h.Routes(endpoint), h
 	return a, nil
 }
 
@@ -217,7 +238,33 @@ func (a *App) Background(ctx context.Context) {
 	if a.Store.Dialect() == models.Postgres {
 		wg.Go(func() { a.Store.ListenPostgres(ctx, a.Config.DatabaseURL, a.log) })
 	}
+	if a.instance != "" {
+		wg.Go(func() { a.RenewInstance(ctx) })
+	}
 	wg.Wait()
+}
+
+// RenewInstance renews this instance's record (its internal address, for
+// the others' forwarding of MCP calls) every models.InstanceRenewEvery
+// until ctx ends, then deletes it.
+func (a *App) RenewInstance(ctx context.Context) {
+	t := time.NewTicker(models.InstanceRenewEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := a.Store.ForgetInstance(last, a.instance); err != nil {
+				a.log.Warn("forget this instance at shutdown", "err", err)
+			}
+			return
+		case <-t.C:
+		}
+		if err := a.Store.RegisterInstance(ctx, a.instance, a.Config.InstanceURL); err != nil && ctx.Err() == nil {
+			a.log.Error("renew this instance's record: the others cannot forward its sessions' calls", "err", err)
+		}
+	}
 }
 
 // SealEvery is how often the audit log's new events are sealed into its hash chain.

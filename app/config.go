@@ -22,6 +22,7 @@ type Config struct {
 	Data         string        // COUNTERSIGN_DATA
 	DatabaseURL  string        // COUNTERSIGN_DATABASE_URL
 	DatabasePool int           // COUNTERSIGN_DATABASE_POOL
+	InstanceURL  string        // COUNTERSIGN_INSTANCE_URL
 	BaseURL      string        // COUNTERSIGN_BASE_URL
 	AskTTL       time.Duration // COUNTERSIGN_ASK_TTL
 	AskRate      mcp.AskRate   // COUNTERSIGN_ASK_RATE
@@ -70,6 +71,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_DATA", "./data", "Data folder: the SQLite file `countersign.db` lives here."},
 	{"COUNTERSIGN_DATABASE_URL", "", "Empty for the embedded SQLite file; `postgres://user:pass@host/db` for PostgreSQL."},
 	{"COUNTERSIGN_DATABASE_POOL", strconv.Itoa(models.PoolSize(models.Postgres)), "PostgreSQL only: the most connections one instance opens, besides one for its change listener; open ones stay while idle (up to 5 minutes). Instances × (this + 1) must stay below the server's `max_connections` (100 by default, 3 of them reserved): set it lower for three instances or more. From `8` to `1000`. SQLite keeps 8."},
+	{"COUNTERSIGN_INSTANCE_URL", "", "PostgreSQL only, for several instances behind one address: the base URL the other instances reach this one at (like `http://10.0.0.5:8080`; in Kubernetes `http://$(POD_IP):8080`). An MCP call that lands on an instance that does not hold its session is forwarded to the one that does, so the proxy in front needs no affinity (README, Deploy). Empty: no forwarding, for one instance or a proxy that keeps each session on its instance."},
 	{"COUNTERSIGN_BASE_URL", "", "The public origin people open. Passkeys are bound to its host (the WebAuthn RP ID): use `https://` in production, and `localhost`, not `127.0.0.1`, on your machine. Empty: made from `COUNTERSIGN_ADDR`, `http://localhost:PORT` with its port (its host when it names one), and `serve` says so at start."},
 	{"COUNTERSIGN_ASK_TTL", "168h", "An ask's life unless its kind sets a shorter one (a run's `expires_at`)."},
 	{"COUNTERSIGN_ASK_RATE", "60/m", "Asks one requester may file per second (`s`), minute (`m`) or hour (`h`)."},
@@ -82,7 +84,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_PUSH_RETRY", "1s", "Wait before the first retry of a push the service refused for now; it doubles up to 10 minutes."},
 	{"COUNTERSIGN_SESSION_IDLE_WEB", "12h", "A web session unused this long ends; it ends 30 days after sign-in in any case. From `2m` to `720h`."},
 	{"COUNTERSIGN_SESSION_IDLE", "30m", "An agent session (`session_start`) that has not heartbeated this long ends by itself. Any Go duration of `1s` or more."},
-	{"COUNTERSIGN_MCP_SESSIONS", strconv.Itoa(mcp.DefaultSessions), "The most MCP sessions one instance holds open (each costs some 35 to 50 KB). Past it, a new session first closes the instance's session idle the longest (idle: no call in flight and no GET stream open); when none is idle, `initialize` is refused with 429 and `Retry-After`, naming this setting. From `1` to `1000000`."},
+	{"COUNTERSIGN_MCP_SESSIONS", strconv.Itoa(mcp.DefaultSessions), "The most MCP sessions one instance holds open (an agent waiting on its GET stream costs some 30 KB, `docs/perf.md`). Past it, a new session first closes the instance's session idle the longest (idle: no call in flight and no GET stream open); when none is idle, `initialize` is refused with 429 and `Retry-After`, naming this setting. From `1` to `1000000`."},
 	{"COUNTERSIGN_MCP_SESSIONS_PER_TOKEN", strconv.Itoa(mcp.DefaultSessionsPerToken), "The most MCP sessions one agent's or runner's token holds open. Past it, a new session first closes that token's session idle the longest; when none is idle, `initialize` is refused with 429 and `Retry-After`, naming this setting. From `1` to `COUNTERSIGN_MCP_SESSIONS`; unset, it is lowered to that when that is smaller."},
 	{"COUNTERSIGN_MCP_SESSION_IDLE", "10m", "An MCP session with no call in flight and no GET stream open ends after this long. An agent waiting on its ask's notice holds its GET stream, so its session lasts as long as the stream. From `1s` to `24h`."},
 	{"COUNTERSIGN_TRUSTED_PROXIES", "", "Comma-separated addresses or CIDR ranges of the reverse proxies in front of the service (like `127.0.0.1,10.0.0.0/8`). For a connection from one of them the client's address is read from `X-Forwarded-For`, so the per-address limits count clients, not the proxy. Empty: only the connection's address counts."},
@@ -173,6 +175,15 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		u, err := url.Parse(c.DatabaseURL)
 		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
 			bad("COUNTERSIGN_DATABASE_URL", "must be a postgres://user:password@host/db URL, or empty for the embedded SQLite file")
+		}
+	}
+	if c.InstanceURL = strings.TrimRight(get("COUNTERSIGN_INSTANCE_URL"), "/"); c.InstanceURL != "" {
+		u, err := url.Parse(c.InstanceURL)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/"):
+			bad("COUNTERSIGN_INSTANCE_URL", "must be a base URL like http://10.0.0.5:8080, the address the other instances reach this one at")
+		case c.DatabaseURL == "":
+			bad("COUNTERSIGN_INSTANCE_URL", "needs COUNTERSIGN_DATABASE_URL: several instances share one PostgreSQL, never a SQLite file")
 		}
 	}
 	if c.DatabasePool, err = strconv.Atoi(get("COUNTERSIGN_DATABASE_POOL")); err != nil || c.DatabasePool < 8 || c.DatabasePool > 1000 {

@@ -1,8 +1,11 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/standing"
 )
 
 // The live timeline: how often an idle stream says it is alive, and how long
@@ -35,7 +39,8 @@ type timelineData struct {
 
 // ApprovalEvents streams, as Server-Sent Events, the timeline events of one
 // ask of the viewer's account with a seq greater than Last-Event-ID (or
-// ?after=), as they land. It reads the timeline when the store's change feed
+// ?after=), as they land, off net/http when the connection allows (package
+// standing). It reads the timeline when the store's change feed
 // says the ask changed, and only then: an idle stream costs no query. The
 // stream ends the moment the viewer's sessions in the account end, and when
 // a newer stream of the same web session takes its place (see
@@ -52,58 +57,97 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 		return err
 	}
 	stream, done := h.live.open(v.token)
-	defer done()
 	// Subscribe before the first read, so that no change falls between them.
+	// The closure keeps the ids alone, not the ask or the viewer: it lives
+	// as long as the stream.
 	changed, ended := make(chan struct{}, 1), make(chan struct{}, 1)
+	approvalID, accountID, token, memberID := a.ID, a.AccountID, v.token, v.member.ID
 	cancel := h.store.Changes().Subscribe(func(ch models.Change) {
 		switch {
-		case ch.Kind == models.ApprovalChanged && ch.ApprovalID == a.ID && ch.AccountID == a.AccountID,
+		case ch.Kind == models.ApprovalChanged && ch.ApprovalID == approvalID && ch.AccountID == accountID,
 			ch.Kind == models.ChangesMissed:
 			signal(changed)
-		case ch.EndsSession(v.token, v.member.ID, v.account.ID):
+		case ch.EndsSession(token, memberID, accountID):
 			signal(ended)
 		}
 	})
-	defer cancel()
-
+	t := timeline{h: h, accountID: accountID, approvalID: approvalID, after: after, changed: changed, ended: ended, replaced: stream.ended}
 	res := c.Response()
 	res.Header().Set(echo.HeaderContentType, "text/event-stream")
 	res.Header().Set("Cache-Control", "no-store")
 	res.Header().Set("X-Accel-Buffering", "no")
-	res.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(res)
+	// Off net/http when the connection allows: the stream then costs a
+	// goroutine of its own and no buffers while it waits (package standing).
+	sw, ctx, err := h.streams.Take(res, c.Request(), context.Background())
+	if err == nil {
+		go func() {
+			defer done()
+			defer cancel()
+			defer sw.Close()
+			t.serve(ctx, sw, nil)
+		}()
+		return nil
+	}
+	defer done()
+	defer cancel()
+	if errors.Is(err, standing.ErrRefused) {
+		return nil
+	}
+	if errors.Is(err, standing.ErrClosed) {
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "shutting down")
+	}
+	beat := time.NewTicker(eventsHeartbeat)
+	defer beat.Stop()
+	t.serve(c.Request().Context(), res, beat.C)
+	return nil
+}
+
+// timeline is one live timeline being served.
+type timeline struct {
+	h                     *Handlers
+	accountID, approvalID string
+	after                 int64
+	changed, ended        <-chan struct{}
+	replaced              <-chan struct{}
+}
+
+// serve writes the timeline's events to w as they land, until ctx ends, the
+// stream's life is over, the viewer's session ends or a newer stream of the
+// session takes its place. beat says when to write a heartbeat; nil when w
+// gets one from its standing.Set.
+func (t *timeline) serve(ctx context.Context, w http.ResponseWriter, beat <-chan time.Time) {
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
 	write := func(s string) error {
-		if _, err := res.Write([]byte(s)); err != nil {
+		if _, err := io.WriteString(w, s); err != nil {
 			return err
 		}
 		return rc.Flush()
 	}
 	if err := write("retry: 3000\n\n"); err != nil {
-		return nil
+		return
 	}
-	beat := time.NewTicker(eventsHeartbeat)
-	defer beat.Stop()
 	end := time.NewTimer(eventsLife)
 	defer end.Stop()
 	for {
-		events, err := h.store.TimelineAfter(ctx, v.account.ID, a.ID, after)
+		events, err := t.h.store.TimelineAfter(ctx, t.accountID, t.approvalID, t.after)
 		if err != nil {
 			if ctx.Err() == nil {
-				h.log.Error("live timeline", "approval", a.ID, "err", err)
+				t.h.log.Error("live timeline", "approval", t.approvalID, "err", err)
 			}
-			return nil
+			return
 		}
 		for _, e := range events {
 			data, err := json.Marshal(timelineData{Seq: e.Seq, At: e.At.UTC(), Actor: e.Actor, By: e.ActorKind, Step: e.Step,
 				From: string(e.FromStatus), To: string(e.ToStatus), Note: e.Note, Signed: e.RunnerSignature() != nil})
 			if err != nil {
-				h.log.Error("live timeline", "approval", a.ID, "err", err)
-				return nil
+				t.h.log.Error("live timeline", "approval", t.approvalID, "err", err)
+				return
 			}
 			if err := write(fmt.Sprintf("id: %d\nevent: timeline\ndata: %s\n\n", e.Seq, data)); err != nil {
-				return nil
+				return
 			}
-			after = e.Seq
+			t.after = e.Seq
 		}
 		if len(events) == models.MaxPageSize {
 			continue // more than one page landed: read on before waiting
@@ -112,18 +156,18 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 		for {
 			select {
 			case <-ctx.Done():
-				return nil
+				return
 			case <-end.C:
-				return nil
-			case <-ended:
-				return nil
-			case <-stream.ended:
-				return nil
-			case <-beat.C:
+				return
+			case <-t.ended:
+				return
+			case <-t.replaced:
+				return
+			case <-beat:
 				if err := write(": alive\n\n"); err != nil {
-					return nil
+					return
 				}
-			case <-changed:
+			case <-t.changed:
 				break waiting
 			}
 		}

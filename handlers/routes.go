@@ -17,6 +17,7 @@ import (
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/oauth"
 	"github.com/countersign/countersign/passkey"
+	"github.com/countersign/countersign/standing"
 )
 
 // Handlers carries what every handler needs; app.Open builds it once.
@@ -41,6 +42,8 @@ type Handlers struct {
 	oauth *oauth.Server
 	// registrations caps dynamic client registrations per client address.
 	registrations *addressLimiter
+	// streams are the live timelines served off net/http (package standing).
+	streams *standing.Set
 }
 
 // PushConfig is what the pages need of Web Push: the VAPID public key a
@@ -56,8 +59,13 @@ func New(store *models.Store, rp *passkey.RP, baseURL string, push PushConfig, l
 	u, _ := url.Parse(baseURL)
 	return &Handlers{store: store, rp: rp, decisions: decision.New(store, rp), log: log, baseURL: baseURL, origin: originOf(baseURL),
 		secure: u != nil && u.Scheme == "https", push: push, ceremonies: newAddressLimiter(ceremonyRate, ceremonyBurst),
-		live: newLiveStreams()}
+		live: newLiveStreams(), streams: standing.NewSet(eventsHeartbeat, ": alive\n\n")}
 }
+
+// EndStreams ends every live timeline served off net/http and refuses new
+// ones, for a shutdown: the HTTP server's Shutdown neither waits for nor
+// closes them. Their pages reconnect, to another instance if need be.
+func (h *Handlers) EndStreams() { h.streams.Close() }
 
 // ContentSecurityPolicy allows only this origin's scripts, styles and
 // connections: no inline script, no inline style, no framing.

@@ -13,8 +13,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// An MCP session costs this instance 35 to 50 KB of memory until it ends,
-// and one initialize call makes one. openSessions bounds them per token (an
+// An MCP session costs this instance some 30 KB of memory until it ends
+// (its agent waiting on its GET stream: docs/perf.md, section 8), and one
+// initialize call makes one. openSessions bounds them per token (an
 // agent's or a runner's), per instance, and in idle time.
 //
 // A session is idle while it has no request open: no POST in flight and no
@@ -121,14 +122,27 @@ func (r *openSessions) limit(next http.Handler) http.Handler {
 		}
 		if id := req.Header.Get("Mcp-Session-Id"); id != "" {
 			s := r.begin(id, owner)
-			defer func() {
-				if req.Method == http.MethodDelete {
+			deleting := req.Method == http.MethodDelete
+			finish := func() { // holds no request: it may outlive its handler
+				if deleting {
 					r.drop(s) // the SDK closed it
 				} else {
 					r.end(s)
 				}
-			}()
-			next.ServeHTTP(w, req)
+			}
+			if s == nil || req.Method != http.MethodGet {
+				defer finish()
+				next.ServeHTTP(w, req)
+				return
+			}
+			// A GET on a session this instance holds may go on after
+			// this handler returns (standingStreams): whoever takes it
+			// on ends it.
+			h := &handoff{finish: finish}
+			next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), handoffKey{}, h)))
+			if !h.taken {
+				finish()
+			}
 			return
 		}
 		if req.Method != http.MethodPost {
@@ -161,6 +175,27 @@ func (r *openSessions) limit(next http.Handler) http.Handler {
 		defer r.settle(s)
 		next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), openingKey{}, s)))
 	})
+}
+
+// handoff is how a request on a session goes on after its handler returns:
+// takeHandoff hands the one who serves it on the function that marks the
+// request ended, and the handler no longer calls it.
+type handoff struct {
+	finish func()
+	taken  bool
+}
+
+type handoffKey struct{}
+
+// takeHandoff takes over the end of the request of ctx; nil when it cannot
+// go on after its handler returns (not a request on a session held here).
+func takeHandoff(ctx context.Context) func() {
+	h, ok := ctx.Value(handoffKey{}).(*handoff)
+	if !ok || h.taken {
+		return nil
+	}
+	h.taken = true
+	return h.finish
 }
 
 func (e *sessionCapError) Error() string {

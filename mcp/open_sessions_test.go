@@ -14,6 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/apptest"
+	"github.com/countersign/countersign/models"
 )
 
 // sessionClient opens an MCP session with the go-sdk client. A listening
@@ -305,4 +306,44 @@ func TestAnIdleMCPSessionEndsAfterTheIdleLifeAndAListeningOneLivesOn(t *testing.
 	stop()
 	eventually(t, "the end of the session whose stream closed", func() bool { return env.App.MCP.OpenSessions() == 0 })
 	mustBeGone(t, rawPing(t, env, token, waiting), "the session idle since its stream closed")
+}
+
+// A waiting agent's GET stream is served off net/http (package standing):
+// it is counted there while it is open, the agent hears its ask's notice
+// on it, and it leaves when the agent goes, ending the session's busy time.
+func TestAWaitingAgentsStreamIsServedOffNetHTTPAndLeavesWithItsAgent(t *testing.T) {
+	env := apptest.Start(t, apptest.SQLite, map[string]string{"COUNTERSIGN_MCP_SESSION_IDLE": "3s"})
+	_, token := env.Agent(env.Account.ID, "waiter")
+	owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+	heard := make(chan string, 4)
+	client := sdk.NewClient(&sdk.Implementation{Name: "waiter", Version: "1"}, &sdk.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) { heard <- r.Params.URI },
+	})
+	session, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: env.URL + "/mcp", HTTPClient: apptest.BearerClient(token), MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filed, err := apptest.CallTool(context.Background(), session, "approvals_create", specAsk("pull_request", specPR("number", 7)))
+	if err != nil || filed.IsError {
+		t.Fatalf("file: %v %s", err, filed.Text)
+	}
+	id := filed.Out["approval_id"].(string)
+	if err := session.Subscribe(context.Background(), &sdk.SubscribeParams{URI: "countersign://approvals/" + id}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the agent's GET stream served off net/http", func() bool { return env.App.MCP.StandingStreams() == 1 })
+	if _, err := env.Store.Decide(context.Background(), env.Account.ID, id, owner, models.Decision{Verdict: models.VerdictDeny}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case uri := <-heard:
+		if uri != "countersign://approvals/"+id {
+			t.Fatalf("heard of %s, want the ask", uri)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent heard nothing of the decision on its stream")
+	}
+	session.Close()
+	eventually(t, "the stream gone with its agent", func() bool { return env.App.MCP.StandingStreams() == 0 })
+	eventually(t, "the session ended", func() bool { return env.App.MCP.OpenSessions() == 0 })
 }

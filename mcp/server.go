@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/standing"
 )
 
 // Options configure the endpoint.
@@ -47,6 +48,10 @@ type Options struct {
 	// Sessions bound the MCP sessions this instance keeps; zero values
 	// take the defaults.
 	Sessions SessionLimits
+	// Instance, when its ID is set, makes session ids that name this
+	// instance and forwards calls on other instances' sessions to them
+	// (forward.go).
+	Instance Instance
 }
 
 // Observer hears what the endpoint did, for metrics. Its methods must not block.
@@ -77,6 +82,7 @@ type Server struct {
 	resource, authorizationServer string
 	observe                       Observer
 	sessions                      *openSessions
+	standing                      *standing.Set
 }
 
 // New builds the endpoint with every tool registered.
@@ -98,6 +104,7 @@ func New(store *models.Store, opts Options) *Server {
 		resource:         opts.Resource, authorizationServer: opts.AuthorizationServer,
 		observe:  opts.Observer,
 		sessions: newOpenSessions(opts.Sessions),
+		standing: standing.NewSet(standingHeartbeat, ": alive\n\n"),
 	}
 	if s.observe == nil {
 		s.observe = noObserver{}
@@ -105,12 +112,16 @@ func New(store *models.Store, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "countersign", Title: "Countersign", Version: opts.Version}, &sdk.ServerOptions{
+	serverOpts := &sdk.ServerOptions{
 		Instructions:       instructions,
 		Logger:             opts.Logger,
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
-	})
+	}
+	if opts.Instance.ID != "" {
+		serverOpts.GetSessionID = sessionIDFor(opts.Instance.ID)
+	}
+	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "countersign", Title: "Countersign", Version: opts.Version}, serverOpts)
 	for _, t := range s.tools() {
 		s.scopes[t.tool.Name] = t.scopes
 		s.runnerTools[t.tool.Name] = t.runners
@@ -135,7 +146,7 @@ func New(store *models.Store, opts Options) *Server {
 	stateless := sdk.NewStreamableHTTPHandler(server, &sdk.StreamableHTTPOptions{
 		Logger: opts.Logger, Stateless: true, DisableLocalhostProtection: true,
 	})
-	s.http = guardRebinding(opts.PublicHost, s.authenticate(http.MaxBytesHandler(s.sessions.limit(rpcErrors(byRevision(sessions, stateless))), opts.MaxBodyBytes)))
+	s.http = guardRebinding(opts.PublicHost, newForwarder(opts.Instance, opts.Logger).handler(s.authenticate(http.MaxBytesHandler(s.sessions.limit(serveStanding(s.standing, rpcErrors(byRevision(sessions, stateless)))), opts.MaxBodyBytes))))
 	return s
 }
 
@@ -154,6 +165,16 @@ func byRevision(sessions, stateless http.Handler) http.Handler {
 
 // ServeHTTP answers POST, GET and DELETE /mcp.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.http.ServeHTTP(w, r) }
+
+// EndStreams ends every session's standing stream (GET /mcp) and refuses
+// new ones, for a shutdown: those streams are served off net/http (see
+// serveStanding), so the HTTP server's Shutdown neither waits for nor
+// closes them. Their clients reconnect, to another instance if need be.
+func (s *Server) EndStreams() { s.standing.Close() }
+
+// StandingStreams is how many sessions' GET streams this instance serves
+// off net/http now (serveStanding).
+func (s *Server) StandingStreams() int { return s.standing.Len() }
 
 // OpenSessions is how many MCP sessions this instance holds (or is opening).
 func (s *Server) OpenSessions() int { return s.sessions.Len() }

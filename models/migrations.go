@@ -437,6 +437,13 @@ CREATE INDEX oauth_tokens_family ON oauth_tokens (family_id);
 CREATE INDEX oauth_tokens_agent ON oauth_tokens (agent_id);
 CREATE INDEX oauth_tokens_expiry ON oauth_tokens (expires_at)
 `},
+	{26, "the running instances and their internal addresses, so that one forwards an MCP call to the instance that holds its session", `
+CREATE TABLE instances (
+	id TEXT PRIMARY KEY,
+	address TEXT NOT NULL,
+	seen_at {{time}} NOT NULL
+)
+`},
 }
 
 // migrationSteps are the steps in Go that a migration runs after its SQL, in

@@ -51,6 +51,12 @@ type options struct {
 	cpuprofile string
 	tool       string // approvals_create or approval_request
 	direct     bool   // also measure both sides without HTTP and MCP (direct.go)
+	// The waiting run (waiting.go).
+	waiting    int // agents waiting, each subscribed to its own open ask
+	timelines  int // live web timelines open
+	decisions  int // asks decided while all wait
+	decideRate int // decisions a second
+	memprofile string
 }
 
 // tools are the tools the load command can drive, with the call that files one ask.
@@ -86,8 +92,23 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.tool, "tool", "approvals_create", "the tool that files each ask: approvals_create, or approval_request (an advisory work_change with a new idempotency key per call)")
 	fs.BoolVar(&o.direct, "direct", false, "also run both sides without HTTP and MCP: Store.CreateApproval, and the bare gorm insert, each called by the clients as goroutines; their ratio is the most approvals_create/bare can reach (not with -url or -tool approval_request)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of each run to PREFIX.RUN.pprof (RUN: create, bare, baremcp; with -direct also direct and directbare), and an allocation profile beside it (PREFIX.RUN.allocs.pprof)")
+	fs.IntVar(&o.waiting, "waiting", 0, "measure waiting instead: this many agents, each its own MCP session subscribed to its own open ask with its GET stream open, run in a child process; "+
+		"reports the server's memory per agent and the notice latency of decisions made while all wait")
+	fs.IntVar(&o.timelines, "timelines", 0, "with the waiting run: also this many live web timelines (the ask page's event stream), measured after the agents")
+	fs.IntVar(&o.decisions, "decisions", 200, "with the waiting run: how many asks, spread over all, are decided while all wait")
+	fs.IntVar(&o.decideRate, "decide-rate", 50, "with the waiting run: decisions a second")
+	fs.StringVar(&o.memprofile, "memprofile", "", "with the waiting run: write heap profiles of the server with all agents waiting to PREFIX.agents.pprof, and with the timelines open too to PREFIX.timelines.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if os.Getenv(childEnv) == "1" {
+		return waitingChild(ctx, o.waiting, o.timelines, os.Stdin, out)
+	}
+	if o.waiting > 0 || o.timelines > 0 {
+		if o.url != "" || o.direct || o.waiting < 0 || o.timelines < 0 || o.decisions < 1 || o.decideRate < 1 {
+			return errors.New("-waiting and -timelines run the service in this process (not with -url or -direct), with -decisions and -decide-rate at least 1")
+		}
+		return runWaiting(ctx, o, out)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())

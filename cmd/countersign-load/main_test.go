@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -108,5 +109,42 @@ func TestTheLoadCommandRefusesBadFlags(t *testing.T) {
 		if err := run(context.Background(), args, &out); err == nil {
 			t.Errorf("run %q: no error, want a refusal", args)
 		}
+	}
+}
+
+// TestMain runs the agents' side of the waiting run when this test binary is
+// started as its child process.
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// The waiting run opens its agents and timelines in a child process, and
+// every decision made while they wait reaches its agent and its timeline:
+// the report counts each notice heard, and a lost one fails the run.
+func TestTheWaitingRunHearsEveryDecision(t *testing.T) {
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := run(ctx, []string{"-waiting", "12", "-timelines", "8", "-decisions", "6", "-decide-rate", "100"}, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{
+		"12 agents waiting",
+		"agent (notifications/resources/updated): 6 of 6 heard",
+		"live timeline (SSE event): 4 of 4 heard",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the report does not say %q:\n%s", want, text)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^waiting agent\t12\t`).MatchString(text) || !regexp.MustCompile(`(?m)^live timeline\t8\t`).MatchString(text) {
+		t.Errorf("no memory row for the agents and the timelines:\n%s", text)
 	}
 }

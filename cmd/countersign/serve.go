@@ -54,6 +54,7 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		IdleTimeout:       2 * time.Minute,
 		// No WriteTimeout: MCP responses may stream for as long as a call waits.
 	}
+	srv.RegisterOnShutdown(a.EndStreams)
 	var wg sync.WaitGroup
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	wg.Go(func() { a.Background(sweepCtx) })
