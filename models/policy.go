@@ -426,6 +426,12 @@ func (s *Store) autoApprove(tx *gorm.DB, a *Approval) (bool, error) {
 	if err := tx.Table("memberships").Select("role").Where("account_id = ? AND person_id = ?", a.AccountID, p.SignerID).Scan(&role).Error; err != nil {
 		return false, err
 	}
+	if req := a.RequirementOf(); req != nil {
+		// A policy never counts as one of a rule's people: the ask stays
+		// pending for them, and its timeline says why.
+		return false, s.noteOn(tx, a, ActorPolicy, p.ID, StepPolicySkipped, fmt.Sprintf(
+			"%srule %s needs %d of its people to sign, and a policy is none of them", policySkipNote, req.RuleID, req.Count))
+	}
 	signer := Member{Person: Person{ID: p.SignerID, Subject: p.SignerSubject}, AccountID: a.AccountID, Role: role}
 	if !signer.MayDecide(a) {
 		return false, nil
