@@ -16,6 +16,11 @@ const (
 	KindRun         = "run"
 	KindAutoApprove = "auto_approve"
 	KindToolCall    = "tool_call"
+	// KindRuleChange is a change to an approval rule proposed in the
+	// browser: it applies only once the quorum the rules give to rule
+	// changes has signed it. Its payload, {"rule_change": {action, rule_id,
+	// rule}}, is built by the store, never sent by an agent.
+	KindRuleChange = "rule_change"
 )
 
 // Kinds are the kinds approvals_create files, in the order the seed names

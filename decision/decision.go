@@ -56,8 +56,11 @@ type ceremony struct {
 
 // Begin checks the choice, issues the single-use nonce of this decision by m
 // on the ask, and returns the ceremony id the browser holds and the WebAuthn
-// options whose challenge covers the ask, its payload hash, the decision and
-// the nonce.
+// options whose challenge covers the ask, its payload hash, the decision,
+// the approval rule's frozen requirement (on an ask a rule covers) and the
+// nonce. On such an ask the decision is one signature of the rule's quorum:
+// Complete records it, and the ask moves only when the last one needed
+// lands (or at the first deny).
 func (s *Service) Begin(ctx context.Context, m *models.Member, approvalID string, c Choice) (string, passkey.Options, error) {
 	return s.begin(ctx, m, approvalID, c, "")
 }
@@ -115,7 +118,11 @@ func (s *Service) begin(ctx context.Context, m *models.Member, approvalID string
 	if err != nil {
 		return "", nil, err
 	}
-	options, session, err := s.rp.BeginDecision(u, proof.Challenge(proof.Domain, a.ID, a.PayloadSHA256, d.Signed(), nonce))
+	challenge, err := proof.DecisionChallenge(a.ID, a.PayloadSHA256, d.Signed(), a.RequirementOf(), nonce)
+	if err != nil {
+		return "", nil, err
+	}
+	options, session, err := s.rp.BeginDecision(u, challenge)
 	if err != nil {
 		return "", nil, err
 	}
@@ -177,7 +184,14 @@ func (s *Service) complete(ctx context.Context, m *models.Member, approvalID, ce
 	if err != nil {
 		return nil, err
 	}
-	assertion, err := s.rp.FinishDecision(u, st.Session, credential, proof.Challenge(proof.Domain, a.ID, a.PayloadSHA256, st.Decision, st.Nonce))
+	// The requirement is the ask's, frozen at filing: the same one the
+	// challenge bound when it was begun.
+	requirement := a.RequirementOf()
+	challenge, err := proof.DecisionChallenge(a.ID, a.PayloadSHA256, st.Decision, requirement, st.Nonce)
+	if err != nil {
+		return nil, err
+	}
+	assertion, err := s.rp.FinishDecision(u, st.Session, credential, challenge)
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +215,9 @@ func (s *Service) complete(ctx context.Context, m *models.Member, approvalID, ce
 		Person: m.Subject, AccountID: m.AccountID, DecidedAt: s.store.Now(), Question: st.Question, Answer: st.Answer,
 	})
 	p.Payload = proof.B64(a.Payload) // the canonical bytes payload_sha256 covers, so a verifier needs no server
+	if requirement != nil {
+		p.Domain, p.Requirement = proof.DomainRequirement, requirement
+	}
 	if d.Proof, err = json.Marshal(p); err != nil {
 		return nil, fmt.Errorf("decision proof: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/countersign/countersign/ask"
+	"github.com/countersign/countersign/proof"
 )
 
 // Approval is an ask: what a requester wants a go on, frozen, and what became of it.
@@ -51,10 +52,19 @@ type Approval struct {
 	JobID            string
 	RunnerID         string // the runner a pinned run names; "" for every other ask
 	Priority         int
-	Version          int
-	ExpiresAt        time.Time
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	// Requirement is the approval rule's requirement frozen at filing (the
+	// canonical JSON of a proof.Requirement), nil when no rule covers the
+	// ask. Every signature on the ask binds it; see RequirementOf.
+	Requirement *string
+	// EscalatedAt is when the ask escalated to its rule's escalation pool
+	// (nil while it has not); from then on those people may sign too.
+	EscalatedAt *time.Time
+	// RemindedAt is when the ask was last pushed again as a reminder.
+	RemindedAt *time.Time
+	Version    int
+	ExpiresAt  time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 
 	written []TimelineEvent // see Written
 }
@@ -63,6 +73,19 @@ type Approval struct {
 // timeline, oldest first. For an ask CreateApproval or RequestAutoApprove just
 // filed, that is its whole timeline as it committed.
 func (a *Approval) Written() []TimelineEvent { return a.written }
+
+// RequirementOf returns the rule's requirement frozen into the ask, or nil
+// when no rule covers it.
+func (a *Approval) RequirementOf() *proof.Requirement {
+	if a.Requirement == nil {
+		return nil
+	}
+	r, err := proof.ParseRequirement([]byte(*a.Requirement))
+	if err != nil {
+		return nil
+	}
+	return r
+}
 
 // LinkList returns the ask's links.
 func (a *Approval) LinkList() []string {
@@ -205,6 +228,19 @@ func (s *Store) fileTx(tx *gorm.DB, a *Approval) error {
 	if a.Supersedes != "" {
 		if err := s.supersede(tx, a); err != nil {
 			return err
+		}
+	}
+	if a.Requirement == nil {
+		req, err := s.requirementFor(tx, a)
+		if err != nil {
+			return err
+		}
+		if req != nil {
+			c, err := req.Canonical()
+			if err != nil {
+				return err
+			}
+			a.Requirement = nullableJSON(c)
 		}
 	}
 	if err := tx.Table("approvals").Create(a).Error; err != nil {
@@ -350,8 +386,8 @@ func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilte
 		q = q.Where("status = ?", st)
 	}
 	if f.Kind != "" {
-		if !slices.Contains(AskKinds, f.Kind) && f.Kind != KindAutoApprove && !slices.Contains(RequestKinds, f.Kind) {
-			return nil, "", Invalid("kind", "must be one of %s, %s or %s, not %q", strings.Join(AskKinds, ", "), KindAutoApprove, strings.Join(RequestKinds, ", "), f.Kind)
+		if !slices.Contains(AskKinds, f.Kind) && f.Kind != KindAutoApprove && f.Kind != KindRuleChange && !slices.Contains(RequestKinds, f.Kind) {
+			return nil, "", Invalid("kind", "must be one of %s, %s, %s or %s, not %q", strings.Join(AskKinds, ", "), KindAutoApprove, KindRuleChange, strings.Join(RequestKinds, ", "), f.Kind)
 		}
 		q = q.Where("kind = ?", f.Kind)
 	}

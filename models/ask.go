@@ -18,6 +18,8 @@ const (
 	KindRun         = ask.KindRun
 	KindAutoApprove = ask.KindAutoApprove
 	KindToolCall    = ask.KindToolCall
+	// KindRuleChange: a rule change proposed in the browser (ProposeRuleChange).
+	KindRuleChange = ask.KindRuleChange
 )
 
 // AskKinds are the kinds approvals_create files: ask.Kinds, the one list.

@@ -1,13 +1,16 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 )
 
 // Inbox returns, soonest deadline first (then newest first), at most limit
 // open asks that wait for the member: those asked of their subject and, for
-// owners and admins, those asked of nobody in particular, so a run with
+// owners and admins, those asked of nobody in particular, and on an ask an
+// approval rule covers, only if the rule counts them; so a run with
 // minutes left is never below asks with days left. An ask whose life ran
 // out is left out even before the sweep closes it. The approvals_asked_of
 // index (account_id, asked_of, status, seq) finds them; the open asks of one
@@ -26,6 +29,25 @@ func (s *Store) Inbox(ctx context.Context, m *Member, limit int) ([]Approval, er
 		Order("expires_at, seq DESC").Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("read inbox: %w", err)
+	}
+	// The asks an approval rule covers wait for the people its frozen
+	// requirement counts, whoever they are asked of; the open ones of an
+	// account are few.
+	var covered []Approval
+	if err := s.db.WithContext(ctx).Table("approvals").
+		Where("account_id = ? AND requirement IS NOT NULL AND asked_of NOT IN ? AND status IN ? AND expires_at > ?", m.AccountID, askedOf, OpenStatuses, s.now()).
+		Order("expires_at, seq DESC").Limit(MaxPageSize).Find(&covered).Error; err != nil {
+		return nil, fmt.Errorf("read inbox: %w", err)
+	}
+	out = slices.DeleteFunc(append(out, covered...), func(a Approval) bool { return !m.MayDecide(&a) })
+	slices.SortStableFunc(out, func(a, b Approval) int {
+		if c := a.ExpiresAt.Compare(b.ExpiresAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.Seq, a.Seq)
+	})
+	if len(out) > limit {
+		out = out[:limit]
 	}
 	return out, nil
 }

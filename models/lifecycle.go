@@ -80,6 +80,7 @@ type transition struct {
 // this file changes an approval's status.
 var lifecycle = map[Event]transition{
 	EventApprove:         {from: []Status{StatusPending}, to: StatusApproved},
+	EventCountersigned:   {from: []Status{StatusPending}, to: StatusPending}, // one signature of a rule's quorum, not the last
 	EventAutoApprove:     {from: []Status{StatusPending}, to: StatusApproved},
 	EventDeny:            {from: []Status{StatusPending}, to: StatusDenied},
 	EventNotMine:         {from: []Status{StatusPending}, to: StatusDenied},
@@ -345,7 +346,7 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 		if a.Status != StatusPending {
 			return nil, stateError(a, "; only a pending ask can be answered")
 		}
-		if (a.Kind == KindRun || a.Kind == KindAutoApprove) && d.Nonce == nil {
+		if (a.Kind == KindRun || a.Kind == KindAutoApprove || a.Kind == KindRuleChange) && d.Nonce == nil {
 			return nil, Refuse(PermissionDenied, "proof", "a %s ask is decided only with a device-key signature", a.Kind)
 		}
 		if d.Verdict == VerdictQuestion && strings.TrimSpace(d.Note) == "" {
@@ -377,6 +378,9 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 			if a.Kind == KindAutoApprove {
 				ch.after = func(tx *gorm.DB, a *Approval) error { return s.enablePolicy(tx, a, m, d.CredentialID) }
 			}
+			if a.Kind == KindRuleChange {
+				ch.after = func(tx *gorm.DB, a *Approval) error { return s.applyRuleChange(tx, a, m.Subject) }
+			}
 			if a.IsRequest() {
 				// A command executes in the transaction that records the
 				// approval, which update opened after checking the stored deadline.
@@ -397,6 +401,9 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 		default: // an option, checked against the ask's
 			decided["note"] = v.Note
 			ch.event, ch.set, ch.note = EventApprove, withDecision(decided, string(v.Verdict)), v.Note
+		}
+		if req := a.RequirementOf(); req != nil {
+			return s.countersign(tx, a, req, m, d, v.Verdict, ch)
 		}
 		return ch, nil
 	})

@@ -385,6 +385,37 @@ CREATE UNIQUE INDEX persons_subject_folded ON persons (subject_key)
 	{19, "agents made for a person (agent create --for, and the clients a person connects by OAuth): for_person_id, whose approvals do not count towards a rule's quorum on that agent's asks", `
 ALTER TABLE agents ADD COLUMN for_person_id TEXT REFERENCES persons(id)
 `},
+	{20, "approval rules (approval_rules: an account's rules, spec as JSON; a built-in's id with removed set switches it off) and the requirement a rule froze into an ask, with when it escalated and was last reminded", `
+CREATE TABLE approval_rules (
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	id TEXT NOT NULL,
+	spec {{json}} NOT NULL,
+	builtin BOOLEAN NOT NULL DEFAULT FALSE,
+	removed BOOLEAN NOT NULL DEFAULT FALSE,
+	created_by TEXT NOT NULL DEFAULT '',
+	created_at {{time}} NOT NULL,
+	updated_at {{time}} NOT NULL,
+	PRIMARY KEY (account_id, id)
+);
+ALTER TABLE approvals ADD COLUMN requirement {{json}};
+ALTER TABLE approvals ADD COLUMN escalated_at {{time}};
+ALTER TABLE approvals ADD COLUMN reminded_at {{time}}
+`},
+	{21, "approval signatures: each person's signed answer on an ask a rule covers, one per person (the same person never counts twice), in the order they landed", `
+CREATE TABLE approval_signatures (
+	seq {{serial}},
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	approval_id TEXT NOT NULL,
+	person_id TEXT NOT NULL REFERENCES persons(id),
+	subject TEXT NOT NULL,
+	credential_id TEXT NOT NULL,
+	decision TEXT NOT NULL,
+	proof {{json}} NOT NULL,
+	created_at {{time}} NOT NULL,
+	UNIQUE (approval_id, person_id)
+);
+CREATE INDEX approval_signatures_approval ON approval_signatures (approval_id, seq)
+`},
 	{22, "OAuth: the clients registered dynamically (RFC 7591), and the clients persons connected, each an agent made for that person", `
 CREATE TABLE oauth_clients (
 	id TEXT PRIMARY KEY,

@@ -497,6 +497,11 @@ func (s *Store) IssueChallenge(ctx context.Context, m *Member, a *Approval, deci
 	if !s.now().Before(a.ExpiresAt) {
 		return Refuse(FailedPrecondition, "", "approval %s expired at %s", a.ID, a.ExpiresAt.Format(time.RFC3339))
 	}
+	if a.Requirement != nil {
+		if err := s.notSignedYet(ctx, a, m); err != nil {
+			return err
+		}
+	}
 	now := s.now()
 	issued := false
 	err := s.write(ctx, func(tx *gorm.DB) error {

@@ -20,9 +20,10 @@ type PolicyScope struct {
 	Requesters  []string `json:"requesters"`   // agent subjects; empty: anyone
 }
 
-// NeverAutoApproved are the kinds no policy approves: merges, rolls, runs and
-// policies themselves keep asking, and a decision needs a person to pick.
-var NeverAutoApproved = []string{KindPullRequest, KindRoll, KindRun, KindAutoApprove, KindDecision}
+// NeverAutoApproved are the kinds no policy approves: merges, rolls, runs,
+// policies and approval rules themselves keep asking, and a decision needs a
+// person to pick.
+var NeverAutoApproved = []string{KindPullRequest, KindRoll, KindRun, KindAutoApprove, KindDecision, KindRuleChange}
 
 // MaxPolicyLife is the longest an auto-approve policy may run.
 const MaxPolicyLife = 24 * time.Hour
@@ -425,6 +426,12 @@ func (s *Store) autoApprove(tx *gorm.DB, a *Approval) (bool, error) {
 	var role Role
 	if err := tx.Table("memberships").Select("role").Where("account_id = ? AND person_id = ?", a.AccountID, p.SignerID).Scan(&role).Error; err != nil {
 		return false, err
+	}
+	if req := a.RequirementOf(); req != nil {
+		// A policy never counts as one of a rule's people: the ask stays
+		// pending for them, and its timeline says why.
+		return false, s.noteOn(tx, a, ActorPolicy, p.ID, StepPolicySkipped, fmt.Sprintf(
+			"%srule %s needs %d of its people to sign, and a policy is none of them", policySkipNote, req.RuleID, req.Count))
 	}
 	signer := Member{Person: Person{ID: p.SignerID, Subject: p.SignerSubject}, AccountID: a.AccountID, Role: role}
 	if !signer.MayDecide(a) {

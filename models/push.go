@@ -219,7 +219,14 @@ type PushTarget struct {
 // an ask is asked of: the named member, or the account's owners and admins.
 func recipientDevices(tx *gorm.DB, a *Approval) ([]PushSubscription, error) {
 	q, args := `SELECT s.* FROM push_subscriptions s JOIN memberships m ON m.person_id = s.person_id`, []any{a.AccountID}
-	if a.AskedOf != "" {
+	if req := a.RequirementOf(); req != nil {
+		people := req.People
+		if a.EscalatedAt != nil {
+			people = append(slices.Clone(people), req.Escalation...)
+		}
+		q += ` JOIN persons p ON p.id = m.person_id WHERE m.account_id = ? AND p.subject IN ?`
+		args = append(args, people)
+	} else if a.AskedOf != "" {
 		q += ` JOIN persons p ON p.id = m.person_id WHERE m.account_id = ? AND p.subject = ?`
 		args = append(args, a.AskedOf)
 	} else {

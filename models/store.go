@@ -290,11 +290,17 @@ func (s *Store) MemberBySubject(ctx context.Context, accountID, subject string) 
 	return &m, nil
 }
 
-// MayDecide says whether the member may answer the ask: it is asked of them, or
-// of nobody in particular and they are an owner or admin.
+// MayDecide says whether the member may answer the ask: on an ask an
+// approval rule covers, they are one of the people its frozen requirement
+// counts (or of its escalation pool, once it escalated); otherwise it is
+// asked of them, or of nobody in particular and they are an owner or admin.
 func (m *Member) MayDecide(a *Approval) bool {
 	if m.AccountID != a.AccountID {
 		return false
+	}
+	if a.Requirement != nil {
+		r := a.RequirementOf()
+		return r != nil && r.MaySign(m.Subject, a.EscalatedAt != nil)
 	}
 	if a.AskedOf == "" {
 		return m.Role == RoleOwner || m.Role == RoleAdmin

@@ -112,20 +112,23 @@ func (b *B64) UnmarshalJSON(data []byte) error {
 // Unsigned rides along for people to read; no signature covers it.
 // docs/proof.md specifies every member.
 type Proof struct {
-	Format            string   `json:"format"` // "countersign-proof/v1"
-	Domain            string   `json:"domain"`
-	ApprovalID        string   `json:"approval_id"`
-	PayloadSHA256     string   `json:"payload_sha256"`
-	Payload           B64      `json:"payload,omitempty"` // RFC 8785 (JCS) bytes; absent in proofs made before it was added
-	Decision          string   `json:"decision"`
-	Nonce             B64      `json:"nonce"`
-	CredentialID      B64      `json:"credential_id"`
-	PublicKey         B64      `json:"public_key"` // COSE_Key
-	RPID              string   `json:"rp_id"`
-	AuthenticatorData B64      `json:"authenticator_data"`
-	ClientDataJSON    B64      `json:"client_data_json"`
-	Signature         B64      `json:"signature"`
-	Unsigned          Unsigned `json:"unsigned"`
+	Format            string `json:"format"` // "countersign-proof/v1"
+	Domain            string `json:"domain"`
+	ApprovalID        string `json:"approval_id"`
+	PayloadSHA256     string `json:"payload_sha256"`
+	Payload           B64    `json:"payload,omitempty"` // RFC 8785 (JCS) bytes; absent in proofs made before it was added
+	Decision          string `json:"decision"`
+	Nonce             B64    `json:"nonce"`
+	CredentialID      B64    `json:"credential_id"`
+	PublicKey         B64    `json:"public_key"` // COSE_Key
+	RPID              string `json:"rp_id"`
+	AuthenticatorData B64    `json:"authenticator_data"`
+	ClientDataJSON    B64    `json:"client_data_json"`
+	Signature         B64    `json:"signature"`
+	// Requirement is the approval rule's requirement the signature binds,
+	// on an ask a rule covers (domain DomainRequirement); absent otherwise.
+	Requirement *Requirement `json:"requirement,omitempty"`
+	Unsigned    Unsigned     `json:"unsigned"`
 }
 
 // Format names the proof layout.
@@ -171,7 +174,7 @@ const ClockSkew = time.Second
 // The member names a reader accepts, exactly as written (encoding/json alone
 // would also take "Decision" for "decision").
 var (
-	proofMembers    = []string{"format", "domain", "approval_id", "payload_sha256", "payload", "decision", "nonce", "credential_id", "public_key", "rp_id", "authenticator_data", "client_data_json", "signature", "unsigned"}
+	proofMembers    = []string{"format", "domain", "approval_id", "payload_sha256", "payload", "decision", "nonce", "credential_id", "public_key", "rp_id", "authenticator_data", "client_data_json", "signature", "requirement", "unsigned"}
 	unsignedMembers = []string{"person", "account_id", "decided_at", "question", "answer"}
 	keysMembers     = []string{"format", "account_id", "rp_id", "exported_at", "keys"}
 	deviceMembers   = []string{"credential_id", "public_key", "person", "name", "created_at", "removed", "removed_at"}
@@ -188,6 +191,13 @@ func Parse(raw []byte) (*Proof, error) {
 	var p Proof
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, err
+	}
+	if p.Requirement != nil {
+		var top map[string]json.RawMessage
+		_ = json.Unmarshal(raw, &top)
+		if _, err := ParseRequirement(top["requirement"]); err != nil {
+			return nil, err
+		}
 	}
 	return &p, nil
 }
@@ -336,8 +346,11 @@ func Verify(p *Proof, want Expect) (*Result, error) {
 	if p.Format != Format {
 		return nil, fail("format", "format is %q, want %q", p.Format, Format)
 	}
-	if p.Domain != Domain {
+	switch {
+	case p.Requirement == nil && p.Domain != Domain:
 		return nil, fail("domain", "domain is %q, want %q", p.Domain, Domain)
+	case p.Requirement != nil && p.Domain != DomainRequirement:
+		return nil, fail("domain", "domain is %q, want %q for a proof that binds a requirement", p.Domain, DomainRequirement)
 	}
 	if p.ApprovalID == "" {
 		return nil, fail("approval_id", "approval_id is empty")
@@ -380,7 +393,10 @@ func Verify(p *Proof, want Expect) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	challenge := Challenge(p.Domain, p.ApprovalID, p.PayloadSHA256, p.Decision, p.Nonce)
+	challenge, err := DecisionChallenge(p.ApprovalID, p.PayloadSHA256, p.Decision, p.Requirement, p.Nonce)
+	if err != nil {
+		return nil, fail("requirement", "%v", err)
+	}
 
 	cd, err := readClientData(p.ClientDataJSON)
 	if err != nil {
@@ -391,7 +407,7 @@ func Verify(p *Proof, want Expect) (*Result, error) {
 	}
 	signed, err := base64.RawURLEncoding.DecodeString(cd.Challenge)
 	if err != nil || !bytes.Equal(signed, challenge) {
-		return nil, fail("challenge", "client_data_json challenge is not the challenge of this approval, payload hash, decision and nonce")
+		return nil, fail("challenge", "client_data_json challenge is not the challenge of this approval, payload hash, decision, requirement and nonce")
 	}
 	if cd.Origin != origin {
 		return nil, fail("origin", "client_data_json origin is %q, want %q", cd.Origin, origin)

@@ -247,8 +247,8 @@ func TestAgentCommands(t *testing.T) {
 	t.Run("agent list shows it enabled with its scopes", func(t *testing.T) {
 		list := mustCLI(t, env, "agent", "list")
 		r := row(t, list.stdout, "bot")
-		if len(r) < 4 || r[1] != "agent:bot" || r[2] != "mcp:read,approvals:read" || r[3] != "enabled" {
-			t.Fatalf("row = %q, want bot agent:bot mcp:read,approvals:read enabled\n%s", r, list)
+		if len(r) < 5 || r[1] != "agent:bot" || r[2] != "-" || r[3] != "mcp:read,approvals:read" || r[4] != "enabled" {
+			t.Fatalf("row = %q, want bot agent:bot - mcp:read,approvals:read enabled\n%s", r, list)
 		}
 		if strings.Contains(list.stdout, token) {
 			t.Fatalf("agent list shows the token\n%s", list)
@@ -261,7 +261,7 @@ func TestAgentCommands(t *testing.T) {
 			t.Fatalf("disable says:\n%s", disabled)
 		}
 		list := mustCLI(t, env, "agent", "list")
-		if r := row(t, list.stdout, "bot"); len(r) < 4 || r[3] != "disabled:" {
+		if r := row(t, list.stdout, "bot"); len(r) < 5 || r[4] != "disabled:" {
 			t.Fatalf("row after disable = %q, want state disabled\n%s", r, list)
 		}
 		if got := readAgent(t, data, "bot"); !got.Disabled {

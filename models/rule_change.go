@@ -1,0 +1,140 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+)
+
+// A rule change made in the browser is an ask of kind rule_change: the
+// proposer files it (ProposeRuleChange), it is covered by the rules like
+// any ask (built in: two owners or admins once the account has two), each
+// approver signs it with a passkey, and the change is applied in the
+// transaction that records the approval completing the quorum. The CLI
+// (countersign rule) and COUNTERSIGN_RULES are the operator's paths on the
+// host and apply at once (SetRule, RemoveRule); both kinds of change go on
+// the audit chain.
+
+// Actions of a rule change.
+const (
+	RuleChangeSet    = "set"
+	RuleChangeRemove = "remove"
+)
+
+// RuleChange is what a rule_change ask proposes: its payload's one member.
+type RuleChange struct {
+	Action string    `json:"action"` // set or remove
+	RuleID string    `json:"rule_id"`
+	Rule   *RuleSpec `json:"rule,omitempty"` // for set
+}
+
+type ruleChangePayload struct {
+	RuleChange RuleChange `json:"rule_change"`
+}
+
+// RulesAgentName is the agent that files the rule changes proposed in the
+// browser, one per account, made on first use. It has no token anyone
+// knows: it files nothing over MCP.
+const RulesAgentName = "countersign-rules"
+
+// ProposeRuleChange files, for the owner or admin m, an ask to set or remove
+// a rule. Nothing changes until it is approved: the proposer may sign it as
+// one of the people, and the quorum the rules give to rule_change asks
+// decides it. The proposal is checked now (a bad rule is refused before it
+// is filed) and again when it is applied.
+func (s *Store) ProposeRuleChange(ctx context.Context, m *Member, rc RuleChange) (*Approval, error) {
+	if m.Role != RoleOwner && m.Role != RoleAdmin {
+		return nil, Refuse(PermissionDenied, "", "only an owner or admin proposes a rule change")
+	}
+	var title string
+	switch rc.Action {
+	case RuleChangeSet:
+		if rc.Rule == nil {
+			return nil, Invalid("rule", "a set needs the rule")
+		}
+		if err := CheckRule(rc.RuleID, rc.Rule); err != nil {
+			return nil, err
+		}
+		title = "Set rule " + rc.RuleID + ": " + rc.Rule.Summary()
+	case RuleChangeRemove:
+		if rc.Rule != nil {
+			return nil, Invalid("rule", "a remove names the rule by id only")
+		}
+		if _, err := s.RuleByID(ctx, m.AccountID, rc.RuleID); err != nil {
+			return nil, err
+		}
+		title = "Remove rule " + rc.RuleID
+	default:
+		return nil, Invalid("action", "must be set or remove, not %q", rc.Action)
+	}
+	if n := runeCount(title); n > 200 {
+		title = string([]rune(title)[:199]) + "…"
+	}
+	raw, err := json.Marshal(ruleChangePayload{RuleChange: rc})
+	if err != nil {
+		return nil, fmt.Errorf("rule change: %w", err)
+	}
+	canonical, sum, err := CanonicalHash(raw)
+	if err != nil {
+		return nil, err
+	}
+	agent, err := s.rulesAgent(ctx, m.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	a := &Approval{
+		ID: newID("appr"), AccountID: m.AccountID, Kind: KindRuleChange, Title: title,
+		Summary:      m.Subject + " proposes this change to the account's approval rules.",
+		ApproveMeans: "The rule changes as shown once the people the rules ask for rule changes have signed.",
+		DenyMeans:    "The rules stay as they are.",
+		Payload:      string(canonical), PayloadSHA256: sum, AgentLabel: m.Subject,
+		RequesterID: agent.ID, RequesterSubject: agent.Subject,
+		Status: StatusPending, Version: 1, ExpiresAt: now.Add(s.askTTL), CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.file(ctx, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// rulesAgent finds or makes the account's RulesAgentName agent.
+func (s *Store) rulesAgent(ctx context.Context, accountID string) (*Agent, error) {
+	a, err := s.AgentByName(ctx, accountID, RulesAgentName)
+	if err == nil {
+		return a, nil
+	}
+	if CodeOf(err) != NotFound {
+		return nil, err
+	}
+	a, _, err = s.CreateAgent(ctx, accountID, RulesAgentName, []string{ScopeApprovalsRead})
+	if CodeOf(err) == FailedPrecondition { // made meanwhile by another call
+		return s.AgentByName(ctx, accountID, RulesAgentName)
+	}
+	return a, err
+}
+
+// applyRuleChange applies, inside the transaction that approves it, the rule
+// change a rule_change ask proposed; by names the approvers.
+func (s *Store) applyRuleChange(tx *gorm.DB, a *Approval, by string) error {
+	var p ruleChangePayload
+	if err := json.Unmarshal([]byte(a.Payload), &p); err != nil {
+		return fmt.Errorf("rule change payload: %w", err)
+	}
+	rc := p.RuleChange
+	by = "approval:" + a.ID + " (" + by + ")"
+	switch rc.Action {
+	case RuleChangeSet:
+		if rc.Rule == nil {
+			return errors.New("rule change: set without a rule")
+		}
+		_, err := s.setRule(tx, a.AccountID, rc.RuleID, *rc.Rule, by)
+		return err
+	case RuleChangeRemove:
+		return s.removeRule(tx, a.AccountID, rc.RuleID, by)
+	}
+	return fmt.Errorf("rule change: unknown action %q", rc.Action)
+}
