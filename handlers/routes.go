@@ -137,6 +137,8 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	person.POST("/devices/:id/rename", h.DeviceRename)
 	person.POST("/devices/:id/remove/begin", h.DeviceRemoveBegin)
 	person.POST("/devices/:id/remove", h.DeviceRemove)
+	person.POST("/away", h.AwaySet)
+	person.POST("/away/end", h.AwayEnd)
 	person.POST("/signout/everywhere", h.SignOutEverywhere)
 	person.POST("/push/subscribe", h.PushSubscribe)
 	person.POST("/push/unsubscribe", h.PushUnsubscribe)

@@ -236,7 +236,7 @@ func (s *Store) fileTx(tx *gorm.DB, a *Approval) error {
 			return err
 		}
 		if req != nil {
-			if err := s.delegateRequirement(tx, a.AccountID, req); err != nil {
+			if err := s.delegateRequirement(tx, a, req); err != nil {
 				return err
 			}
 			c, err := req.Canonical()

@@ -163,20 +163,38 @@ func delegateFor(ds map[string]delegation, p string, pool []string, own string) 
 // delegate in, so that the delegate signs in their place; a delegate
 // already counted leaves the away person in, so the pool never shrinks
 // below what the rule was checked against.
-func (s *Store) delegateRequirement(tx *gorm.DB, accountID string, req *proof.Requirement) error {
-	ds, err := s.delegationsOf(tx, accountID)
+func (s *Store) delegateRequirement(tx *gorm.DB, a *Approval, req *proof.Requirement) error {
+	ds, err := s.delegationsOf(tx, a.AccountID)
 	if err != nil || len(ds) == 0 {
+		return err
+	}
+	own, err := ownPerson(tx, a)
+	if err != nil {
 		return err
 	}
 	people := slices.Clone(req.People)
 	for i, p := range people {
-		if d := delegateFor(ds, p, req.People, req.NotCounted); d != "" && !slices.Contains(people, d) {
+		if d := delegateFor(ds, p, req.People, own); d != "" && !slices.Contains(people, d) {
 			people[i] = d
 		}
 	}
 	slices.Sort(people)
 	req.People = people
 	return nil
+}
+
+// ownPerson reads the subject of the person the ask's requesting agent
+// acts for, "" when it acts for nobody.
+func ownPerson(tx *gorm.DB, a *Approval) (string, error) {
+	var owns []string
+	if err := tx.Table("agents a").Joins("JOIN persons p ON p.id = a.for_person_id").
+		Where("a.id = ?", a.RequesterID).Pluck("p.subject", &owns).Error; err != nil {
+		return "", fmt.Errorf("read the requester's person: %w", err)
+	}
+	if len(owns) == 0 {
+		return "", nil
+	}
+	return owns[0], nil
 }
 
 // pushSubjects are the people to push about an ask a rule covers: those of
@@ -188,9 +206,13 @@ func (s *Store) pushSubjects(tx *gorm.DB, a *Approval, req *proof.Requirement, w
 	if err != nil {
 		return nil, err
 	}
+	own, err := ownPerson(tx, a)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
 	for _, p := range want {
-		if d := delegateFor(ds, p, req.People, req.NotCounted); d != "" && req.MaySign(d, a.EscalatedAt != nil) {
+		if d := delegateFor(ds, p, req.People, own); d != "" && req.MaySign(d, a.EscalatedAt != nil) {
 			p = d
 		}
 		if !slices.Contains(out, p) {
