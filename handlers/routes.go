@@ -157,6 +157,9 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	admin.POST("/runners", h.AdminRunnerEnroll)
 	admin.POST("/runners/:name/disable", h.AdminRunnerDisable)
 	admin.GET("/policies", h.AdminPolicies)
+	admin.GET("/rules", h.AdminRules)
+	admin.POST("/rules", h.AdminRulePropose)
+	admin.POST("/rules/:id/remove", h.AdminRuleRemove)
 	admin.GET("/audit", h.AdminAudit)
 	return e
 }
