@@ -47,6 +47,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	if err := store.EnsureDefaultAccount(ctx); err != nil {
 		return nil, err
 	}
+	if cfg.Rules != nil {
+		if err := ApplyRulesFile(ctx, store, cfg.Rules); err != nil {
+			return nil, fmt.Errorf("COUNTERSIGN_RULES: %w", err)
+		}
+	}
 	rp, err := passkey.New(cfg.BaseURL)
 	if err != nil {
 		return nil, err

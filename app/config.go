@@ -41,6 +41,7 @@ type Config struct {
 	TLSKey       string            // COUNTERSIGN_TLS_KEY
 	ACMEDomain   string            // COUNTERSIGN_ACME_DOMAIN
 	HTTPAddr     string            // COUNTERSIGN_HTTP_ADDR; "" when there is no redirect listener
+	Rules        *RulesFile        // COUNTERSIGN_RULES, read and checked; nil when unset
 
 	// BaseURLFromAddr says BaseURL was made from Addr (BaseURLFor), the
 	// variable being unset; serve makes it again from the port it listens
@@ -87,6 +88,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_TLS_KEY", "", "The PEM private key of `COUNTERSIGN_TLS_CERT`."},
 	{"COUNTERSIGN_ACME_DOMAIN", "", "Empty: no automatic certificates. Else the host name `serve` gets and renews a certificate for by itself (Let's Encrypt, ACME; its terms accepted), cached in `COUNTERSIGN_DATA/acme` on SQLite and in the database on PostgreSQL (shared by the instances). `COUNTERSIGN_BASE_URL` must be `https://` that name, and `COUNTERSIGN_ADDR` should be `:443`. Not with `COUNTERSIGN_TLS_CERT`."},
 	{"COUNTERSIGN_HTTP_ADDR", "", "With TLS on: the listen address of a plain-HTTP listener that redirects (301) every request to `COUNTERSIGN_BASE_URL`. With `COUNTERSIGN_ACME_DOMAIN` it also answers ACME HTTP-01 challenges, and empty means `:80` (`off`: none); with `COUNTERSIGN_TLS_CERT` empty means none. Without TLS it must stay empty."},
+	{"COUNTERSIGN_RULES", "", "Empty: approval rules are kept with `countersign rule` and the Admin → Rules page only. Else a YAML file of rules (`rules: [{id, account, kinds, effects, servers, tools, requesters, min_priority, count, pool, apply_from, escalate_to, escalate_after, remind_every}]`, or `{id, remove: true}`) checked at start, where a bad file fails the start, and set in their accounts: for operators who keep policy in git (`docs/security.md`)."},
 	{"GOGC", "400", "Not Countersign's own: Go's garbage collector target. When it is unset `serve` uses 400, where the collector costs about a third of the CPU it does at Go's 100, for a heap of a few tens of MB (`docs/perf.md`)."},
 }
 
@@ -164,6 +166,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		bad("COUNTERSIGN_ADDR", "port %q is not a number from 0 to 65535", port)
 	}
 	c.Data = get("COUNTERSIGN_DATA")
+	if path := get("COUNTERSIGN_RULES"); path != "" {
+		if c.Rules, err = ReadRulesFile(path); err != nil {
+			bad("COUNTERSIGN_RULES", "%v", err)
+		}
+	}
 	c.DatabaseURL = get("COUNTERSIGN_DATABASE_URL")
 	if c.DatabaseURL != "" {
 		u, err := url.Parse(c.DatabaseURL)

@@ -61,7 +61,10 @@ type StatusOut struct {
 	DecidedAt  *time.Time      `json:"decidedAt,omitempty"`
 	Command    *CommandOut     `json:"command,omitempty"`
 	ExpiresAt  time.Time       `json:"expiresAt"`
-	Proof      json.RawMessage `json:"proof,omitempty" jsonschema:"The signed assertion that decided it, checkable with countersign verify."`
+	Proof      json.RawMessage `json:"proof,omitempty" jsonschema:"The signed assertion that decided it, checkable with countersign verify; on a request an approval rule covers, the bundle of every signature."`
+	Quorum     *QuorumOut      `json:"quorum,omitempty" jsonschema:"On a request an approval rule covers: the rule's requirement, who has approved (\"1 of 2 approved (ada)\") and who may still sign."`
+	Signers    []string        `json:"signers,omitempty" jsonschema:"On a request an approval rule covers: everyone who signed, in order; decidedBy completed the quorum."`
+	Signatures []SignatureOut  `json:"signatures,omitempty" jsonschema:"On a request an approval rule covers: each signature with its signer and key."`
 }
 
 func mustRequestSchema() *jsonschema.Schema {
@@ -130,7 +133,11 @@ Do not use it in a tight loop: with a sessionId, the outcome comes on your next 
 			return nil, err
 		}
 		o := models.OutcomeOf(a, r)
-		return &StatusOut{ApprovalID: o.ApprovalID, Kind: o.Kind, Status: o.Status, Answer: answerOut(o.Answer),
-			DecidedBy: o.DecidedBy, DecidedAt: o.DecidedAt, Command: commandOut(o.Command), ExpiresAt: o.ExpiresAt, Proof: rawOrNil(o.Proof)}, nil
+		out := &StatusOut{ApprovalID: o.ApprovalID, Kind: o.Kind, Status: o.Status, Answer: answerOut(o.Answer),
+			DecidedBy: o.DecidedBy, DecidedAt: o.DecidedAt, Command: commandOut(o.Command), ExpiresAt: o.ExpiresAt, Proof: rawOrNil(o.Proof)}
+		if out.Quorum, out.Signatures, out.Signers, err = s.quorumOut(ctx, a); err != nil {
+			return nil, err
+		}
+		return out, nil
 	})
 }

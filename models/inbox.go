@@ -1,15 +1,16 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 )
 
 // Inbox returns, soonest deadline first (then newest first), at most limit
 // open asks that wait for the member: those asked of their subject and, for
-// owners and admins, those asked of nobody in particular, so a run with
+// owners and admins, those asked of nobody in particular, and on an ask an
+// approval rule covers, only if the rule counts them; so a run with
 // minutes left is never below asks with days left. An ask whose life ran
 // out is left out even before the sweep closes it. The approvals_asked_of
 // index (account_id, asked_of, status, seq) finds them; the open asks of one
@@ -29,35 +30,21 @@ func (s *Store) Inbox(ctx context.Context, m *Member, limit int) ([]Approval, er
 	if err != nil {
 		return nil, fmt.Errorf("read inbox: %w", err)
 	}
-	// The asks an approval rule covers wait for the people it froze, asked
-	// of someone or not: those the member may sign, or signed, join them.
+	// The asks an approval rule covers wait for the people its frozen
+	// requirement counts, whoever they are asked of; the open ones of an
+	// account are few.
 	var covered []Approval
 	if err := s.db.WithContext(ctx).Table("approvals").
-		Where("account_id = ? AND requirement IS NOT NULL AND status IN ? AND expires_at > ?", m.AccountID, OpenStatuses, s.now()).
-		Order("expires_at, seq DESC").Limit(limit).Find(&covered).Error; err != nil {
+		Where("account_id = ? AND requirement IS NOT NULL AND asked_of NOT IN ? AND status IN ? AND expires_at > ?", m.AccountID, askedOf, OpenStatuses, s.now()).
+		Order("expires_at, seq DESC").Limit(MaxPageSize).Find(&covered).Error; err != nil {
 		return nil, fmt.Errorf("read inbox: %w", err)
 	}
-	if len(covered) == 0 {
-		return out, nil
-	}
-	ids := make([]string, len(covered))
-	for i, a := range covered {
-		ids[i] = a.ID
-	}
-	signed, err := s.SignedBy(ctx, m, ids)
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range covered {
-		if (m.MayDecide(&a) || signed[a.ID]) && !slices.ContainsFunc(out, func(o Approval) bool { return o.ID == a.ID }) {
-			out = append(out, a)
+	out = slices.DeleteFunc(append(out, covered...), func(a Approval) bool { return !m.MayDecide(&a) })
+	slices.SortStableFunc(out, func(a, b Approval) int {
+		if c := a.ExpiresAt.Compare(b.ExpiresAt); c != 0 {
+			return c
 		}
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].ExpiresAt.Equal(out[j].ExpiresAt) {
-			return out[i].ExpiresAt.Before(out[j].ExpiresAt)
-		}
-		return out[i].Seq > out[j].Seq
+		return cmp.Compare(b.Seq, a.Seq)
 	})
 	if len(out) > limit {
 		out = out[:limit]
@@ -66,7 +53,7 @@ func (s *Store) Inbox(ctx context.Context, m *Member, limit int) ([]Approval, er
 }
 
 // SignedBy says which of the asks (ids) the member has signed, under an
-// approval rule's quorum.
+// approval rule's quorum: the inbox lists those apart, as waiting for others.
 func (s *Store) SignedBy(ctx context.Context, m *Member, ids []string) (map[string]bool, error) {
 	var got []string
 	if len(ids) == 0 {

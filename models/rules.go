@@ -371,6 +371,14 @@ func (s *Store) setRule(tx *gorm.DB, accountID, id string, spec RuleSpec, by str
 	}
 	now := s.now()
 	r := &Rule{ID: id, AccountID: accountID, RuleSpec: spec, Builtin: isBuiltin(id), CreatedBy: by, CreatedAt: now, UpdatedAt: now}
+	var same int64
+	if err := tx.Table("approval_rules").Where("account_id = ? AND id = ? AND spec = ? AND NOT removed", accountID, id, string(raw)).
+		Count(&same).Error; err != nil {
+		return nil, fmt.Errorf("read rule: %w", err)
+	}
+	if same > 0 {
+		return r, nil // as it is already: nothing changes, nothing to audit
+	}
 	if err := tx.Exec(`INSERT INTO approval_rules (account_id, id, spec, builtin, removed, created_by, created_at, updated_at)
 		VALUES (?, ?, ?, ?, FALSE, ?, ?, ?)
 		ON CONFLICT (account_id, id) DO UPDATE SET spec = excluded.spec, removed = FALSE, created_by = excluded.created_by, updated_at = excluded.updated_at`,
@@ -383,6 +391,13 @@ func (s *Store) setRule(tx *gorm.DB, accountID, id string, spec RuleSpec, by str
 func (s *Store) removeRule(tx *gorm.DB, accountID, id, by string) error {
 	now := s.now()
 	if isBuiltin(id) {
+		var off int64
+		if err := tx.Table("approval_rules").Where("account_id = ? AND id = ? AND removed", accountID, id).Count(&off).Error; err != nil {
+			return fmt.Errorf("read rule: %w", err)
+		}
+		if off > 0 {
+			return nil // already off
+		}
 		spec := ruleSpecOf(id)
 		raw, _ := json.Marshal(spec)
 		if err := tx.Exec(`INSERT INTO approval_rules (account_id, id, spec, builtin, removed, created_by, created_at, updated_at)
@@ -591,4 +606,41 @@ func (s *Store) requirementFor(tx *gorm.DB, a *Approval) (*proof.Requirement, er
 		best, bestID = req, r.ID
 	}
 	return best, nil
+}
+
+// ParsePool reads a pool as the CLI and COUNTERSIGN_RULES write it:
+// "owners", "admins" or "members" (a role); "asked_of+<role>" (the ask's
+// asked_of person and that role); or "group:<name>=<subject>,<subject>…"
+// (a named group of people).
+func ParsePool(s string) (Pool, error) {
+	s = strings.TrimSpace(s)
+	var p Pool
+	switch {
+	case s == PoolOwners || s == PoolAdmins || s == PoolMembers:
+		p = Pool{Kind: PoolRole, Role: s}
+	case strings.HasPrefix(s, "asked_of+"):
+		p = Pool{Kind: PoolAskedOf, Role: strings.TrimPrefix(s, "asked_of+")}
+	case strings.HasPrefix(s, "group:"):
+		name, people, ok := strings.Cut(strings.TrimPrefix(s, "group:"), "=")
+		if !ok {
+			return Pool{}, Invalid("pool", "a group is written group:<name>=<subject>,<subject>, not %q", s)
+		}
+		p = Pool{Kind: PoolGroup, Group: name}
+		for _, person := range strings.Split(people, ",") {
+			if person = strings.TrimSpace(person); person != "" {
+				p.People = append(p.People, person)
+			}
+		}
+	default:
+		return Pool{}, Invalid("pool", "must be owners, admins, members, asked_of+<role> or group:<name>=<subject>,…, not %q", s)
+	}
+	return p, checkPool("pool", p)
+}
+
+// Word is the pool as ParsePool reads it back.
+func (p Pool) Word() string {
+	if p.Kind == PoolGroup {
+		return "group:" + p.Group + "=" + strings.Join(p.People, ",")
+	}
+	return p.String()
 }

@@ -26,8 +26,11 @@ type Approval struct {
 	Payload       json.RawMessage `json:"payload"`
 	PayloadSHA256 string          `json:"payload_sha256"`
 	Proof         json.RawMessage `json:"proof"`
-	ExpiresAt     time.Time       `json:"expires_at"`
-	Timeline      []Event         `json:"timeline"`
+	Quorum        *struct {
+		Requirement json.RawMessage `json:"requirement"`
+	} `json:"quorum"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Timeline  []Event   `json:"timeline"`
 }
 
 // Event is one line of an approval's timeline.
@@ -85,7 +88,10 @@ var ErrNotMine = errors.New("the run names another runner's public key")
 // offline against the pinned device keys at origin, approves exactly this
 // approval and payload, and was signed by a key of the person asked; the run
 // has not expired; argv[0] resolves inside the scripts folder (no "..", no
-// symlink out) to a regular file whose SHA-256 is script_sha256. A run that
+// symlink out) to a regular file whose SHA-256 is script_sha256. On a run an
+// approval rule covers, the proof is a bundle that must meet the requirement
+// frozen into the ask: that many distinct persons of the pinned keys, each
+// signing this payload and that requirement (checkBundle). A run that
 // fails a check returns a *Refusal saying which; one for another runner
 // returns ErrNotMine.
 func (h *Host) Check(a *Approval, origin string, now time.Time) (*Plan, error) {
@@ -106,23 +112,12 @@ func (h *Host) Check(a *Approval, origin string, now time.Time) (*Plan, error) {
 	if len(a.Proof) == 0 || string(a.Proof) == "null" {
 		return nil, refuse("no decision proof: nobody's device signed an approve of this run")
 	}
-	p, err := proof.Parse(a.Proof)
-	if err != nil {
-		return nil, refuse("the decision proof is not a countersign proof: %v", err)
-	}
-	res, err := proof.Verify(p, proof.Expect{RPID: h.Trusted.RPID, Origin: origin, Keys: h.Trusted})
-	if err != nil {
-		return nil, refuse("the decision proof does not verify against the pinned device keys: %v", err)
-	}
-	switch {
-	case res.ApprovalID != a.ApprovalID:
-		return nil, refuse("the decision proof is for approval %s, not %s", res.ApprovalID, a.ApprovalID)
-	case res.PayloadSHA256 != payloadSHA:
-		return nil, refuse("the decision proof signs another payload (%s) than this run's (%s)", res.PayloadSHA256, payloadSHA)
-	case res.Decision != "approve":
-		return nil, refuse("the decision proof signs %q, not approve", res.Decision)
-	case res.KeyPerson != pin.AskedOf:
-		return nil, refuse("the decision was signed by a key of %s, but the run was asked of %s", res.KeyPerson, pin.AskedOf)
+	if proof.IsBundle(a.Proof) || a.Quorum != nil {
+		if err := checkBundle(a, payloadSHA, h.Trusted, origin); err != nil {
+			return nil, err
+		}
+	} else if err := checkProof(a, payloadSHA, pin.AskedOf, h.Trusted, origin); err != nil {
+		return nil, err
 	}
 	secs, err := strconv.ParseInt(pin.ExpiresAt.String(), 10, 64)
 	if err != nil {
@@ -203,4 +198,66 @@ func readScript(path string) ([]byte, error) {
 		return nil, fmt.Errorf("over %d bytes", maxScript)
 	}
 	return code, nil
+}
+
+// checkProof checks the single-signer proof of a run no rule covers: it
+// verifies against the pinned keys and approves exactly this run, signed by
+// a key of the person asked.
+func checkProof(a *Approval, payloadSHA, askedOf string, trusted *proof.Keys, origin string) error {
+	p, err := proof.Parse(a.Proof)
+	if err != nil {
+		return refuse("the decision proof is not a countersign proof: %v", err)
+	}
+	res, err := proof.Verify(p, proof.Expect{RPID: trusted.RPID, Origin: origin, Keys: trusted})
+	if err != nil {
+		return refuse("the decision proof does not verify against the pinned device keys: %v", err)
+	}
+	switch {
+	case res.ApprovalID != a.ApprovalID:
+		return refuse("the decision proof is for approval %s, not %s", res.ApprovalID, a.ApprovalID)
+	case res.PayloadSHA256 != payloadSHA:
+		return refuse("the decision proof signs another payload (%s) than this run's (%s)", res.PayloadSHA256, payloadSHA)
+	case res.Decision != "approve":
+		return refuse("the decision proof signs %q, not approve", res.Decision)
+	case res.KeyPerson != askedOf:
+		return refuse("the decision was signed by a key of %s, but the run was asked of %s", res.KeyPerson, askedOf)
+	}
+	return nil
+}
+
+// checkBundle checks the proof of a run an approval rule covers: a bundle
+// of this run whose requirement is the one frozen into the ask, and that
+// meets it against the pinned keys (proof.VerifyBundle: every signature
+// valid, distinct persons of the pool, at least the count approving).
+func checkBundle(a *Approval, payloadSHA string, trusted *proof.Keys, origin string) error {
+	if !proof.IsBundle(a.Proof) {
+		return refuse("the run is covered by an approval rule, but its proof is one signature, not the bundle the rule needs")
+	}
+	b, err := proof.ParseBundle(a.Proof)
+	if err != nil {
+		return refuse("the decision bundle is not a countersign bundle: %v", err)
+	}
+	if a.Quorum != nil && !sameJSON(a.Quorum.Requirement, b.Requirement) {
+		return refuse("the decision bundle binds another requirement than the one frozen into the run")
+	}
+	res, err := proof.VerifyBundle(b, proof.Expect{RPID: trusted.RPID, Origin: origin, Keys: trusted})
+	if err != nil {
+		return refuse("the decision bundle does not meet its requirement against the pinned device keys: %v", err)
+	}
+	switch {
+	case res.ApprovalID != a.ApprovalID:
+		return refuse("the decision bundle is for approval %s, not %s", res.ApprovalID, a.ApprovalID)
+	case res.PayloadSHA256 != payloadSHA:
+		return refuse("the decision bundle signs another payload (%s) than this run's (%s)", res.PayloadSHA256, payloadSHA)
+	case res.Decision != "approve":
+		return refuse("the decision bundle decides %q, not approve", res.Decision)
+	}
+	return nil
+}
+
+// sameJSON says whether two JSON texts are the same value.
+func sameJSON(x, y []byte) bool {
+	cx, _, errX := ask.CanonicalHash(x)
+	cy, _, errY := ask.CanonicalHash(y)
+	return errX == nil && errY == nil && string(cx) == string(cy)
 }

@@ -49,6 +49,12 @@ Usage:
   countersign runner serve --dir D --server URL [--token-file F] [--time-limit 10m] [--parallel 4]
                                                on a runner host: run approved pinned runs once each, up to
                                                --parallel at once (docs/runner.md)
+  countersign rule add ID --count N --pool POOL [--kinds K,…] [--effects E,…] [--servers P,…] [--tools P,…]
+                 [--requesters agent:N,…] [--min-priority N] [--apply-from N] [--escalate-to POOL --escalate-after D]
+                 [--remind-every D] [--name TEXT] [--account NAME]
+                                               set an approval rule (two people for what matters); applies at once
+  countersign rule list [--account NAME]       the rules in force, built-ins included
+  countersign rule remove ID [--account NAME]  remove a rule (a built-in is switched off)
   countersign vapid                            print the Web Push (VAPID) public key
   countersign backup --out FILE                copy the SQLite database to a new FILE while serve runs
                                                (VACUUM INTO); on PostgreSQL use pg_dump
@@ -60,7 +66,7 @@ Usage:
   countersign work list [--account NAME]       the board's columns and items, with their ids
   countersign audit verify [--account NAME] [--seal]
                                                check the audit log against its hash chain; exit 0 intact, 1 not
-  countersign verify PROOF.json [--keys KEYS.json] [--rp-id ID] [--origin ORIGIN]
+  countersign verify PROOF.json|BUNDLE.json [--keys KEYS.json] [--rp-id ID] [--origin ORIGIN]
                  [--allow-self-asserted] [--allow-missing-payload]
                                                check a decision proof offline (docs/proof.md); exit 0 valid
                                                with a registered key and its payload, 1 not
@@ -103,6 +109,7 @@ var commandUsage = map[string]string{
 	"healthcheck": healthcheckUsage,
 	"invite":      inviteUsage,
 	"keys":        keysUsage,
+	"rule":        ruleUsage,
 	"runner":      runnerUsage,
 	"vapid":       "usage: countersign vapid        print the Web Push (VAPID) public key",
 	"verify":      verifyUsage,
@@ -189,6 +196,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return workCommand(ctx, cfg, args, out)
 	case "runner":
 		return runnerCommand(ctx, cfg, args, out)
+	case "rule":
+		return ruleCommand(ctx, cfg, args, out)
 	case "backup":
 		return backupCommand(ctx, cfg, args, out)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/countersign/countersign/proof"
 )
 
-const verifyUsage = "usage: countersign verify PROOF.json|APPROVAL.json [--keys KEYS.json] [--rp-id ID] [--origin ORIGIN] [--allow-self-asserted] [--allow-missing-payload]"
+const verifyUsage = "usage: countersign verify PROOF.json|BUNDLE.json|APPROVAL.json [--keys KEYS.json] [--rp-id ID] [--origin ORIGIN] [--allow-self-asserted] [--allow-missing-payload]"
 
 // verifyCommand checks a decision proof offline: it needs no configuration,
 // no database and no network. It exits 0 only when the proof is valid, its
@@ -60,6 +60,10 @@ func verifyCommand(args []string, out io.Writer) error {
 	opts := verifyOptions{keysFile: *keysFile, rpID: *rpID, origin: *origin, allowSelf: *allowSelf, allowNoPayload: *allowNoPayload}
 	if answer, ok := readApprovalAnswer(raw); ok {
 		return verifyAnswer(answer, file, opts, out)
+	}
+	if proof.IsBundle(raw) {
+		_, err := verifyBundle(raw, file, opts, out)
+		return err
 	}
 	return verifyProof(raw, file, opts, out)
 }

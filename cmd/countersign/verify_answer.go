@@ -55,16 +55,32 @@ func verifyAnswer(a *approvalAnswer, file string, opts verifyOptions, out io.Wri
 	if len(a.Proof) == 0 || string(a.Proof) == "null" {
 		return notValid("it carries no decision proof: nobody's device signed it (status %s)", a.Status)
 	}
-	p, err := proof.Parse(a.Proof)
-	if err != nil {
-		return notValid("its proof is not a countersign proof: %v", err)
-	}
-	if p.ApprovalID != a.ApprovalID || p.PayloadSHA256 != a.PayloadSHA256 {
-		return notValid("its proof is for approval %s and payload %s, not this one", p.ApprovalID, p.PayloadSHA256)
-	}
-	fmt.Fprintf(out, "Approval %s (%s, %s): its payload hashes to payload_sha256 %s.\n\nIts decision proof:\n", a.ApprovalID, a.Kind, a.Status, a.PayloadSHA256)
-	if err := verifyProof(a.Proof, file+" (its proof)", opts, out); err != nil {
-		return err
+	var decision string
+	if proof.IsBundle(a.Proof) {
+		b, err := proof.ParseBundle(a.Proof)
+		if err != nil {
+			return notValid("its proof bundle is not a countersign bundle: %v", err)
+		}
+		if b.ApprovalID != a.ApprovalID || b.PayloadSHA256 != a.PayloadSHA256 {
+			return notValid("its proof bundle is for approval %s and payload %s, not this one", b.ApprovalID, b.PayloadSHA256)
+		}
+		fmt.Fprintf(out, "Approval %s (%s, %s): its payload hashes to payload_sha256 %s.\n\nIts decision, signed by several people:\n", a.ApprovalID, a.Kind, a.Status, a.PayloadSHA256)
+		if decision, err = verifyBundle(a.Proof, file+" (its proof bundle)", opts, out); err != nil {
+			return err
+		}
+	} else {
+		p, err := proof.Parse(a.Proof)
+		if err != nil {
+			return notValid("its proof is not a countersign proof: %v", err)
+		}
+		if p.ApprovalID != a.ApprovalID || p.PayloadSHA256 != a.PayloadSHA256 {
+			return notValid("its proof is for approval %s and payload %s, not this one", p.ApprovalID, p.PayloadSHA256)
+		}
+		fmt.Fprintf(out, "Approval %s (%s, %s): its payload hashes to payload_sha256 %s.\n\nIts decision proof:\n", a.ApprovalID, a.Kind, a.Status, a.PayloadSHA256)
+		if err := verifyProof(a.Proof, file+" (its proof)", opts, out); err != nil {
+			return err
+		}
+		decision = p.Decision
 	}
 	if a.Kind != "run" {
 		return nil
@@ -73,10 +89,10 @@ func verifyAnswer(a *approvalAnswer, file string, opts verifyOptions, out io.Wri
 	if err != nil || pin.RunnerPublicKey == "" {
 		return notValid("its payload is not a pinned run")
 	}
-	if p.Decision != "approve" {
+	if decision != "approve" {
 		for _, e := range a.Timeline {
 			if e.By == "runner" {
-				return notValid("a runner reported on a run whose proof signs %q, not approve", p.Decision)
+				return notValid("a runner reported on a run whose proof signs %q, not approve", decision)
 			}
 		}
 	}

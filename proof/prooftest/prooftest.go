@@ -77,7 +77,7 @@ type Assertion struct {
 }
 
 // Sign makes p an assertion over its own challenge (domain, approval_id,
-// payload_sha256, decision, nonce): it sets public_key, client_data_json,
+// payload_sha256, decision, nonce, and the requirement when p binds one): it sets public_key, client_data_json,
 // authenticator_data and signature.
 func (k *Key) Sign(p *proof.Proof, a Assertion) {
 	if a.Type == "" {
@@ -93,6 +93,13 @@ func (k *Key) Sign(p *proof.Proof, a Assertion) {
 		a.RPID = p.RPID
 	}
 	challenge := proof.Challenge(p.Domain, p.ApprovalID, p.PayloadSHA256, p.Decision, p.Nonce)
+	if p.Requirement != nil { // on an ask a rule covers: the v2 challenge, which binds the requirement
+		h, err := p.Requirement.SHA256()
+		if err != nil {
+			panic(err)
+		}
+		challenge = proof.RequirementChallenge(p.ApprovalID, p.PayloadSHA256, p.Decision, h, p.Nonce)
+	}
 	cd, err := json.Marshal(struct {
 		Type        string `json:"type"`
 		Challenge   string `json:"challenge"`
