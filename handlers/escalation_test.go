@@ -175,3 +175,64 @@ func htmlOf(t *testing.T, b *browser, path string) string {
 	}
 	return body
 }
+
+// Two instances on one database sweeping at the same instant remind an ask
+// once and escalate it once: the conditional updates let one of them push.
+func TestTwoInstancesRemindAndEscalateAnAskOnce(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		ps := apptest.NewPushService(t)
+		env := apptest.Start(t, db, map[string]string{"COUNTERSIGN_PUSH_ALLOWED_HOSTS": ps.Host(), "COUNTERSIGN_SWEEP_EVERY": "1h", "COUNTERSIGN_ASK_TTL": "2h"})
+		w := &escalationWorld{env: env, ps: ps, clock: &testClock{}}
+		env.Store.SetClock(w.clock.now)
+		other, _ := apptest.OpenStore(t, env.App.Config)
+		other.SetClock(w.clock.now)
+		w.bob = env.Member(env.Account.ID, "bob", models.RoleMember)
+		w.carol = env.Member(env.Account.ID, "carol", models.RoleAdmin)
+		if _, err := env.Store.SetRule(context.Background(), env.Account.ID, "reviews", reviewRule(), "cli:test"); err != nil {
+			t.Fatal(err)
+		}
+		_, token := env.Agent(env.Account.ID, "bot")
+		w.agent = env.Connect(token)
+		defer w.agent.Close()
+		w.subscribe(t, w.bob, "bob-phone")
+		w.subscribe(t, w.carol, "carol-phone")
+		id := w.file(t, 1)
+
+		both := func() (reminded, escalated int) {
+			type result struct{ r, e int }
+			out := make(chan result, 2)
+			for _, s := range []*models.Store{env.Store, other} {
+				go func() {
+					r, e, err := s.RemindAndEscalate(context.Background())
+					if err != nil {
+						t.Errorf("remind and escalate: %v", err)
+					}
+					out <- result{r, e}
+				}()
+			}
+			for range 2 {
+				got := <-out
+				reminded, escalated = reminded+got.r, escalated+got.e
+			}
+			return reminded, escalated
+		}
+		jobs := func(person string) int64 {
+			var n int64
+			env.Store.DB().Table("push_jobs j").Joins("JOIN persons p ON p.id = j.person_id").
+				Where("j.approval_id = ? AND p.subject = ? AND j.event = ?", id, person, models.PushAsk).Count(&n)
+			return n
+		}
+
+		w.clock.advance(11 * time.Minute)
+		if r, e := both(); r != 1 || e != 0 || jobs("bob") != 2 {
+			t.Fatalf("two instances at once: %d reminded, %d escalated, bob has %d ask pushes; want 1, 0 and 2 (the ask, one reminder)", r, e, jobs("bob"))
+		}
+		w.clock.advance(20 * time.Minute)
+		if r, e := both(); r != 0 || e != 1 || jobs("carol") != 1 || jobs("bob") != 2 {
+			t.Fatalf("two instances at once: %d reminded, %d escalated, carol %d and bob %d ask pushes; want 0, 1, 1 and 2", r, e, jobs("carol"), jobs("bob"))
+		}
+		if steps := timelineSteps(t, env, id); strings.Count(strings.Join(steps, " "), string(models.EventEscalated)) != 1 {
+			t.Errorf("the timeline %v has not exactly one escalated event", steps)
+		}
+	})
+}
