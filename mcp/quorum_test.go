@@ -352,6 +352,19 @@ func TestARuleThatCannotBeMetIsRefusedAtFilingNamingIt(t *testing.T) {
 		if n != 0 {
 			t.Fatalf("%d asks were stored", n)
 		}
+
+		// A rule of two for every kind cannot cover a decision, which one person answers by picking an option.
+		if _, err := s.env.Store.SetRule(ctx, s.env.Account.ID, "two-for-all", models.RuleSpec{
+			Count: 2, Pool: models.Pool{Kind: models.PoolRole, Role: models.PoolAdmins}}, "cli:test"); err != nil {
+			t.Fatal(err)
+		}
+		r = s.agent.Call("approvals_create", map[string]any{
+			"kind": "decision", "title": "Pick the doc theme", "approve_means": "I use the theme you pick", "deny_means": "The theme stays",
+			"payload": map[string]any{"decision": map[string]any{"options": []string{"Light", "Dark"}}},
+			"context": map[string]any{"no_context_reason": "a theme choice"}})
+		if !r.IsError || r.Code != "FAILED_PRECONDITION" || !strings.Contains(r.Text, "rule two-for-all") || !strings.Contains(r.Text, "picking an option") {
+			t.Fatalf("a decision ask under a rule of two was filed: %s", r)
+		}
 	})
 }
 

@@ -588,6 +588,11 @@ func (s *Store) requirementFor(tx *gorm.DB, a *Approval) (*proof.Requirement, er
 				"rule %s (%s) needs %d distinct people to approve this ask, but %s: it could never be approved, so it was not filed; "+
 					"ask an owner to add people to the rule's pool or to change the rule", r.ID, r.Name, r.Count, why)
 		}
+		if r.Count > 1 && answeredByOnePerson(a) {
+			return nil, Refuse(FailedPrecondition, "rule",
+				"rule %s (%s) needs %d people to approve, but a %s ask is answered by one person picking an option or writing an answer: "+
+					"it could never be approved, so it was not filed; ask an owner to narrow the rule's kinds", r.ID, r.Name, r.Count, a.Kind)
+		}
 		if best != nil && (r.Count < best.Count || r.Count == best.Count && r.ID > bestID) {
 			continue
 		}
@@ -643,4 +648,18 @@ func (p Pool) Word() string {
 		return "group:" + p.Group + "=" + strings.Join(p.People, ",")
 	}
 	return p.String()
+}
+
+// answeredByOnePerson says whether the ask is answered by one person's
+// pick or text (a decision ask's option, a request's question), which a
+// quorum of people cannot share.
+func answeredByOnePerson(a *Approval) bool {
+	if a.Kind == KindDecision {
+		return true
+	}
+	if a.IsRequest() {
+		p := a.Request()
+		return p != nil && p.Question != nil
+	}
+	return false
 }
