@@ -20,9 +20,10 @@ type PolicyScope struct {
 	Requesters  []string `json:"requesters"`   // agent subjects; empty: anyone
 }
 
-// NeverAutoApproved are the kinds no policy approves: merges, rolls, runs and
-// policies themselves keep asking, and a decision needs a person to pick.
-var NeverAutoApproved = []string{KindPullRequest, KindRoll, KindRun, KindAutoApprove, KindDecision}
+// NeverAutoApproved are the kinds no policy approves: merges, rolls, runs,
+// policies and approval rules themselves keep asking, and a decision needs a
+// person to pick.
+var NeverAutoApproved = []string{KindPullRequest, KindRoll, KindRun, KindAutoApprove, KindDecision, KindRuleChange}
 
 // MaxPolicyLife is the longest an auto-approve policy may run.
 const MaxPolicyLife = 24 * time.Hour
