@@ -293,7 +293,8 @@ func (a *App) SealAudit(ctx context.Context) {
 	}
 }
 
-// Sweep expires open asks past their life, deletes expired passkey
+// Sweep expires open asks past their life, reminds and escalates the asks
+// approval rules cover (models.Store.RemindAndEscalate), deletes expired passkey
 // ceremonies, decision challenges and web sessions, and ends idle agent
 // sessions, every cfg.SweepEvery until ctx ends. On PostgreSQL one instance
 // at a time makes the pass (models.SweepTurn): an instance that finds
@@ -325,6 +326,11 @@ func (a *App) sweepOnce(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("expire asks: %w", err))
 	} else if n > 0 {
 		a.log.Info("expired asks", "count", n)
+	}
+	if reminded, escalated, err := a.Store.RemindAndEscalate(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("remind and escalate asks: %w", err))
+	} else if reminded+escalated > 0 {
+		a.log.Info("reminded and escalated asks", "reminded", reminded, "escalated", escalated)
 	}
 	if _, err := a.Store.SweepExpired(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("sweep expired ceremonies, challenges and sessions: %w", err))

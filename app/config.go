@@ -77,7 +77,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_ASK_TTL", "168h", "An ask's life unless its kind sets a shorter one (a run's `expires_at`)."},
 	{"COUNTERSIGN_ASK_RATE", "60/m", "Asks one requester may file per second (`s`), minute (`m`) or hour (`h`)."},
 	{"COUNTERSIGN_ASK_BURST", "20", "Asks one requester may file at once before the rate applies."},
-	{"COUNTERSIGN_SWEEP_EVERY", "15s", "How often open asks past their life are expired (on PostgreSQL, by one instance at a time)."},
+	{"COUNTERSIGN_SWEEP_EVERY", "15s", "How often open asks past their life are expired, and the asks approval rules cover reminded and escalated (on PostgreSQL, by one instance at a time)."},
 	{"COUNTERSIGN_PUSH_CONTACT", "", "VAPID contact, `mailto:you@example.com` or an https URL; empty: the base URL when https, else `mailto:countersign@localhost`."},
 	{"COUNTERSIGN_PUSH_CAP", "20/10m", "Ask pushes per person per window; past it one collapsed push says how many wait. `off` lifts it."},
 	{"COUNTERSIGN_PUSH_ALLOWED_HOSTS", "", "Comma-separated push service hosts allowed beside the browsers' own (tests use a local one)."},

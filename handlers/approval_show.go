@@ -3,6 +3,8 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"slices"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -45,7 +47,45 @@ func (h *Handlers) askPage(ctx context.Context, a *models.Approval, m *models.Me
 	if view.Request, err = h.requestView(ctx, a); err != nil {
 		return views.Ask{}, err
 	}
+	if view.Quorum, err = h.quorumView(ctx, a, m); err != nil {
+		return views.Ask{}, err
+	}
 	return view, nil
+}
+
+// quorumView reads what the page says of the signatures on an ask an
+// approval rule covers: the rule by name, who signed, who may still sign
+// (the escalation pool too, once it escalated); nil for other asks.
+func (h *Handlers) quorumView(ctx context.Context, a *models.Approval, m *models.Member) (*views.Quorum, error) {
+	q, sigs, err := h.store.QuorumOf(ctx, a)
+	if err != nil || q == nil {
+		return nil, err
+	}
+	req := q.Requirement
+	out := &views.Quorum{RuleID: req.RuleID, Count: req.Count, Approved: q.Approved, DeniedBy: q.DeniedBy, Waiting: q.Waiting(),
+		NotCounted: req.NotCounted, Escalation: req.Escalation, EscalateIn: time.Duration(req.EscalateAfter) * time.Second, EscalatedAt: a.EscalatedAt}
+	if a.EscalatedAt != nil {
+		for _, p := range req.Escalation {
+			if !slices.Contains(out.Waiting, p) && !slices.Contains(q.Approved, p) && p != q.DeniedBy {
+				out.Waiting = append(out.Waiting, p)
+			}
+		}
+	}
+	for _, g := range sigs {
+		if m != nil && g.PersonID == m.ID {
+			out.SignedByYou = true
+		}
+	}
+	rules, err := h.store.RulesWithRemoved(ctx, a.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rules {
+		if r.ID == req.RuleID {
+			out.RuleName = r.Name
+		}
+	}
+	return out, nil
 }
 
 // requestView reads what the page says of an ask filed with

@@ -1,12 +1,15 @@
 package handlers
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/views"
 )
 
@@ -38,6 +41,9 @@ func (h *Handlers) devicesPage(c echo.Context, status int, refusal string) error
 		return err
 	}
 	view := views.DevicesView{Error: refusal, Push: views.PushView{PublicKey: h.push.PublicKey}}
+	if view.Away, err = h.awayView(c.Request().Context(), v.member); err != nil {
+		return err
+	}
 	for _, k := range keys {
 		view.Keys = append(view.Keys, views.DeviceRow{ID: k.ID, Name: k.Name, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, BackedUp: k.BackedUp,
 			AddedBy: k.AddedBy, AddedByName: names[k.AddedBy]})
@@ -74,4 +80,28 @@ func (h *Handlers) DeviceRename(c echo.Context) error {
 // answered with JSON that the page script follows with a reload.
 func (h *Handlers) setFlash(c echo.Context, flash string) {
 	c.SetCookie(&http.Cookie{Name: flashCookie, Value: flash, Path: "/", MaxAge: 60, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.secure})
+}
+
+// awayView reads the person's away status and the members they may name
+// as their delegate.
+func (h *Handlers) awayView(ctx context.Context, m *models.Member) (views.AwayView, error) {
+	var out views.AwayView
+	w, err := h.store.AwayOf(ctx, m)
+	if err != nil {
+		return out, err
+	}
+	if w != nil {
+		out.Until, out.Delegate = &w.Until, w.DelegateSubject
+	}
+	members, err := h.store.Members(ctx, m.AccountID)
+	if err != nil {
+		return out, err
+	}
+	for _, o := range members {
+		if o.ID != m.ID {
+			out.Members = append(out.Members, views.AwayDelegate{Subject: o.Subject, Role: string(o.Role)})
+		}
+	}
+	out.Suggest = h.store.Now().Add(24 * time.Hour).UTC().Format("2006-01-02T15:04")
+	return out, nil
 }

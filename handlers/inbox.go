@@ -14,7 +14,9 @@ const inboxSize = 100
 
 // Inbox lists the open asks waiting for the signed-in person, soonest
 // deadline first, each marked with the rule that kept it asking when an
-// active policy skipped it.
+// active policy skipped it; the asks an approval rule covers that wait for
+// other people's signatures (the viewer signed, or may not) are listed
+// apart, each with its quorum.
 func (h *Handlers) Inbox(c echo.Context) error {
 	v := viewerOf(c)
 	asks, err := h.store.Inbox(c.Request().Context(), v.member, inboxSize+1)
@@ -34,8 +36,31 @@ func (h *Handlers) Inbox(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	for i := range view.Asks {
-		view.Asks[i].KeptAsking = kept[view.Asks[i].ID]
+	signed, err := h.store.SignedBy(c.Request().Context(), v.member, ids)
+	if err != nil {
+		return err
+	}
+	rows := view.Asks
+	view.Asks = nil
+	for i := range rows {
+		rows[i].KeptAsking = kept[rows[i].ID]
+		a := &asks[i]
+		if a.Requirement == nil {
+			view.Asks = append(view.Asks, rows[i])
+			continue
+		}
+		if q, _, err := h.store.QuorumOf(c.Request().Context(), a); err == nil && q != nil {
+			rows[i].Quorum = q.String()
+		} else if err != nil {
+			return err
+		}
+		// An ask a rule covers waits for the viewer only while they may
+		// still sign it.
+		if a.Status == models.StatusPending && v.member.MayDecide(a) && !signed[a.ID] {
+			view.Asks = append(view.Asks, rows[i])
+		} else {
+			view.Others = append(view.Others, rows[i])
+		}
 	}
 	return h.render(c, http.StatusOK, views.Inbox(h.page(c, "Inbox", "inbox"), view))
 }

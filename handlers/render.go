@@ -43,6 +43,8 @@ var flashes = map[string]string{
 	"passkey-added":       "Passkey added.",
 	"passkey-renamed":     "Passkey renamed.",
 	"passkey-removed":     "Passkey removed.",
+	"away-set":            "You are away: your asks go to your delegate until you come back or the time passes.",
+	"away-ended":          "Welcome back: your asks come to you again.",
 	"member-updated":      "Member updated.",
 	"member-removed":      "Member removed.",
 	"agent-disabled":      "Agent disabled: its token stops working and its open asks are cancelled.",

@@ -158,6 +158,8 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	person.POST("/devices/:id/rename", h.DeviceRename)
 	person.POST("/devices/:id/remove/begin", h.DeviceRemoveBegin)
 	person.POST("/devices/:id/remove", h.DeviceRemove)
+	person.POST("/away", h.AwaySet)
+	person.POST("/away/end", h.AwayEnd)
 	person.POST("/signout/everywhere", h.SignOutEverywhere)
 	person.POST("/push/subscribe", h.PushSubscribe)
 	person.POST("/push/unsubscribe", h.PushUnsubscribe)
@@ -176,6 +178,9 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	admin.POST("/runners", h.AdminRunnerEnroll)
 	admin.POST("/runners/:name/disable", h.AdminRunnerDisable)
 	admin.GET("/policies", h.AdminPolicies)
+	admin.GET("/rules", h.AdminRules)
+	admin.POST("/rules", h.AdminRulePropose)
+	admin.POST("/rules/:id/remove", h.AdminRuleRemove)
 	admin.GET("/audit", h.AdminAudit)
 	return e
 }

@@ -236,6 +236,9 @@ func (s *Store) fileTx(tx *gorm.DB, a *Approval) error {
 			return err
 		}
 		if req != nil {
+			if err := s.delegateRequirement(tx, a, req); err != nil {
+				return err
+			}
 			c, err := req.Canonical()
 			if err != nil {
 				return err
@@ -492,6 +495,12 @@ func applySet(a *Approval, set map[string]any) {
 			a.Proof = v.(*string)
 		case "superseded_by":
 			a.SupersededBy = v.(string)
+		case "escalated_at":
+			t := v.(time.Time)
+			a.EscalatedAt = &t
+		case "reminded_at":
+			t := v.(time.Time)
+			a.RemindedAt = &t
 		}
 	}
 }

@@ -17,7 +17,7 @@ var ActorKinds = []string{ActorAgent, ActorPerson, ActorSystem, ActorAdmin, Acto
 var AuditSteps = []string{"created", string(EventApprove), string(EventAutoApprove), string(EventDeny), string(EventNotMine),
 	string(EventQuestion), string(EventAnswered), string(EventWithdraw), string(EventExpire), string(EventSupersede),
 	string(EventCancel), string(EventStarted), string(EventObservedChanged), string(EventStep), string(EventDone), string(EventFailed),
-	string(EventExecuted), string(EventNotExecuted), string(EventCountersigned), StepRuleSet, StepRuleRemoved,
+	string(EventExecuted), string(EventNotExecuted), string(EventCountersigned), string(EventEscalated), StepRuleSet, StepRuleRemoved, StepAway, StepBack,
 	StepAutoApproveRequested, StepPolicyEnabled, StepPolicyReplaced, StepPolicyRevoked, StepPolicySkipped,
 	StepMemberJoined, StepPasskeyAdded, StepPasskeyRemoved, StepPersonRenamed,
 	string(EventRunnerDisabled), StepRunnerEnrolled, StepRunnerDisabled,

@@ -51,3 +51,21 @@ func (s *Store) Inbox(ctx context.Context, m *Member, limit int) ([]Approval, er
 	}
 	return out, nil
 }
+
+// SignedBy says which of the asks (ids) the member has signed, under an
+// approval rule's quorum: the inbox lists those apart, as waiting for others.
+func (s *Store) SignedBy(ctx context.Context, m *Member, ids []string) (map[string]bool, error) {
+	var got []string
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if err := s.db.WithContext(ctx).Table("approval_signatures").Where("account_id = ? AND person_id = ? AND approval_id IN ?", m.AccountID, m.ID, ids).
+		Pluck("approval_id", &got).Error; err != nil {
+		return nil, fmt.Errorf("read signatures: %w", err)
+	}
+	out := make(map[string]bool, len(got))
+	for _, id := range got {
+		out[id] = true
+	}
+	return out, nil
+}

@@ -81,6 +81,7 @@ type transition struct {
 var lifecycle = map[Event]transition{
 	EventApprove:         {from: []Status{StatusPending}, to: StatusApproved},
 	EventCountersigned:   {from: []Status{StatusPending}, to: StatusPending}, // one signature of a rule's quorum, not the last
+	EventEscalated:       {from: []Status{StatusPending}, to: StatusPending}, // unanswered past its rule's delay: the escalation pool may sign too
 	EventAutoApprove:     {from: []Status{StatusPending}, to: StatusApproved},
 	EventDeny:            {from: []Status{StatusPending}, to: StatusDenied},
 	EventNotMine:         {from: []Status{StatusPending}, to: StatusDenied},

@@ -475,6 +475,16 @@ CREATE TABLE instances (
 	seen_at {{time}} NOT NULL
 )
 `},
+	{27, "away with a delegate: a member marks themselves away until a time, and the asks of the rules that count them go to their delegate meanwhile", `
+CREATE TABLE aways (
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	person_id TEXT NOT NULL REFERENCES persons(id),
+	delegate_id TEXT NOT NULL REFERENCES persons(id),
+	until {{time}} NOT NULL,
+	created_at {{time}} NOT NULL,
+	PRIMARY KEY (account_id, person_id)
+)
+`},
 }
 
 // migrationSteps are the steps in Go that a migration runs after its SQL, in

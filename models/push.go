@@ -248,6 +248,28 @@ func (s *Store) queueAskPushes(tx *gorm.DB, a *Approval) error {
 	if err != nil {
 		return fmt.Errorf("find the recipients' devices: %w", err)
 	}
+	return s.queueAskPushesTo(tx, a, subs, a.Title)
+}
+
+// devicesOfPeople reads, in one query, the push subscriptions of the
+// account's members with these subjects.
+func devicesOfPeople(tx *gorm.DB, accountID string, subjects []string) ([]PushSubscription, error) {
+	var subs []PushSubscription
+	if len(subjects) == 0 {
+		return nil, nil
+	}
+	err := tx.Raw(`SELECT s.* FROM push_subscriptions s JOIN memberships m ON m.person_id = s.person_id
+		JOIN persons p ON p.id = m.person_id WHERE m.account_id = ? AND p.subject IN ? ORDER BY s.person_id, s.id`, accountID, subjects).Scan(&subs).Error
+	if err != nil {
+		return nil, fmt.Errorf("find the recipients' devices: %w", err)
+	}
+	return subs, nil
+}
+
+// queueAskPushesTo queues an ask push titled title to each of subs, under
+// the fatigue cap as queueAskPushes does: reminders and escalations go
+// through it too.
+func (s *Store) queueAskPushesTo(tx *gorm.DB, a *Approval, subs []PushSubscription, title string) error {
 	if len(subs) == 0 {
 		return nil
 	}
@@ -256,7 +278,7 @@ func (s *Store) queueAskPushes(tx *gorm.DB, a *Approval) error {
 	if err != nil {
 		return err
 	}
-	msg, _ := json.Marshal(PushMessage{Event: PushAsk, ApprovalID: a.ID, Title: a.Title, URL: "/approvals/" + a.ID})
+	msg, _ := json.Marshal(PushMessage{Event: PushAsk, ApprovalID: a.ID, Title: title, URL: "/approvals/" + a.ID})
 	jobs := make([]PushJob, 0, len(subs))
 	for _, sub := range subs {
 		job := PushJob{SubscriptionID: sub.ID, PersonID: sub.PersonID, ApprovalID: a.ID, Event: PushAsk, Body: string(msg),

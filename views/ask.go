@@ -51,6 +51,9 @@ type Ask struct {
 	// the page was opened with one and no session: its answers post there,
 	// and it opens no live timeline (that needs a session).
 	ViaLink string
+	// Quorum is set on an ask an approval rule covers: the rule, who
+	// signed, who may still sign.
+	Quorum *Quorum
 }
 
 // Request is what the page says of an ask filed with approval_request: its
@@ -474,6 +477,10 @@ func (a Ask) WhyNoButtons() string {
 	switch s := models.Status(a.Status); {
 	case s == models.StatusPending && !a.Now.Before(a.ExpiresAt):
 		return "This ask expired: it can no longer be answered."
+	case s == models.StatusPending && a.Quorum != nil && a.Quorum.SignedByYou:
+		return "You signed this ask; it waits for the others its rule needs."
+	case s == models.StatusPending && a.Quorum != nil:
+		return "This ask's rule counts other people's signatures, not yours."
 	case s == models.StatusPending && a.AskedOf != "":
 		return "This ask is for " + a.AskedOf + "; only they can answer it."
 	case s == models.StatusPending:

@@ -15,6 +15,21 @@ type DevicesView struct {
 	// Clients are the OAuth clients the person connected.
 	Clients []ConnectedClientRow
 	Error   string // a refusal to show above the list
+	Away    AwayView
+}
+
+// AwayView is the person's away status, and whom they may name as delegate.
+type AwayView struct {
+	Until    *time.Time // set while they are away
+	Delegate string     // their delegate's subject, while away
+	Members  []AwayDelegate
+	Suggest  string // the form's default time, datetime-local in UTC
+}
+
+// AwayDelegate is a member the person may name as their delegate.
+type AwayDelegate struct {
+	Subject string
+	Role    string
 }
 
 // DeviceRow is one passkey.

@@ -21,6 +21,9 @@ type AskRow struct {
 	// KeptAsking is the rule that kept an active policy from approving the
 	// ask ("a roll or release"), "" when no policy skipped it.
 	KeptAsking string
+	// Quorum is where an ask an approval rule covers stands, "1 of 2
+	// approved (ada)"; "" for other asks.
+	Quorum string
 }
 
 // Who names who asks, as the ask's page does (see whoAsks).
@@ -36,6 +39,10 @@ type InboxView struct {
 	MCPURL  string // where agents connect
 	IsAdmin bool   // the viewer also sees asks of nobody in particular
 	More    bool   // there are more open asks than shown
+	// Others are the open asks that wait for other people's signatures,
+	// not the viewer's: those an approval rule covers that the viewer
+	// signed already, or may not sign.
+	Others []AskRow
 }
 
 // HistoryView is the account's asks, filtered, one page at a time.

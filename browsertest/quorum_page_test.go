@@ -1,0 +1,70 @@
+package browsertest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/countersign/countersign/apptest"
+	"github.com/countersign/countersign/models"
+)
+
+// At phone width, the page of an ask an approval rule covers shows the rule
+// by name, who has signed and who may still sign; after ada signs it reads
+// "1 of 2 approved (ada) · waiting for: bob, carol". The Rules page passes
+// axe-core and holds on the phone.
+func TestTheAskPageShowsTheRuleTheSignersAndWhoMayStillSignOnThePhone(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		s := start(t, db)
+		s.page.Emulate(phoneWidth, phoneHeight)
+		s.signUp("ada", models.RoleOwner)
+		s.env.Member(s.env.Account.ID, "bob", models.RoleAdmin)
+		s.env.Member(s.env.Account.ID, "carol", models.RoleMember)
+		if _, err := s.env.Store.SetRule(context.Background(), s.env.Account.ID, "reviews", models.RuleSpec{Name: "two reviewers merge a pull request",
+			Kinds: []string{models.KindPullRequest}, Count: 2,
+			Pool: models.Pool{Kind: models.PoolGroup, Group: "reviewers", People: []string{"ada", "bob", "carol"}}}, "cli:browsertest"); err != nil {
+			t.Fatal(err)
+		}
+		id, _ := s.ask(pullRequestAsk(900, "abcdef1234567"))
+
+		s.openFromInbox(id, "Merge acme/web#900")
+		s.page.WaitVisible("[data-testid=quorum]")
+		if got := s.page.Text("[data-testid=rule]"); got != "two reviewers merge a pull request" {
+			t.Errorf("the rule reads %q", got)
+		}
+		if got := s.page.Text("[data-testid=signed]"); got != "0 of 2 approved" {
+			t.Errorf("before any signature the page says %q", got)
+		}
+		if got := s.page.Text("[data-testid=waiting-for]"); got != "waiting for: ada, bob, carol" {
+			t.Errorf("before any signature it waits for %q", got)
+		}
+
+		s.answer(id, "[data-testid=approve]")
+		s.page.WaitVisible("[data-testid=quorum]")
+		if got := s.page.Attr("[data-testid=status]", "data-status"); got != "pending" {
+			t.Fatalf("after one signature of two the ask is %s", got)
+		}
+		if got := s.page.Text("[data-testid=quorum] p:nth-child(2)"); got != "1 of 2 approved (ada) · waiting for: bob, carol" {
+			t.Errorf("after ada signed the page says %q", got)
+		}
+		if got := s.page.Text("[data-testid=you-signed]"); got != "You signed this ask; it waits for the others its rule needs. The same person counts once, whichever passkey signs." {
+			t.Errorf("ada is told %q", got)
+		}
+		if b, w := s.page.box("[data-testid=quorum]"), Eval[float64](s.page, `document.documentElement.clientWidth`); b == nil || b.Right > w {
+			t.Errorf("the quorum does not fit the phone's width (%v, width %v)", b, w)
+		}
+		accessible(s.page, "the ask page with its quorum")
+		holdsNarrowAndLarge(s.page, "the ask page with its quorum")
+
+		s.page.Go("/")
+		s.page.WaitVisible("[data-testid=waiting-for-others]")
+		if got := s.page.Text("[data-testid=waiting-for-others] [data-testid=row-quorum]"); got != "1 of 2 approved (ada)" {
+			t.Errorf("the inbox lists the signed ask under waiting for others as %q", got)
+		}
+		accessible(s.page, "the inbox split")
+
+		s.page.Go("/admin/rules")
+		s.page.WaitVisible("[data-rule=reviews]")
+		accessible(s.page, "the Rules page")
+		holdsNarrowAndLarge(s.page, "the Rules page")
+	})
+}
