@@ -319,7 +319,7 @@ func TestAWaitingAgentsStreamIsServedOffNetHTTPAndLeavesWithItsAgent(t *testing.
 	client := sdk.NewClient(&sdk.Implementation{Name: "waiter", Version: "1"}, &sdk.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) { heard <- r.Params.URI },
 	})
-	session, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: env.URL + "/mcp", HTTPClient: apptest.BearerClient(token), MaxRetries: -1}, nil)
+	session, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: env.URL + "/mcp", HTTPClient: apptest.BearerClient(token), MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: apptest.SessionRevision})
 	if err != nil {
 		t.Fatal(err)
 	}

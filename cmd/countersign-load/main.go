@@ -52,10 +52,11 @@ type options struct {
 	tool       string // approvals_create or approval_request
 	direct     bool   // also measure both sides without HTTP and MCP (direct.go)
 	// The waiting run (waiting.go).
-	waiting    int // agents waiting, each subscribed to its own open ask
-	timelines  int // live web timelines open
-	decisions  int // asks decided while all wait
-	decideRate int // decisions a second
+	waiting    int    // agents waiting, each subscribed to its own open ask
+	revision   string // the waiting agents' MCP revision
+	timelines  int    // live web timelines open
+	decisions  int    // asks decided while all wait
+	decideRate int    // decisions a second
 	memprofile string
 }
 
@@ -94,6 +95,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of each run to PREFIX.RUN.pprof (RUN: create, bare, baremcp; with -direct also direct and directbare), and an allocation profile beside it (PREFIX.RUN.allocs.pprof)")
 	fs.IntVar(&o.waiting, "waiting", 0, "measure waiting instead: this many agents, each its own MCP session subscribed to its own open ask with its GET stream open, run in a child process; "+
 		"reports the server's memory per agent and the notice latency of decisions made while all wait")
+	fs.StringVar(&o.revision, "revision", "2025-11-25", "with the waiting run: the agents' MCP revision, 2025-11-25 (a session and its GET stream) or 2026-07-28 (one subscriptions/listen stream each)")
 	fs.IntVar(&o.timelines, "timelines", 0, "with the waiting run: also this many live web timelines (the ask page's event stream), measured after the agents")
 	fs.IntVar(&o.decisions, "decisions", 200, "with the waiting run: how many asks, spread over all, are decided while all wait")
 	fs.IntVar(&o.decideRate, "decide-rate", 50, "with the waiting run: decisions a second")
@@ -105,6 +107,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return waitingChild(ctx, o.waiting, o.timelines, os.Stdin, out)
 	}
 	if o.waiting > 0 || o.timelines > 0 {
+		if o.revision != "2025-11-25" && o.revision != "2026-07-28" {
+			return fmt.Errorf("-revision is 2025-11-25 or 2026-07-28, not %q", o.revision)
+		}
 		if o.url != "" || o.direct || o.waiting < 0 || o.timelines < 0 || o.decisions < 1 || o.decideRate < 1 {
 			return errors.New("-waiting and -timelines run the service in this process (not with -url or -direct), with -decisions and -decide-rate at least 1")
 		}

@@ -195,7 +195,7 @@ func connect(ctx context.Context, t *target, n int) ([]*sdk.ClientSession, error
 	for range n {
 		client := sdk.NewClient(&sdk.Implementation{Name: "countersign-load", Version: "1"}, nil)
 		hc := &http.Client{Transport: bearer.Transport{Token: t.token, Base: clientTransport()}}
-		s, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: t.endpoint, HTTPClient: hc, MaxRetries: -1}, nil)
+		s, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: t.endpoint, HTTPClient: hc, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // sessions: the load keeps one per client
 		if err != nil {
 			closeAll(sessions)
 			return nil, fmt.Errorf("connect MCP session %d: %w", len(sessions)+1, err)

@@ -36,6 +36,7 @@ const (
 	childEnv         = "COUNTERSIGN_LOAD_WAITING_CHILD"
 	childEndpointEnv = "COUNTERSIGN_LOAD_WAITING_ENDPOINT"
 	childTokenEnv    = "COUNTERSIGN_LOAD_WAITING_TOKEN"
+	childRevisionEnv = "COUNTERSIGN_LOAD_WAITING_REVISION"
 	childCookiesEnv  = "COUNTERSIGN_LOAD_WAITING_COOKIES"
 )
 
@@ -129,7 +130,7 @@ func runWaiting(ctx context.Context, o options, out io.Writer) error {
 	childCtx, stopChild := context.WithCancel(ctx)
 	defer stopChild()
 	child := exec.CommandContext(childCtx, exe, "-waiting", strconv.Itoa(o.waiting), "-timelines", strconv.Itoa(o.timelines))
-	child.Env = append(os.Environ(), childEnv+"=1", childEndpointEnv+"="+t.endpoint, childTokenEnv+"="+t.token, childCookiesEnv+"="+strings.Join(cookies, ","))
+	child.Env = append(os.Environ(), childEnv+"=1", childEndpointEnv+"="+t.endpoint, childTokenEnv+"="+t.token, childRevisionEnv+"="+o.revision, childCookiesEnv+"="+strings.Join(cookies, ","))
 	child.Stderr = os.Stderr
 	stdin, err := child.StdinPipe()
 	if err != nil {
@@ -209,8 +210,11 @@ func runWaiting(ctx context.Context, o options, out io.Writer) error {
 	if err := await(lineAgentsReady); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%d agents waiting, each its own MCP session subscribed to its own open ask, GET stream open (set up in %s)\n",
-		o.waiting, time.Since(started).Round(time.Second))
+	how := "each its own MCP session subscribed to its own open ask, GET stream open"
+	if o.revision >= "2026-07-28" {
+		how = "each a 2026-07-28 client (no session) with one subscriptions/listen stream for its own open ask"
+	}
+	fmt.Fprintf(out, "%d agents waiting, %s (set up in %s)\n", o.waiting, how, time.Since(started).Round(time.Second))
 	time.Sleep(2 * time.Second) // let the last calls' buffers go back
 	agents := measureMemory()
 	if o.memprofile != "" && o.waiting > 0 {

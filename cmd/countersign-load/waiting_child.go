@@ -31,7 +31,7 @@ const setupWorkers = 16
 // its standard output (the line* constants) and ends when its standard input
 // closes.
 func waitingChild(ctx context.Context, agents, timelines int, in io.Reader, out io.Writer) error {
-	endpoint, token := os.Getenv(childEndpointEnv), os.Getenv(childTokenEnv)
+	endpoint, token, revision := os.Getenv(childEndpointEnv), os.Getenv(childTokenEnv), os.Getenv(childRevisionEnv)
 	var cookies []string
 	if c := os.Getenv(childCookiesEnv); c != "" {
 		cookies = strings.Split(c, ",")
@@ -51,15 +51,31 @@ func waitingChild(ctx context.Context, agents, timelines int, in io.Reader, out 
 	// DELETEs): the process ends, and with it their connections.
 	var sessions []*sdk.ClientSession
 	var sessionsMu sync.Mutex
-	connect := func(heard func(uri string)) (*sdk.ClientSession, *http.Transport, error) {
+	// connect opens an agent's client; on 2026-07-28, whose Subscribe returns
+	// before the service holds the subscription, acked hears each
+	// notifications/subscriptions/acknowledged.
+	connect := func(heard func(uri string), acked chan<- struct{}) (*sdk.ClientSession, *http.Transport, error) {
 		tr := &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext, MaxIdleConnsPerHost: 1}
 		opts := &sdk.ClientOptions{}
 		if heard != nil {
 			opts.ResourceUpdatedHandler = func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) { heard(r.Params.URI) }
 		}
 		client := sdk.NewClient(&sdk.Implementation{Name: "countersign-load-waiting", Version: "1"}, opts)
+		if acked != nil {
+			client.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+				return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+					if method == "notifications/subscriptions/acknowledged" {
+						select {
+						case acked <- struct{}{}:
+						default:
+						}
+					}
+					return next(ctx, method, req)
+				}
+			})
+		}
 		s, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint,
-			HTTPClient: &http.Client{Transport: bearer.Transport{Token: token, Base: tr}}, MaxRetries: -1}, nil)
+			HTTPClient: &http.Client{Transport: bearer.Transport{Token: token, Base: tr}}, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: revision})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -86,7 +102,7 @@ func waitingChild(ctx context.Context, agents, timelines int, in io.Reader, out 
 	)
 	if len(asks) > agents {
 		var err error
-		if filer, _, err = connect(nil); err != nil {
+		if filer, _, err = connect(nil, nil); err != nil {
 			return fail(fmt.Errorf("connect the filer: %w", err))
 		}
 	}
@@ -103,9 +119,13 @@ func waitingChild(ctx context.Context, agents, timelines int, in io.Reader, out 
 						id, err = file(filer, i)
 						return err
 					}
+					var acked chan struct{}
+					if revision >= "2026-07-28" {
+						acked = make(chan struct{}, 1)
+					}
 					s, tr, err := connect(func(uri string) {
 						say("%s %s %d", lineHeard, strings.TrimPrefix(uri, "countersign://approvals/"), time.Now().UnixNano())
-					})
+					}, acked)
 					if err != nil {
 						return fmt.Errorf("connect agent %d: %w", i, err)
 					}
@@ -114,6 +134,13 @@ func waitingChild(ctx context.Context, agents, timelines int, in io.Reader, out 
 					}
 					if err := s.Subscribe(ctx, &sdk.SubscribeParams{URI: "countersign://approvals/" + id}); err != nil {
 						return fmt.Errorf("agent %d subscribes: %w", i, err)
+					}
+					if acked != nil {
+						select {
+						case <-acked:
+						case <-time.After(30 * time.Second):
+							return fmt.Errorf("agent %d: subscriptions/listen not acknowledged within 30 s", i)
+						}
 					}
 					tr.CloseIdleConnections()
 					return nil
