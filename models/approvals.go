@@ -195,8 +195,16 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*Approval, error
 
 // file stores a new ask in one transaction: it supersedes the earlier ask it
 // names, appends the "created" event, lets an active auto-approve policy
-// approve it at once, and otherwise queues its pushes.
+// approve it at once, and otherwise queues its pushes. On PostgreSQL an ask
+// that supersedes nothing, while no policy looks on, is filed in one
+// statement (fileInOneStatement).
 func (s *Store) file(ctx context.Context, a *Approval) error {
+	if s.dialect == Postgres && a.Supersedes == "" && a.Kind != KindAutoApprove {
+		filed, err := s.fileInOneStatement(ctx, a)
+		if err != nil || filed {
+			return err
+		}
+	}
 	return s.write(ctx, func(tx *gorm.DB) error { return s.fileTx(tx, a) })
 }
 
@@ -325,6 +333,16 @@ func pageSize(n int) (int, error) {
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
+// openAsks and activeAsks are the predicates of the partial indexes
+// approvals_open and approvals_active, written out,
+// not bound: SQLite uses a partial index only when the query's WHERE clause
+// has its predicate's very terms, and PostgreSQL's generic plan of a
+// prepared statement cannot prove a bound one implies it.
+const (
+	openAsks   = "status IN ('pending', 'question')"
+	activeAsks = "status IN ('approved', 'in_progress')"
+)
+
 // ListApprovals returns the account's approvals that match f, newest first,
 // and the token of the next page ("" on the last).
 func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilter) ([]Approval, string, error) {
@@ -336,16 +354,21 @@ func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilte
 	switch st := f.Status; st {
 	case "":
 	case "open":
-		// Written out, not bound: SQLite uses the partial index approvals_open
-		// only when the query's text matches its WHERE clause.
-		q = q.Where("status IN ('pending', 'question')")
+		q = q.Where(openAsks)
 	case "active":
-		q = q.Where("status IN ?", ActiveStatuses)
+		q = q.Where(activeAsks)
 	case "closed":
 		q = q.Where("status IN ?", ClosedStatuses)
 	default:
 		if !slices.Contains(AllStatuses, Status(st)) {
 			return nil, "", Invalid("status", "must be a state (%s) or open, active or closed, not %q", joinStatuses(AllStatuses), st)
+		}
+		// An open or active state is read through its partial index.
+		switch {
+		case slices.Contains(OpenStatuses, Status(st)):
+			q = q.Where(openAsks)
+		case slices.Contains(ActiveStatuses, Status(st)):
+			q = q.Where(activeAsks)
 		}
 		q = q.Where("status = ?", st)
 	}

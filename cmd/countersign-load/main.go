@@ -53,6 +53,11 @@ type options struct {
 	cpuprofile string
 	tool       string // approvals_create or approval_request
 	direct     bool   // also measure both sides without HTTP and MCP (direct.go)
+	wal        int    // file this many asks one at a time and report their WAL (scale.go)
+	waldump    string // pg_waldump, to count the WAL's records
+	waldir     string // the server's pg_wal folder, for pg_waldump
+	scale      int    // seed this many asks and time approvals_list (scale.go)
+	samples    int    // calls per approvals_list filter in the scale run
 }
 
 // tools are the tools the load command can drive, with the call that files one ask.
@@ -88,8 +93,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.tool, "tool", "approvals_create", "the tool that files each ask: approvals_create, or approval_request (an advisory work_change with a new idempotency key per call)")
 	fs.BoolVar(&o.direct, "direct", false, "also run both sides without HTTP and MCP: Store.CreateApproval, and the bare gorm insert, each called by the clients as goroutines; their ratio is the most approvals_create/bare can reach (not with -url or -tool approval_request)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of each run to PREFIX.RUN.pprof (RUN: create, bare, baremcp; with -direct also direct and directbare), and an allocation profile beside it (PREFIX.RUN.allocs.pprof)")
+	fs.IntVar(&o.wal, "wal", 0, "instead of the throughput runs: file this many asks one at a time through Store.CreateApproval and report the write-ahead log per ask (needs -database)")
+	fs.StringVar(&o.waldump, "waldump", "", "with -wal: the pg_waldump binary (e.g. /usr/lib/postgresql/15/bin/pg_waldump), to count records and bytes per ask of this database's transactions")
+	fs.StringVar(&o.waldir, "waldir", "/var/lib/postgresql/15/main/pg_wal", "with -waldump: the server's pg_wal folder")
+	fs.IntVar(&o.scale, "scale", 0, "instead of the throughput runs: seed this many asks in bulk, print the plans of approvals_list's filters and the sweeper, and time each filter")
+	fs.IntVar(&o.samples, "samples", 500, "with -scale: calls per approvals_list filter")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if o.wal > 0 || o.scale > 0 {
+		return runDatabase(ctx, o, out)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -122,6 +135,28 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if p.ok == 0 {
 			return errors.New("a run had no successful request: the figures mean nothing")
 		}
+	}
+	return nil
+}
+
+// runDatabase runs the database runs (-wal, -scale) on the in-process
+// service, instead of the throughput runs.
+func runDatabase(ctx context.Context, o options, out io.Writer) error {
+	if o.url != "" {
+		return errors.New("-wal and -scale run on the in-process service: not with -url")
+	}
+	t, err := startService(ctx, o.database, out)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	if o.wal > 0 {
+		if err := runWAL(ctx, t, o.wal, o.waldump, o.waldir, out); err != nil {
+			return err
+		}
+	}
+	if o.scale > 0 {
+		return runScale(ctx, t, o.scale, max(o.samples, 1), out)
 	}
 	return nil
 }
