@@ -227,7 +227,8 @@ func recipientDevices(tx *gorm.DB, a *Approval) ([]PushSubscription, error) {
 		args = append(args, []Role{RoleOwner, RoleAdmin})
 	}
 	var subs []PushSubscription
-	err := tx.Raw(q+` ORDER BY s.person_id, s.id`, args...).Scan(&subs).Error
+	// Find, not Scan: gorm's Scan renders the statement with its arguments on every call.
+	err := tx.Raw(q+` ORDER BY s.person_id, s.id`, args...).Find(&subs).Error
 	return subs, err
 }
 
