@@ -386,15 +386,14 @@ CREATE UNIQUE INDEX persons_subject_folded ON persons (subject_key)
 	// PostgreSQL locked its account's and its agent's rows FOR KEY SHARE (the
 	// foreign keys), so concurrent asks of one account queued on one row.
 	// Kept: the id, the account's list (account_id, seq), the bindings an
-	// agent looks an ask up by (repo and number, head, payload hash, job),
-	// and the open asks (approvals_open: the open list, the inbox, the
+	// agent looks an ask up by (repo and number, repo alone in order with
+	// its status, head, payload hash, job), and the open asks (approvals_open: the open list, the inbox, the
 	// waiting count, an agent's asks to cancel, the sweeper). Made partial,
 	// so that an ask writes an entry only where it can be found: the
 	// bindings when set, the active asks (a new ask is pending: no entry).
 	// Dropped: status (open and active have their partial indexes; closed is
 	// most of the table, read through approvals_account), kind (a list by
-	// kind reads the account's asks newest first), repo_seq (a list by repo
-	// reads approvals_repo and sorts that repo's asks), asked_of (the inbox
+	// kind reads the account's asks newest first), asked_of (the inbox
 	// reads the account's open asks) and expiry (the sweeper reads every
 	// open ask): open asks are few, each expires and the sweeper closes it.
 	// The foreign keys approvals.account_id and approvals.requester_id go on
@@ -408,7 +407,6 @@ CREATE UNIQUE INDEX persons_subject_folded ON persons (subject_key)
 DROP INDEX approvals_status;
 DROP INDEX approvals_kind;
 DROP INDEX approvals_repo;
-DROP INDEX approvals_repo_seq;
 DROP INDEX approvals_head;
 DROP INDEX approvals_job;
 DROP INDEX approvals_asked_of;

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -113,9 +114,15 @@ func runScale(ctx context.Context, t *target, n, samples int, out io.Writer) err
 			return err
 		}
 	}
-	for name, run := range map[string]func() error{
-		"sweeper (ExpireDue)": func() error { _, err := t.store.ExpireDue(ctx); return err },
+	owner := &models.Member{AccountID: t.agent.AccountID, Role: models.RoleOwner, Person: models.Person{Subject: "ada"}}
+	for _, q := range []struct {
+		name string
+		run  func() error
+	}{
+		{"sweeper (ExpireDue)", func() error { _, err := t.store.ExpireDue(ctx); return err }},
+		{"inbox of an owner", func() error { _, err := t.store.Inbox(ctx, owner, models.DefaultPageSize); return err }},
 	} {
+		name, run := q.name, q.run
 		sql, err := captureSQL(db, run)
 		if err != nil {
 			return err
@@ -155,7 +162,13 @@ type statement struct {
 func captureSQL(db *gorm.DB, fn func() error) ([]statement, error) {
 	var got []statement
 	name := "countersign-load:capture"
+	var mu sync.Mutex
 	if err := db.Callback().Query().After("gorm:query").Register(name, func(tx *gorm.DB) {
+		if tx.Statement.Table != "approvals" { // the service's background work queries too
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
 		got = append(got, statement{tx.Statement.SQL.String(), slices.Clone(tx.Statement.Vars)})
 	}); err != nil {
 		return nil, err
