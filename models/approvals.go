@@ -334,7 +334,8 @@ func pageSize(n int) (int, error) {
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // openAsks and activeAsks are the predicates of the partial indexes
-// approvals_open and approvals_active, written out,
+// approvals_open and approvals_active (like those of approvals_repo,
+// approvals_head and approvals_job in ListApprovals), written out,
 // not bound: SQLite uses a partial index only when the query's WHERE clause
 // has its predicate's very terms, and PostgreSQL's generic plan of a
 // prepared statement cannot prove a bound one implies it.
@@ -379,7 +380,7 @@ func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilte
 		q = q.Where("kind = ?", f.Kind)
 	}
 	if r := strings.TrimSpace(f.Repo); r != "" {
-		q = q.Where("repo_key = ?", strings.ToLower(r))
+		q = q.Where("repo_key <> '' AND repo_key = ?", strings.ToLower(r)) // approvals_repo's predicate, spelled out
 	}
 	if f.Number < 0 {
 		return nil, "", Invalid("number", "must be a pull request number, or 0 for no filter")
@@ -388,7 +389,7 @@ func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilte
 		q = q.Where("pr_number = ?", f.Number)
 	}
 	if h := strings.TrimSpace(f.Head); h != "" {
-		q = q.Where("head = ?", h)
+		q = q.Where("head <> '' AND head = ?", h) // approvals_head's predicate, spelled out
 	}
 	if f.PayloadSHA256 != "" {
 		if !sha256Hex.MatchString(f.PayloadSHA256) {
@@ -397,7 +398,7 @@ func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilte
 		q = q.Where("payload_sha256 = ?", f.PayloadSHA256)
 	}
 	if f.JobID != "" {
-		q = q.Where("job_id = ?", f.JobID)
+		q = q.Where("job_id <> '' AND job_id = ?", f.JobID) // approvals_job's predicate, spelled out
 	}
 	if f.RunnerID != "" {
 		q = q.Where("runner_id = ?", f.RunnerID)
