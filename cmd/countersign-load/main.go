@@ -145,7 +145,7 @@ func runDatabase(ctx context.Context, o options, out io.Writer) error {
 	if o.url != "" {
 		return errors.New("-wal and -scale run on the in-process service: not with -url")
 	}
-	t, err := startService(ctx, o.database, out)
+	t, err := startService(ctx, o.database, o.scale == 0, out)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func runCreate(ctx context.Context, o options, out io.Writer) ([]phase, string, 
 		err error
 	)
 	if o.url == "" {
-		t, err = startService(ctx, o.database, out)
+		t, err = startService(ctx, o.database, true, out)
 	} else {
 		t, err = remoteService(o.url, o.token, out)
 	}
