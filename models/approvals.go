@@ -208,7 +208,10 @@ func (s *Store) file(ctx context.Context, a *Approval) error {
 	return s.write(ctx, func(tx *gorm.DB) error { return s.fileTx(tx, a) })
 }
 
-// fileTx is file inside a transaction the caller holds.
+// fileTx is file inside a transaction the caller holds. On PostgreSQL,
+// fileInOneStatement does the same in one statement for most asks: a step
+// added here must be added there too, or file must send the asks it
+// concerns here.
 func (s *Store) fileTx(tx *gorm.DB, a *Approval) error {
 	if a.Supersedes != "" {
 		if err := s.supersede(tx, a); err != nil {
