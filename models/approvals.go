@@ -337,7 +337,7 @@ func pageSize(n int) (int, error) {
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // openAsks and activeAsks are the predicates of the partial indexes
-// approvals_open and approvals_active (like those of approvals_repo,
+// approvals_open, approvals_expiry and approvals_active (like those of approvals_repo,
 // approvals_head and approvals_job in ListApprovals), written out,
 // not bound: SQLite uses a partial index only when the query's WHERE clause
 // has its predicate's very terms, and PostgreSQL's generic plan of a

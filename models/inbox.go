@@ -9,8 +9,8 @@ import (
 // open asks that wait for the member: those asked of their subject and, for
 // owners and admins, those asked of nobody in particular, so a run with
 // minutes left is never below asks with days left. An ask whose life ran
-// out is left out even before the sweep closes it. The partial index
-// approvals_open (the account's open asks) finds them; the open asks of an
+// out is left out even before the sweep closes it. The partial indexes
+// approvals_open or approvals_expiry (open asks only) find them; the open asks of an
 // account are few (each expires, and the sweep closes it), so the sort is cheap.
 func (s *Store) Inbox(ctx context.Context, m *Member, limit int) ([]Approval, error) {
 	if limit <= 0 || limit > MaxPageSize {

@@ -388,14 +388,17 @@ CREATE UNIQUE INDEX persons_subject_folded ON persons (subject_key)
 	// Kept: the id, the account's list (account_id, seq), the bindings an
 	// agent looks an ask up by (repo and number, repo alone in order with
 	// its status, head, payload hash, job), and the open asks (approvals_open: the open list, the inbox, the
-	// waiting count, an agent's asks to cancel, the sweeper). Made partial,
-	// so that an ask writes an entry only where it can be found: the
-	// bindings when set, the active asks (a new ask is pending: no entry).
+	// waiting count, an agent's asks to cancel) and their expiry (the
+	// sweeper, which reads only the due ones however many are open). Made
+	// partial, so that an ask writes an entry only where it can be found:
+	// the bindings when set, the expiry while open, the active asks (a new
+	// ask is pending: no entry).
 	// Dropped: status (open and active have their partial indexes; closed is
 	// most of the table, read through approvals_account), kind (a list by
-	// kind reads the account's asks newest first), asked_of (the inbox
-	// reads the account's open asks) and expiry (the sweeper reads every
-	// open ask): open asks are few, each expires and the sweeper closes it.
+	// kind reads the account's asks newest first) and asked_of (the inbox
+	// sorts by deadline, so it read every open ask it matched with that
+	// index too; now it reads the open asks through approvals_open or
+	// approvals_expiry).
 	// The foreign keys approvals.account_id and approvals.requester_id go on
 	// PostgreSQL: no account and no agent is ever deleted (an agent is
 	// retired with deleted_at, and keeps its row), and the one insert path,
@@ -415,6 +418,7 @@ CREATE INDEX approvals_repo ON approvals (account_id, repo_key, pr_number, seq) 
 CREATE INDEX approvals_head ON approvals (account_id, head, seq) WHERE head <> '';
 CREATE INDEX approvals_job ON approvals (account_id, job_id, seq) WHERE job_id <> '';
 CREATE INDEX approvals_active ON approvals (account_id, seq) WHERE status IN ('approved', 'in_progress');
+CREATE INDEX approvals_expiry ON approvals (expires_at) WHERE status IN ('pending', 'question');
 {{postgres}}ALTER TABLE approvals DROP CONSTRAINT IF EXISTS approvals_account_id_fkey;
 {{postgres}}ALTER TABLE approvals DROP CONSTRAINT IF EXISTS approvals_requester_id_fkey
 `},

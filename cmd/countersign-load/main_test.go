@@ -131,8 +131,8 @@ func TestTheScaleRunExplainsEveryListFilterThroughItsIndex(t *testing.T) {
 		"approvals_list job_id":         "approvals_job",
 		"approvals_list status open":    "approvals_open",
 		"approvals_list status active":  "approvals_active",
-		"inbox of an owner":             "approvals_open",
-		"sweeper (ExpireDue)":           "approvals_open",
+		"inbox of an owner":             "approvals_expiry", // open asks only, by deadline
+		"sweeper (ExpireDue)":           "approvals_expiry",
 	} {
 		i := strings.Index(text, "-- "+name+"\n")
 		if i < 0 {
