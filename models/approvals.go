@@ -218,12 +218,30 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*Approval, error
 
 // file stores a new ask in one transaction: it supersedes the earlier ask it
 // names, appends the "created" event, lets an active auto-approve policy
-// approve it at once, and otherwise queues its pushes.
+// approve it at once, and otherwise queues its pushes. On PostgreSQL an ask
+// that supersedes nothing, while no policy looks on, is filed in one
+// statement (fileInOneStatement), unless an approval rule covers it: then
+// fileTx freezes the rule's requirement and pushes the rule's people.
 func (s *Store) file(ctx context.Context, a *Approval) error {
+	if s.dialect == Postgres && a.Supersedes == "" && a.Kind != KindAutoApprove && a.Requirement == nil {
+		covered, err := s.ruleCovers(ctx, a)
+		if err != nil {
+			return err
+		}
+		if !covered {
+			filed, err := s.fileInOneStatement(ctx, a)
+			if err != nil || filed {
+				return err
+			}
+		}
+	}
 	return s.write(ctx, func(tx *gorm.DB) error { return s.fileTx(tx, a) })
 }
 
-// fileTx is file inside a transaction the caller holds.
+// fileTx is file inside a transaction the caller holds. On PostgreSQL,
+// fileInOneStatement does the same in one statement for most asks: a step
+// added here must be added there too, or file must send the asks it
+// concerns here.
 func (s *Store) fileTx(tx *gorm.DB, a *Approval) error {
 	if a.Supersedes != "" {
 		if err := s.supersede(tx, a); err != nil {
@@ -364,6 +382,17 @@ func pageSize(n int) (int, error) {
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
+// openAsks and activeAsks are the predicates of the partial indexes
+// approvals_open, approvals_expiry and approvals_active (like those of approvals_repo,
+// approvals_head and approvals_job in ListApprovals), written out,
+// not bound: SQLite uses a partial index only when the query's WHERE clause
+// has its predicate's very terms, and PostgreSQL's generic plan of a
+// prepared statement cannot prove a bound one implies it.
+const (
+	openAsks   = "status IN ('pending', 'question')"
+	activeAsks = "status IN ('approved', 'in_progress')"
+)
+
 // ListApprovals returns the account's approvals that match f, newest first,
 // and the token of the next page ("" on the last).
 func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilter) ([]Approval, string, error) {
@@ -375,16 +404,21 @@ func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilte
 	switch st := f.Status; st {
 	case "":
 	case "open":
-		// Written out, not bound: SQLite uses the partial index approvals_open
-		// only when the query's text matches its WHERE clause.
-		q = q.Where("status IN ('pending', 'question')")
+		q = q.Where(openAsks)
 	case "active":
-		q = q.Where("status IN ?", ActiveStatuses)
+		q = q.Where(activeAsks)
 	case "closed":
 		q = q.Where("status IN ?", ClosedStatuses)
 	default:
 		if !slices.Contains(AllStatuses, Status(st)) {
 			return nil, "", Invalid("status", "must be a state (%s) or open, active or closed, not %q", joinStatuses(AllStatuses), st)
+		}
+		// An open or active state is read through its partial index.
+		switch {
+		case slices.Contains(OpenStatuses, Status(st)):
+			q = q.Where(openAsks)
+		case slices.Contains(ActiveStatuses, Status(st)):
+			q = q.Where(activeAsks)
 		}
 		q = q.Where("status = ?", st)
 	}
@@ -395,7 +429,7 @@ func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilte
 		q = q.Where("kind = ?", f.Kind)
 	}
 	if r := strings.TrimSpace(f.Repo); r != "" {
-		q = q.Where("repo_key = ?", strings.ToLower(r))
+		q = q.Where("repo_key <> '' AND repo_key = ?", strings.ToLower(r)) // approvals_repo's predicate, spelled out
 	}
 	if f.Number < 0 {
 		return nil, "", Invalid("number", "must be a pull request number, or 0 for no filter")
@@ -404,7 +438,7 @@ func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilte
 		q = q.Where("pr_number = ?", f.Number)
 	}
 	if h := strings.TrimSpace(f.Head); h != "" {
-		q = q.Where("head = ?", h)
+		q = q.Where("head <> '' AND head = ?", h) // approvals_head's predicate, spelled out
 	}
 	if f.PayloadSHA256 != "" {
 		if !sha256Hex.MatchString(f.PayloadSHA256) {
@@ -413,7 +447,7 @@ func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilte
 		q = q.Where("payload_sha256 = ?", f.PayloadSHA256)
 	}
 	if f.JobID != "" {
-		q = q.Where("job_id = ?", f.JobID)
+		q = q.Where("job_id <> '' AND job_id = ?", f.JobID) // approvals_job's predicate, spelled out
 	}
 	if f.RunnerID != "" {
 		q = q.Where("runner_id = ?", f.RunnerID)

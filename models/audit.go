@@ -34,9 +34,9 @@ type AuditFilter struct {
 }
 
 // Audit returns the account's timeline events that match f, newest first,
-// and the Before of the next page (0 on the last). The indexes events_account
-// (account_id, seq), events_account_step (account_id, step, seq) and
-// events_approval_account (approval_id, account_id, seq) serve it.
+// and the Before of the next page (0 on the last). The primary key (seq),
+// events_account_step (account_id, step, seq, for every step but created)
+// and events_approval_account (approval_id, account_id, seq) serve it.
 func (s *Store) Audit(ctx context.Context, accountID string, f AuditFilter) ([]TimelineEvent, int64, error) {
 	size, err := pageSize(f.PageSize)
 	if err != nil {
@@ -55,6 +55,9 @@ func (s *Store) Audit(ctx context.Context, accountID string, f AuditFilter) ([]T
 	if f.Step != "" {
 		if !slices.Contains(AuditSteps, f.Step) {
 			return nil, 0, Invalid("step", "must be one of %s, not %q", strings.Join(AuditSteps, ", "), f.Step)
+		}
+		if f.Step != "created" {
+			q = q.Where(notCreated) // events_account_step has no created events
 		}
 		q = q.Where("step = ?", f.Step)
 	}
@@ -81,6 +84,10 @@ func (s *Store) Audit(ctx context.Context, accountID string, f AuditFilter) ([]T
 	}
 	return out, next, nil
 }
+
+// notCreated is the predicate of the partial index events_account_step,
+// written out for the same reason as openAsks.
+const notCreated = "step <> 'created'"
 
 // TimelineAfter returns an approval's events with a seq greater than after,
 // oldest first: what a live view has not shown yet.

@@ -172,10 +172,17 @@ type migration struct {
 	sql     string
 }
 
+// A statement that starts with {{postgres}} runs on PostgreSQL only: on
+// SQLite it becomes a comment, which splitSQL leaves out.
 var dialectWords = map[Dialect]*strings.Replacer{
-	SQLite:   strings.NewReplacer("{{serial}}", "INTEGER PRIMARY KEY AUTOINCREMENT", "{{time}}", "TIMESTAMP", "{{json}}", "TEXT", "{{bytes}}", "BLOB"),
-	Postgres: strings.NewReplacer("{{serial}}", "BIGSERIAL PRIMARY KEY", "{{time}}", "TIMESTAMPTZ", "{{json}}", "TEXT", "{{bytes}}", "BYTEA"),
+	SQLite: strings.NewReplacer("{{serial}}", "INTEGER PRIMARY KEY AUTOINCREMENT", "{{time}}", "TIMESTAMP", "{{json}}", "TEXT", "{{bytes}}", "BLOB",
+		"{{postgres}}", postgresOnly),
+	Postgres: strings.NewReplacer("{{serial}}", "BIGSERIAL PRIMARY KEY", "{{time}}", "TIMESTAMPTZ", "{{json}}", "TEXT", "{{bytes}}", "BYTEA",
+		"{{postgres}}", ""),
 }
+
+// postgresOnly marks, on SQLite, a migration statement meant for PostgreSQL only.
+const postgresOnly = "-- PostgreSQL only: "
 
 // Migrate applies, in order and each in its own transaction, the migrations
 // the database has not recorded yet, and tells log of each one it applies.
@@ -235,8 +242,8 @@ func Migrate(ctx context.Context, db *gorm.DB, dialect Dialect, log *slog.Logger
 func splitSQL(s string) []string {
 	var out []string
 	for _, stmt := range strings.Split(s, ";") {
-		if strings.TrimSpace(stmt) != "" {
-			out = append(out, strings.TrimSpace(stmt))
+		if stmt = strings.TrimSpace(stmt); stmt != "" && !strings.HasPrefix(stmt, postgresOnly) {
+			out = append(out, stmt)
 		}
 	}
 	return out

@@ -12,9 +12,9 @@ import (
 // owners and admins, those asked of nobody in particular, and on an ask an
 // approval rule covers, only if the rule counts them; so a run with
 // minutes left is never below asks with days left. An ask whose life ran
-// out is left out even before the sweep closes it. The approvals_asked_of
-// index (account_id, asked_of, status, seq) finds them; the open asks of one
-// person are few (each agent's are capped), so the sort is cheap.
+// out is left out even before the sweep closes it. The partial indexes
+// approvals_open or approvals_expiry (open asks only) find them; the open asks of an
+// account are few (each expires, and the sweep closes it), so the sort is cheap.
 func (s *Store) Inbox(ctx context.Context, m *Member, limit int) ([]Approval, error) {
 	if limit <= 0 || limit > MaxPageSize {
 		return nil, Invalid("limit", "must be 1 to %d, not %d", MaxPageSize, limit)
@@ -25,7 +25,7 @@ func (s *Store) Inbox(ctx context.Context, m *Member, limit int) ([]Approval, er
 	}
 	var out []Approval
 	err := s.db.WithContext(ctx).Table("approvals").
-		Where("account_id = ? AND asked_of IN ? AND status IN ? AND expires_at > ?", m.AccountID, askedOf, OpenStatuses, s.now()).
+		Where("account_id = ? AND asked_of IN ? AND "+openAsks+" AND expires_at > ?", m.AccountID, askedOf, s.now()).
 		Order("expires_at, seq DESC").Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("read inbox: %w", err)

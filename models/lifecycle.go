@@ -438,7 +438,7 @@ func (s *Store) disableAgent(tx *gorm.DB, agentID, reason, by, note string) erro
 // cancelOpenAsksOf cancels, inside tx, every open ask the agent filed.
 func (s *Store) cancelOpenAsksOf(tx *gorm.DB, agentID, by, note string) error {
 	var open []Approval
-	if err := s.lock(tx.Table("approvals")).Where("requester_id = ? AND status IN ?", agentID, OpenStatuses).Find(&open).Error; err != nil {
+	if err := s.lock(tx.Table("approvals")).Where("requester_id = ? AND "+openAsks, agentID).Find(&open).Error; err != nil {
 		return fmt.Errorf("find open asks: %w", err)
 	}
 	for i := range open {
@@ -454,7 +454,7 @@ func (s *Store) cancelOpenAsksOf(tx *gorm.DB, agentID, by, note string) error {
 func (s *Store) ExpireDue(ctx context.Context) (int, error) {
 	var due []struct{ ID, AccountID string }
 	if err := s.db.WithContext(ctx).Table("approvals").Select("id, account_id").
-		Where("status IN ? AND expires_at <= ?", OpenStatuses, s.now()).Order("expires_at").Limit(500).Find(&due).Error; err != nil {
+		Where(openAsks+" AND expires_at <= ?", s.now()).Order("expires_at").Limit(500).Find(&due).Error; err != nil {
 		return 0, fmt.Errorf("find due asks: %w", err)
 	}
 	n := 0

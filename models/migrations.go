@@ -468,6 +468,59 @@ CREATE INDEX oauth_tokens_family ON oauth_tokens (family_id);
 CREATE INDEX oauth_tokens_agent ON oauth_tokens (agent_id);
 CREATE INDEX oauth_tokens_expiry ON oauth_tokens (expires_at)
 `},
+	// Every ask wrote 13 index entries on approvals and 4 on events, and on
+	// PostgreSQL locked its account's and its agent's rows FOR KEY SHARE (the
+	// foreign keys), so concurrent asks of one account queued on one row.
+	// Kept: the id, the account's list (account_id, seq), the bindings an
+	// agent looks an ask up by (repo and number, repo alone in order with
+	// its status, head, payload hash, job), and the open asks (approvals_open: the open list, the inbox, the
+	// waiting count, an agent's asks to cancel) and their expiry (the
+	// sweeper, which reads only the due ones however many are open). Made
+	// partial, so that an ask writes an entry only where it can be found:
+	// the bindings when set, the expiry while open, the active asks (a new
+	// ask is pending: no entry).
+	// Dropped: status (open and active have their partial indexes; closed is
+	// most of the table, read through approvals_account), kind (a list by
+	// kind reads the account's asks newest first) and asked_of (the inbox
+	// sorts by deadline, so it read every open ask it matched with that
+	// index too; now it reads the open asks through approvals_open or
+	// approvals_expiry).
+	// The foreign keys approvals.account_id and approvals.requester_id go on
+	// PostgreSQL: no account and no agent is ever deleted (an agent is
+	// retired with deleted_at, and keeps its row), and the one insert path,
+	// CreateApproval (and fileRequest), takes both from the agent the token
+	// named, read from its row; so the reference cannot dangle, and the
+	// checks only locked the two rows. SQLite keeps them: it cannot drop a
+	// constraint without copying the table, and it takes no row locks.
+	{24, "approvals: the indexes its queries use, partial where only some asks are read; no foreign-key locks on the account and agent of every ask", `
+DROP INDEX approvals_status;
+DROP INDEX approvals_kind;
+DROP INDEX approvals_repo;
+DROP INDEX approvals_head;
+DROP INDEX approvals_job;
+DROP INDEX approvals_asked_of;
+DROP INDEX approvals_expiry;
+CREATE INDEX approvals_repo ON approvals (account_id, repo_key, pr_number, seq) WHERE repo_key <> '';
+CREATE INDEX approvals_head ON approvals (account_id, head, seq) WHERE head <> '';
+CREATE INDEX approvals_job ON approvals (account_id, job_id, seq) WHERE job_id <> '';
+CREATE INDEX approvals_active ON approvals (account_id, seq) WHERE status IN ('approved', 'in_progress');
+CREATE INDEX approvals_expiry ON approvals (expires_at) WHERE status IN ('pending', 'question');
+{{postgres}}ALTER TABLE approvals DROP CONSTRAINT IF EXISTS approvals_account_id_fkey;
+{{postgres}}ALTER TABLE approvals DROP CONSTRAINT IF EXISTS approvals_requester_id_fkey
+`},
+	// Events: the primary key (seq) serves the account's whole log newest
+	// first and the audit chain's ranges (seq > ? AND seq <= ?), so
+	// events_account goes; events_account_step leaves out the created events,
+	// a third of all, which a list by step reads through the primary key as
+	// well (every ask has one, so they are dense). events.account_id loses
+	// its foreign key on PostgreSQL for the reason above: accounts are never
+	// deleted, and every event is written with its ask's account.
+	{25, "events: no account index beside the primary key, the step index without created events, no foreign-key lock on the account", `
+DROP INDEX events_account;
+DROP INDEX events_account_step;
+CREATE INDEX events_account_step ON events (account_id, step, seq) WHERE step <> 'created';
+{{postgres}}ALTER TABLE events DROP CONSTRAINT IF EXISTS events_account_id_fkey
+`},
 	{26, "the running instances and their internal addresses, so that one forwards an MCP call to the instance that holds its session", `
 CREATE TABLE instances (
 	id TEXT PRIMARY KEY,

@@ -108,7 +108,7 @@ func (s *Store) PolicyList(ctx context.Context, accountID string, f PolicyFilter
 		N     int
 	}
 	if err := db.Table("events").Select("actor, count(*) AS n").
-		Where("account_id = ? AND step = ? AND actor_kind = ? AND actor IN ?", accountID, StepPolicySkipped, ActorPolicy, ids).
+		Where("account_id = ? AND "+notCreated+" AND step = ? AND actor_kind = ? AND actor IN ?", accountID, StepPolicySkipped, ActorPolicy, ids).
 		Group("actor").Scan(&skipped).Error; err != nil {
 		return nil, "", fmt.Errorf("count skipped asks: %w", err)
 	}
@@ -167,7 +167,7 @@ func (s *Store) PolicyApprovals(ctx context.Context, accountID, policyID string,
 	var out []PolicyApproval
 	err := s.db.WithContext(ctx).Raw(`SELECT e.approval_id, e.at, a.title, a.kind, a.requester_subject AS requester, a.status
 		FROM events e JOIN approvals a ON a.id = e.approval_id
-		WHERE e.account_id = ? AND e.step = ? AND e.actor_kind = ? AND e.actor = ?
+		WHERE e.account_id = ? AND e.`+notCreated+` AND e.step = ? AND e.actor_kind = ? AND e.actor = ?
 		ORDER BY e.seq DESC LIMIT ?`, accountID, string(EventAutoApprove), ActorPolicy, policyID, limit).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("list asks a policy approved: %w", err)
@@ -183,7 +183,7 @@ func (s *Store) PendingPolicyRequests(ctx context.Context, accountID string, lim
 	}
 	var out []Approval
 	err := s.db.WithContext(ctx).Table("approvals").
-		Where("account_id = ? AND kind = ? AND status = ? AND expires_at > ?", accountID, KindAutoApprove, StatusPending, s.now()).
+		Where("account_id = ? AND kind = ? AND "+openAsks+" AND status = ? AND expires_at > ?", accountID, KindAutoApprove, StatusPending, s.now()).
 		Order("seq DESC").Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("list auto-approve requests: %w", err)

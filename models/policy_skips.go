@@ -21,7 +21,7 @@ func (s *Store) PolicySkips(ctx context.Context, accountID string, ids []string)
 		Note       string
 	}
 	if err := s.db.WithContext(ctx).Table("events").Select("approval_id, note").
-		Where("account_id = ? AND approval_id IN ? AND step = ? AND actor_kind = ?", accountID, ids, StepPolicySkipped, ActorPolicy).
+		Where("account_id = ? AND approval_id IN ? AND "+notCreated+" AND step = ? AND actor_kind = ?", accountID, ids, StepPolicySkipped, ActorPolicy).
 		Order("seq").Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read policy skips: %w", err)
 	}

@@ -234,7 +234,8 @@ func recipientDevices(tx *gorm.DB, a *Approval) ([]PushSubscription, error) {
 		args = append(args, []Role{RoleOwner, RoleAdmin})
 	}
 	var subs []PushSubscription
-	err := tx.Raw(q+` ORDER BY s.person_id, s.id`, args...).Scan(&subs).Error
+	// Find, not Scan: gorm's Scan renders the statement with its arguments on every call.
+	err := tx.Raw(q+` ORDER BY s.person_id, s.id`, args...).Find(&subs).Error
 	return subs, err
 }
 
@@ -497,8 +498,8 @@ func (s *Store) WaitingFor(ctx context.Context, personID string) (int, error) {
 	var n int64
 	err := s.db.WithContext(ctx).Raw(`SELECT count(*) FROM approvals a JOIN memberships m ON m.account_id = a.account_id
 		JOIN persons p ON p.id = m.person_id
-		WHERE m.person_id = ? AND a.status IN ? AND (a.asked_of = p.subject OR (a.asked_of = '' AND m.role IN ?))`,
-		personID, OpenStatuses, []Role{RoleOwner, RoleAdmin}).Scan(&n).Error
+		WHERE m.person_id = ? AND a.`+openAsks+` AND (a.asked_of = p.subject OR (a.asked_of = '' AND m.role IN ?))`,
+		personID, []Role{RoleOwner, RoleAdmin}).Scan(&n).Error
 	return int(n), err
 }
 

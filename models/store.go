@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,8 @@ type Store struct {
 	beats *heartbeats
 	// agentTokens remembers on PostgreSQL which agent a token belongs to; nil on SQLite.
 	agentTokens *agentTokens
+	// shapes are the inserts fileInOneStatement writes, read from the models once.
+	shapes func() (*insertShapes, error)
 }
 
 // NewStore wraps an opened, migrated database. askTTL is an ask's life unless
@@ -52,6 +55,14 @@ func NewStore(db *gorm.DB, dialect Dialect, askTTL time.Duration) *Store {
 		s.changes.Subscribe(s.agentTokens.forget)
 	}
 	s.SetClock(time.Now)
+	s.shapes = sync.OnceValues(func() (*insertShapes, error) {
+		approval, err := shapeOf(db, &Approval{})
+		if err != nil {
+			return nil, err
+		}
+		event, err := shapeOf(db, &TimelineEvent{})
+		return &insertShapes{approval: approval, event: event}, err
+	})
 	return s
 }
 

@@ -58,6 +58,11 @@ type options struct {
 	decisions  int    // asks decided while all wait
 	decideRate int    // decisions a second
 	memprofile string
+	wal        int    // file this many asks one at a time and report their WAL (scale.go)
+	waldump    string // pg_waldump, to count the WAL's records
+	waldir     string // the server's pg_wal folder, for pg_waldump
+	scale      int    // seed this many asks and time approvals_list (scale.go)
+	samples    int    // calls per approvals_list filter in the scale run
 }
 
 // tools are the tools the load command can drive, with the call that files one ask.
@@ -100,11 +105,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&o.decisions, "decisions", 200, "with the waiting run: how many asks, spread over all, are decided while all wait")
 	fs.IntVar(&o.decideRate, "decide-rate", 50, "with the waiting run: decisions a second")
 	fs.StringVar(&o.memprofile, "memprofile", "", "with the waiting run: write heap profiles of the server with all agents waiting to PREFIX.agents.pprof, and with the timelines open too to PREFIX.timelines.pprof")
+	fs.IntVar(&o.wal, "wal", 0, "instead of the throughput runs: file this many asks one at a time through Store.CreateApproval and report the write-ahead log per ask (needs -database)")
+	fs.StringVar(&o.waldump, "waldump", "", "with -wal: the pg_waldump binary (e.g. /usr/lib/postgresql/15/bin/pg_waldump), to count records and bytes per ask of this database's transactions")
+	fs.StringVar(&o.waldir, "waldir", "/var/lib/postgresql/15/main/pg_wal", "with -waldump: the server's pg_wal folder")
+	fs.IntVar(&o.scale, "scale", 0, "instead of the throughput runs: seed this many asks in bulk, print the plans of approvals_list's filters and the sweeper, and time each filter")
+	fs.IntVar(&o.samples, "samples", 500, "with -scale: calls per approvals_list filter")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if os.Getenv(childEnv) == "1" {
 		return waitingChild(ctx, o.waiting, o.timelines, os.Stdin, out)
+	}
+	if o.wal > 0 || o.scale > 0 {
+		return runDatabase(ctx, o, out)
 	}
 	if o.waiting > 0 || o.timelines > 0 {
 		if o.revision != "2025-11-25" && o.revision != "2026-07-28" {
@@ -150,6 +163,28 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
+// runDatabase runs the database runs (-wal, -scale) on the in-process
+// service, instead of the throughput runs.
+func runDatabase(ctx context.Context, o options, out io.Writer) error {
+	if o.url != "" {
+		return errors.New("-wal and -scale run on the in-process service: not with -url")
+	}
+	t, err := startService(ctx, o.database, o.scale == 0, out)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	if o.wal > 0 {
+		if err := runWAL(ctx, t, o.wal, o.waldump, o.waldir, out); err != nil {
+			return err
+		}
+	}
+	if o.scale > 0 {
+		return runScale(ctx, t, o.scale, max(o.samples, 1), out)
+	}
+	return nil
+}
+
 // runCreate measures approvals_create (and with -direct Store.CreateApproval
 // after it), then stops the in-process service so that it does not share the
 // machine with the bare run.
@@ -159,7 +194,7 @@ func runCreate(ctx context.Context, o options, out io.Writer) ([]phase, string, 
 		err error
 	)
 	if o.url == "" {
-		t, err = startService(ctx, o.database, out)
+		t, err = startService(ctx, o.database, true, out)
 	} else {
 		t, err = remoteService(o.url, o.token, out)
 	}

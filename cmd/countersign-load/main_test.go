@@ -148,3 +148,46 @@ func TestTheWaitingRunHearsEveryDecision(t *testing.T) {
 		t.Errorf("no memory row for the agents and the timelines:\n%s", text)
 	}
 }
+
+// -scale seeds asks in bulk and explains the queries the store runs: on
+// SQLite every binding filter, the open list, the inbox and the sweeper read
+// their index (migrations 24 and 25), none the whole table; and it times
+// every filter without an error. The plans are checked, never the times.
+func TestTheScaleRunExplainsEveryListFilterThroughItsIndex(t *testing.T) {
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := run(ctx, []string{"-scale", "3000", "-samples", "3"}, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	for name, index := range map[string]string{
+		"approvals_list repo+number":    "approvals_repo ",
+		"approvals_list repo":           "approvals_repo_seq",
+		"approvals_list head":           "approvals_head",
+		"approvals_list payload_sha256": "approvals_payload",
+		"approvals_list job_id":         "approvals_job",
+		"approvals_list status open":    "approvals_open",
+		"approvals_list status active":  "approvals_active",
+		"inbox of an owner":             "approvals_expiry", // open asks only, by deadline
+		"sweeper (ExpireDue)":           "approvals_expiry",
+	} {
+		i := strings.Index(text, "-- "+name+"\n")
+		if i < 0 {
+			t.Errorf("no plan for %s:\n%s", name, text)
+			continue
+		}
+		plan := text[i:]
+		if j := strings.Index(plan[3:], "\n-- "); j >= 0 {
+			plan = plan[:j+3]
+		}
+		if !strings.Contains(plan, index) {
+			t.Errorf("%s does not read %s:\n%s", name, index, plan)
+		}
+	}
+	for _, c := range listCases {
+		if !regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(c.name) + `\s+[\d.]+\s+[\d.]+\s+[\d.]+$`).MatchString(text) {
+			t.Errorf("no timing row for %s:\n%s", c.name, text)
+		}
+	}
+}

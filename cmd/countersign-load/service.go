@@ -57,8 +57,11 @@ type target struct {
 
 // startService runs Countersign in this process, configured through
 // app.LoadConfig like the real binary, behind a net/http listener on
-// 127.0.0.1, and makes the agent the clients file asks as.
-func startService(ctx context.Context, databaseURL string, out io.Writer) (*target, error) {
+// 127.0.0.1, and makes the agent the clients file asks as. With background
+// false it runs none of the service's background work (the sweeper, the
+// push sender, the audit sealer): -scale does not want the sealer sealing
+// the million events it seeded while it times the lists.
+func startService(ctx context.Context, databaseURL string, background bool, out io.Writer) (*target, error) {
 	var cleanups []func()
 	cleanup := func() {
 		for i := len(cleanups) - 1; i >= 0; i-- {
@@ -120,7 +123,9 @@ func startService(ctx context.Context, databaseURL string, out io.Writer) (*targ
 	// The expiry sweeper, the push sender and (on PostgreSQL) its listener, as countersign serve runs them.
 	bgCtx, stopBackground := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { a.Background(bgCtx) })
+	if background {
+		wg.Go(func() { a.Background(bgCtx) })
+	}
 	cleanups = append(cleanups, func() { stopBackground(); wg.Wait() }, stopServer)
 
 	fmt.Fprintf(out, "service: in-process, http://%s/mcp, %s\n", ln.Addr(), database)

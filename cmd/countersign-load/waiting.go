@@ -104,7 +104,7 @@ func runWaiting(ctx context.Context, o options, out io.Writer) error {
 		runtime.MemProfileRate = 512 // fine enough to see a few hundred bytes per agent
 	}
 	fmt.Fprintf(out, "machine: %s/%s, %d CPUs, GOMAXPROCS %d, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
-	t, err := startService(ctx, o.database, out)
+	t, err := startService(ctx, o.database, true, out)
 	if err != nil {
 		return err
 	}
