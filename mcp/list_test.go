@@ -106,8 +106,13 @@ func newLSWorld(t *testing.T, db apptest.Database) *lsWorld {
 	// every later ask lives from the moved clock on.
 	expiring := file(w.bot, "review", specReview("https://example.com/expired"), "")
 	env.Store.SetClock(func() time.Time { return time.Now().Add(8 * 24 * time.Hour) })
-	if n, err := env.Store.ExpireDue(ctx); err != nil || n != 1 {
-		t.Fatalf("ExpireDue = %d, %v; want 1", n, err)
+	// The app's own sweeper makes a pass at start and may be the one that
+	// expires it (then this pass finds it closed): either way it ends expired.
+	if n, err := env.Store.ExpireDue(ctx); err != nil || n > 1 {
+		t.Fatalf("ExpireDue = %d, %v; want at most the one ask", n, err)
+	}
+	if got, err := env.Store.GetApproval(ctx, env.Account.ID, expiring.id); err != nil || got.Status != models.StatusExpired {
+		t.Fatalf("the ask whose life ran out: %v %v; want expired", got, err)
 	}
 	expiring.status = "expired"
 	w.asks = append(w.asks, expiring)
