@@ -739,9 +739,12 @@ func TestLifecycleExpiresAsksThatOutliveTheirLife(t *testing.T) {
 			mustExpire(t, toWithdraw, models.StatusPending, f.do(t, toWithdraw, "stale@pending"))
 		})
 		t.Run("ExpireDue expires the rest and counts them", func(t *testing.T) {
+			// The app's own sweeper may make its pass first (it runs at start,
+			// late on a loaded machine), and then this one counts fewer: the
+			// asks below must end expired either way.
 			n, err := f.env.Store.ExpireDue(f.ctx)
-			if err != nil || n != len(swept) {
-				t.Fatalf("ExpireDue = %d, %v; want %d", n, err, len(swept))
+			if err != nil || n > len(swept) {
+				t.Fatalf("ExpireDue = %d, %v; want at most %d", n, err, len(swept))
 			}
 			for i, id := range swept {
 				a := f.row(t, id)
