@@ -85,24 +85,7 @@ func TestTwoInstancesOnOnePostgreSQL(t *testing.T) {
 		if err := session.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
 			t.Fatalf("subscribe on A: %v", err)
 		}
-		streamCtx, stopStream := context.WithTimeout(ctx, 30*time.Second)
-		defer stopStream()
-		req, _ := http.NewRequestWithContext(streamCtx, http.MethodGet, a.URL+"/approvals/"+id+"/events", nil)
-		stream, err := onA.HTTP.Do(req)
-		if err != nil || stream.StatusCode != http.StatusOK {
-			t.Fatalf("open A's live timeline: %v %v", stream, err)
-		}
-		defer stream.Body.Close()
-		denied := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(stream.Body)
-			for sc.Scan() {
-				if strings.HasPrefix(sc.Text(), "data: ") && strings.Contains(sc.Text(), `"step":"denied"`) {
-					close(denied)
-					return
-				}
-			}
-		}()
+		denied := watchTimeline(t, ctx, onA.HTTP, a.URL+"/approvals/"+id+"/events", "denied")
 
 		if r := onB.Decide(id, "deny", ""); r.Status != http.StatusOK || r.Body["status"] != "denied" {
 			t.Fatalf("ada denies through B: %s", r)
@@ -209,4 +192,30 @@ func TestTwoInstancesOnOnePostgreSQL(t *testing.T) {
 			t.Logf("%d answered asks (%d through B after A's kill), all kept", len(answered), onBLater)
 		})
 	})
+}
+
+// watchTimeline opens the live timeline of the ask at url (its
+// /approvals/{id}/events) with client for 30 s at most, and closes the
+// channel it returns when an event of step arrives.
+func watchTimeline(t *testing.T, ctx context.Context, client *http.Client, url, step string) <-chan struct{} {
+	t.Helper()
+	streamCtx, stop := context.WithTimeout(ctx, 30*time.Second)
+	t.Cleanup(stop)
+	req, _ := http.NewRequestWithContext(streamCtx, http.MethodGet, url, nil)
+	stream, err := client.Do(req)
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("open the live timeline %s: %v %v", url, stream, err)
+	}
+	t.Cleanup(func() { stream.Body.Close() })
+	seen := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stream.Body)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "data: ") && strings.Contains(sc.Text(), `"step":"`+step+`"`) {
+				close(seen)
+				return
+			}
+		}
+	}()
+	return seen
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -215,24 +214,7 @@ func TestThreeInstancesBehindARoundRobinProxy(t *testing.T) {
 				if r := ada.Get("/approvals/" + id); r.Status != http.StatusOK {
 					t.Fatalf("the ask page through the proxy: %s", r)
 				}
-				streamCtx, stopStream := context.WithTimeout(ctx, 30*time.Second)
-				defer stopStream()
-				req, _ := http.NewRequestWithContext(streamCtx, http.MethodGet, public+"/approvals/"+id+"/events", nil)
-				stream, err := ada.HTTP.Do(req)
-				if err != nil || stream.StatusCode != http.StatusOK {
-					t.Fatalf("open the live timeline through the proxy: %v %v", stream, err)
-				}
-				defer stream.Body.Close()
-				denied := make(chan struct{})
-				go func() {
-					sc := bufio.NewScanner(stream.Body)
-					for sc.Scan() {
-						if strings.HasPrefix(sc.Text(), "data: ") && strings.Contains(sc.Text(), `"step":"denied"`) {
-							close(denied)
-							return
-						}
-					}
-				}()
+				denied := watchTimeline(t, ctx, ada.HTTP, public+"/approvals/"+id+"/events", "denied")
 
 				if r := ada.Decide(id, "deny", ""); r.Status != http.StatusOK || r.Body["status"] != "denied" {
 					t.Fatalf("ada denies through the proxy: %s", r)
