@@ -171,3 +171,11 @@ func agentFrom(req sdk.Request) *models.Agent {
 	agent, _ := extra.TokenInfo.Extra["agent"].(*models.Agent)
 	return agent
 }
+
+// principalOf returns the agent or the runner an HTTP request on /mcp was
+// authenticated as, for what is served before the SDK sees it.
+func principalOf(ctx context.Context) (*models.Agent, *models.Runner) {
+	agent, _ := ctx.Value(agentKey{}).(*models.Agent)
+	runner, _ := ctx.Value(runnerKey{}).(*models.Runner)
+	return agent, runner
+}

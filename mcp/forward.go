@@ -24,9 +24,9 @@ import (
 // X-Countersign-Forwarded header, which stops a second hop.
 //
 // This is simpler and more robust than sessions resumed from the database:
-// a go-sdk session (its initialize state, its subscriptions, its standing
-// stream) cannot be rebuilt on another instance, and a forwarded call costs
-// one loopback-speed hop. When the owner is gone the session is gone with
+// a session's standing stream is a connection to the instance that holds
+// it, and its subscriptions must be where that stream is; a forwarded call
+// costs one loopback-speed hop. When the owner is gone the session is gone with
 // it: the call is answered 404, as the SDK answers an unknown session, and
 // the client opens a new one.
 
@@ -45,11 +45,6 @@ func NewInstanceID() string { return strings.ToLower(rand.Text()[:10]) }
 
 // forwardedHeader marks a forwarded call, which is never forwarded again.
 const forwardedHeader = "X-Countersign-Forwarded"
-
-// sessionIDFor makes the session ids of instance id.
-func sessionIDFor(id string) func() string {
-	return func() string { return id + "-" + rand.Text() }
-}
 
 // ownerOf is the instance id in front of a session id.
 func ownerOf(sessionID string) (string, bool) {

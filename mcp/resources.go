@@ -40,8 +40,7 @@ func (s *Server) addResources() {
 
 // findApproval resolves an approval URI for the caller: another account's
 // approval is not found, exactly like one that does not exist.
-func (s *Server) findApproval(ctx context.Context, req sdk.Request, uri string) (*models.Approval, error) {
-	agent, runner := principal(ctx, req)
+func (s *Server) findApproval(ctx context.Context, agent *models.Agent, runner *models.Runner, uri string) (*models.Approval, error) {
 	id, ok := approvalIDOf(uri)
 	if (agent == nil && runner == nil) || !ok {
 		return nil, sdk.ResourceNotFoundError(uri)
@@ -76,8 +75,7 @@ func RunsURI(runnerID string) string { return runnerURIPrefix + runnerID + runsU
 
 // runnerOfURI resolves a runs URI for the caller: only the runner itself may
 // read or subscribe to it.
-func runnerOfURI(ctx context.Context, req sdk.Request, uri string) (*models.Runner, error) {
-	_, runner := principal(ctx, req)
+func runnerOfURI(runner *models.Runner, uri string) (*models.Runner, error) {
 	if runner == nil || uri != RunsURI(runner.ID) {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
@@ -85,7 +83,7 @@ func runnerOfURI(ctx context.Context, req sdk.Request, uri string) (*models.Runn
 }
 
 func (s *Server) readRuns(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-	runner, err := runnerOfURI(ctx, req, req.Params.URI)
+	runner, err := runnerOfURI(runnerFrom(req), req.Params.URI)
 	if err != nil {
 		return nil, err
 	}
@@ -105,14 +103,10 @@ func (s *Server) readRuns(ctx context.Context, req *sdk.ReadResourceRequest) (*s
 }
 
 // RunsChanged tells the runner subscribed to its runs that one of them moved.
-func (s *Server) RunsChanged(runnerID string) {
-	if err := s.mcp.ResourceUpdated(context.Background(), &sdk.ResourceUpdatedNotificationParams{URI: RunsURI(runnerID)}); err != nil {
-		s.log.Warn("tell a runner its runs changed", "runner", runnerID, "err", err)
-	}
-}
+func (s *Server) RunsChanged(runnerID string) { s.tell(RunsURI(runnerID)) }
 
 func (s *Server) readApproval(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-	a, err := s.findApproval(ctx, req, req.Params.URI)
+	a, err := s.findApproval(ctx, agentFrom(req), runnerFrom(req), req.Params.URI)
 	if err != nil {
 		return nil, err
 	}
@@ -127,56 +121,50 @@ func (s *Server) readApproval(ctx context.Context, req *sdk.ReadResourceRequest)
 	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(text)}}}, nil
 }
 
-// subscribe lets a session subscribe only to an approval it may read.
+// subscribe lets a session subscribe only to a resource it may read.
 func (s *Server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
-	if strings.HasPrefix(req.Params.URI, runnerURIPrefix) {
-		_, err := runnerOfURI(ctx, req, req.Params.URI)
+	if err := s.mayWatch(ctx, agentFrom(req), runnerFrom(req), req.Params.URI); err != nil {
 		return err
 	}
-	_, err := s.findApproval(ctx, req, req.Params.URI)
+	sess := sessionFrom(ctx)
+	if sess == nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "resources/subscribe needs an MCP session (initialize first); on 2026-07-28 use subscriptions/listen"}
+	}
+	if err := s.sessions.watch(sess, req.Params.URI); err != nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	return nil
+}
+
+func (s *Server) unsubscribe(ctx context.Context, req *sdk.UnsubscribeRequest) error {
+	if sess := sessionFrom(ctx); sess != nil {
+		s.sessions.unwatch(sess, req.Params.URI)
+	}
+	return nil
+}
+
+// mayWatch says whether the caller may subscribe to uri: an approval it may
+// read, or, for a runner, its own runs.
+func (s *Server) mayWatch(ctx context.Context, agent *models.Agent, runner *models.Runner, uri string) error {
+	if strings.HasPrefix(uri, runnerURIPrefix) {
+		_, err := runnerOfURI(runner, uri)
+		return err
+	}
+	_, err := s.findApproval(ctx, agent, runner, uri)
 	return err
 }
 
-func (s *Server) unsubscribe(context.Context, *sdk.UnsubscribeRequest) error { return nil }
-
 // ApprovalChanged tells the sessions subscribed to this approval that it
 // changed.
-func (s *Server) ApprovalChanged(id string) {
-	if err := s.mcp.ResourceUpdated(context.Background(), &sdk.ResourceUpdatedNotificationParams{URI: approvalURI(id)}); err != nil {
-		s.log.Warn("tell subscribers an approval changed", "approval", id, "err", err)
-	}
-}
+func (s *Server) ApprovalChanged(id string) { s.tell(approvalURI(id)) }
 
 // resourceMethods are the MCP methods on resources; they need readScopes.
 // subscriptions/listen is the 2026-07-28 revision's resources/subscribe.
 var resourceMethods = []string{"resources/list", "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe", methodListen}
 
 // methodListen opens a 2026-07-28 subscription stream: the resources it
-// names are subscribed for as long as the request is open.
+// names are subscribed for as long as the request is open (waiting.go).
 const methodListen = "subscriptions/listen"
-
-// listenerKey carries the principal of a subscriptions/listen request to
-// the subscribe handler, which the SDK calls with a request of its own
-// making that carries no token.
-type listenerKey struct{}
-
-type listener struct {
-	agent  *models.Agent
-	runner *models.Runner
-}
-
-// principal is the agent or runner a request was authenticated as: read
-// from the request, or for a subscription the SDK opens on behalf of
-// subscriptions/listen, from the listen request's context.
-func principal(ctx context.Context, req sdk.Request) (*models.Agent, *models.Runner) {
-	agent, runner := agentFrom(req), runnerFrom(req)
-	if agent == nil && runner == nil {
-		if l, ok := ctx.Value(listenerKey{}).(listener); ok {
-			return l.agent, l.runner
-		}
-	}
-	return agent, runner
-}
 
 // resourcesDenied refuses a resource method to a token without readScopes.
 func resourcesDenied(agent *models.Agent) error {

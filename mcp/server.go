@@ -83,6 +83,8 @@ type Server struct {
 	observe                       Observer
 	sessions                      *openSessions
 	standing                      *standing.Set
+	// instanceID prefixes the session ids this instance makes (forward.go).
+	instanceID string
 }
 
 // New builds the endpoint with every tool registered.
@@ -102,9 +104,10 @@ func New(store *models.Store, opts Options) *Server {
 		runnerTools:      map[string]bool{},
 		resourceMetadata: opts.ResourceMetadataURL,
 		resource:         opts.Resource, authorizationServer: opts.AuthorizationServer,
-		observe:  opts.Observer,
-		sessions: newOpenSessions(opts.Sessions),
-		standing: standing.NewSet(standingHeartbeat, ": alive\n\n"),
+		observe:    opts.Observer,
+		sessions:   newOpenSessions(opts.Sessions),
+		standing:   standing.NewSet(standingHeartbeat, ": alive\n\n"),
+		instanceID: opts.Instance.ID,
 	}
 	if s.observe == nil {
 		s.observe = noObserver{}
@@ -118,9 +121,6 @@ func New(store *models.Store, opts Options) *Server {
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 	}
-	if opts.Instance.ID != "" {
-		serverOpts.GetSessionID = sessionIDFor(opts.Instance.ID)
-	}
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "countersign", Title: "Countersign", Version: opts.Version}, serverOpts)
 	for _, t := range s.tools() {
 		s.scopes[t.tool.Name] = t.scopes
@@ -128,52 +128,31 @@ func New(store *models.Store, opts Options) *Server {
 		t.add(s.mcp, t.tool)
 	}
 	s.addResources()
-	s.mcp.AddReceivingMiddleware(s.scopeMiddleware, s.sessions.bindOnInitialize)
-	server := func(*http.Request) *sdk.Server { return s.mcp }
-	sessions := sdk.NewStreamableHTTPHandler(server, &sdk.StreamableHTTPOptions{
-		Logger: opts.Logger,
-		// No SessionTimeout: the SDK's pauses only while a POST is in
-		// flight, so it would end an agent's session while the agent
-		// waits on its GET stream; openSessions keeps the idle life.
+	s.mcp.AddReceivingMiddleware(s.scopeMiddleware, s.markInitialized)
+	// Every JSON-RPC message is served by the SDK's stateless handler, with
+	// a session of the SDK's for that request alone: the sessions of the
+	// revisions before 2026-07-28 are Countersign's (session_requests.go),
+	// and the 2026-07-28 revision has none.
+	messages := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{
+		Logger: opts.Logger, Stateless: true,
 		// guardRebinding does the SDK's rebinding check, allowing the public Host as well.
 		DisableLocalhostProtection: true,
 	})
-	// The 2026-07-28 revision has no sessions: every request stands alone
-	// (server/discover instead of initialize, subscriptions/listen instead
-	// of resources/subscribe and the GET stream). The SDK serves it only
-	// from a stateless handler, on the same server, so both revisions see
-	// the same tools, resources and subscriptions.
-	stateless := sdk.NewStreamableHTTPHandler(server, &sdk.StreamableHTTPOptions{
-		Logger: opts.Logger, Stateless: true, DisableLocalhostProtection: true,
-	})
-	s.http = guardRebinding(opts.PublicHost, newForwarder(opts.Instance, opts.Logger).handler(s.authenticate(http.MaxBytesHandler(s.sessions.limit(serveStanding(s.standing, rpcErrors(byRevision(sessions, stateless)))), opts.MaxBodyBytes))))
+	s.http = guardRebinding(opts.PublicHost, newForwarder(opts.Instance, opts.Logger).handler(s.authenticate(http.MaxBytesHandler(s.sessionRequests(rpcErrors(messages)), opts.MaxBodyBytes))))
 	return s
-}
-
-// byRevision hands a request of the 2026-07-28 revision on (its
-// Mcp-Protocol-Version header says so) to the stateless handler, and every
-// other (2025-11-25 and older, which open sessions) to the session handler.
-func byRevision(sessions, stateless http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if newProtocol(r) {
-			stateless.ServeHTTP(w, r)
-			return
-		}
-		sessions.ServeHTTP(w, r)
-	})
 }
 
 // ServeHTTP answers POST, GET and DELETE /mcp.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.http.ServeHTTP(w, r) }
 
-// EndStreams ends every session's standing stream (GET /mcp) and refuses
-// new ones, for a shutdown: those streams are served off net/http (see
-// serveStanding), so the HTTP server's Shutdown neither waits for nor
+// EndStreams ends every waiting stream (a session's GET /mcp, a
+// subscriptions/listen) and refuses new ones, for a shutdown: those
+// streams are served off net/http (waiting.go), so the HTTP server's Shutdown neither waits for nor
 // closes them. Their clients reconnect, to another instance if need be.
 func (s *Server) EndStreams() { s.standing.Close() }
 
-// StandingStreams is how many sessions' GET streams this instance serves
-// off net/http now (serveStanding).
+// StandingStreams is how many waiting streams this instance serves off
+// net/http now (waiting.go).
 func (s *Server) StandingStreams() int { return s.standing.Len() }
 
 // OpenSessions is how many MCP sessions this instance holds (or is opening).
@@ -388,9 +367,6 @@ func (s *Server) scopeMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			if err := resourcesDenied(agentFrom(req)); err != nil {
 				return nil, err
 			}
-		}
-		if method == methodListen {
-			ctx = context.WithValue(ctx, listenerKey{}, listener{agent: agentFrom(req), runner: runnerFrom(req)})
 		}
 		res, err := next(ctx, method, req)
 		if list, ok := res.(*sdk.ListResourceTemplatesResult); ok && err == nil && runnerFrom(req) == nil {

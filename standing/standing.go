@@ -10,9 +10,10 @@
 // an HTTP/1.x request instead, and the stream is served from a goroutine of
 // the caller's, which starts small, writing each write straight to the
 // connection as one chunk of a chunked body. No goroutine reads the
-// connection: one goroutine of the Set, every half heartbeat interval,
-// peeks at each connection without waiting (ending the stream of a client
-// that closed it) and writes a comment line to every stream quiet for the
+// connection: one goroutine of the Set, every CheckEvery (or half the
+// heartbeat interval, when that is shorter), peeks at each connection
+// without waiting (ending the stream of a client that closed it, so what
+// it held, a session's slot under a cap above all, is free within seconds) and writes a comment line to every stream quiet for the
 // interval; a write that fails ends the stream too. The heartbeat also keeps
 // proxies from closing a quiet stream.
 //
@@ -30,6 +31,10 @@ import (
 	"sync"
 	"time"
 )
+
+// CheckEvery is how often the Set looks for streams whose client left: a
+// non-blocking peek per connection, some microseconds each.
+const CheckEvery = 2 * time.Second
 
 // WriteTimeout bounds one write to a stream: a client that does not read
 // for that long is cut off rather than holding the writer.
@@ -121,10 +126,11 @@ func (s *Set) Take(w http.ResponseWriter, r *http.Request, parent context.Contex
 	return sw, ctx, nil
 }
 
-// beat writes the heartbeat to every quiet stream, every interval, until
-// the Set is closed. One goroutine serves every stream.
+// beat ends the streams whose client left and writes the heartbeat to
+// every quiet stream, until the Set is closed. One goroutine serves every
+// stream.
 func (s *Set) beat() {
-	t := time.NewTicker(s.every / 2)
+	t := time.NewTicker(min(s.every/2, CheckEvery))
 	defer t.Stop()
 	var quiet []*Writer
 	for range t.C {
@@ -238,6 +244,20 @@ func (sw *Writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// WriteWithin sends p as one chunk, failing (and ending the stream) when
+// the client does not take it within d: for a notice that must not wait
+// on one slow client.
+func (sw *Writer) WriteWithin(p []byte, d time.Duration) error {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.writeHeaderLocked(http.StatusOK)
+	if len(p) == 0 {
+		return sw.err
+	}
+	sw.sendWithin(chunk(p), d)
+	return sw.err
+}
+
 // FlushError sends the header if nothing else has been: every write is sent at once.
 func (sw *Writer) FlushError() error {
 	sw.mu.Lock()
@@ -274,12 +294,14 @@ func (sw *Writer) beat(now time.Time, every time.Duration, heartbeat []byte) {
 
 // send writes b to the connection; after a failure nothing more is sent and
 // the stream's context ends.
-func (sw *Writer) send(b []byte) {
+func (sw *Writer) send(b []byte) { sw.sendWithin(b, WriteTimeout) }
+
+func (sw *Writer) sendWithin(b []byte, d time.Duration) {
 	if sw.err != nil {
 		return
 	}
 	sw.last = time.Now()
-	_ = sw.conn.SetWriteDeadline(sw.last.Add(WriteTimeout))
+	_ = sw.conn.SetWriteDeadline(sw.last.Add(d))
 	if _, err := sw.conn.Write(b); err != nil {
 		sw.err = errors.Join(errGone, err)
 		sw.cancel()
