@@ -121,6 +121,31 @@ func (s *Server) readApproval(ctx context.Context, req *sdk.ReadResourceRequest)
 	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(text)}}}, nil
 }
 
+// subscriptions serves resources/subscribe and resources/unsubscribe
+// itself: a subscription belongs to the session (openSessions), not to the
+// go-sdk, whose session lasts one request. (Left to the SDK, each would
+// also leave an empty entry in its table of subscriptions for ever, and
+// every request's end walks that whole table.)
+func (s *Server) subscriptions(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		switch r := req.(type) {
+		case *sdk.SubscribeRequest:
+			if err := s.subscribe(ctx, r); err != nil {
+				return nil, err
+			}
+			return emptyResult, nil
+		case *sdk.UnsubscribeRequest:
+			s.unsubscribe(ctx, r)
+			return emptyResult, nil
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// emptyResult answers a subscribe or an unsubscribe with {}, as the SDK
+// does: the SDK exports no empty result, and this one has only _meta.
+var emptyResult = &sdk.SubscriptionsListenResult{}
+
 // subscribe lets a session subscribe only to a resource it may read.
 func (s *Server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
 	if err := s.mayWatch(ctx, agentFrom(req), runnerFrom(req), req.Params.URI); err != nil {
@@ -136,11 +161,10 @@ func (s *Server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error
 	return nil
 }
 
-func (s *Server) unsubscribe(ctx context.Context, req *sdk.UnsubscribeRequest) error {
+func (s *Server) unsubscribe(ctx context.Context, req *sdk.UnsubscribeRequest) {
 	if sess := sessionFrom(ctx); sess != nil {
 		s.sessions.unwatch(sess, req.Params.URI)
 	}
-	return nil
 }
 
 // mayWatch says whether the caller may subscribe to uri: an approval it may

@@ -116,10 +116,12 @@ func New(store *models.Store, opts Options) *Server {
 		opts.Version = "dev"
 	}
 	serverOpts := &sdk.ServerOptions{
-		Instructions:       instructions,
-		Logger:             opts.Logger,
-		SubscribeHandler:   s.subscribe,
-		UnsubscribeHandler: s.unsubscribe,
+		Instructions: instructions,
+		Logger:       opts.Logger,
+		// What the SDK would say with subscribe handlers set: subscriptions
+		// are served by s.subscriptions, before the SDK's own.
+		Capabilities: &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{},
+			Resources: &sdk.ResourceCapabilities{ListChanged: true, Subscribe: true}},
 	}
 	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "countersign", Title: "Countersign", Version: opts.Version}, serverOpts)
 	for _, t := range s.tools() {
@@ -128,7 +130,7 @@ func New(store *models.Store, opts Options) *Server {
 		t.add(s.mcp, t.tool)
 	}
 	s.addResources()
-	s.mcp.AddReceivingMiddleware(s.scopeMiddleware, s.markInitialized)
+	s.mcp.AddReceivingMiddleware(s.scopeMiddleware, s.markInitialized, s.subscriptions)
 	// Every JSON-RPC message is served by the SDK's stateless handler, with
 	// a session of the SDK's for that request alone: the sessions of the
 	// revisions before 2026-07-28 are Countersign's (session_requests.go),
