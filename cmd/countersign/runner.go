@@ -21,9 +21,9 @@ const runnerUsage = `usage:
   countersign runner init --dir D [--scripts S]          on the runner host: key pair and scripts folder; public key on the last line
   countersign runner trust --dir D --keys KEYS.json      on the runner host: pin the device keys of countersign keys export
   countersign runner serve --dir D --server URL [--token-file F] [--time-limit 10m] [--parallel 4]
-                           [--min-signers-production 1]
+                           [--min-signers-production N]
                                                          on the runner host: run approved pinned runs, up to --parallel at once,
-                                                         a production run only with that many people's approvals or more
+                                                         a production run only with the approvals of N people or more (default 1)
                                                          (token: --token-file or COUNTERSIGN_RUNNER_TOKEN; the minimum:
                                                          COUNTERSIGN_RUNNER_MIN_SIGNERS_PRODUCTION when the flag is left out)
   countersign runner enroll --name N --public-key KEY [--account A]
