@@ -8,9 +8,10 @@ const effectProduction = "production"
 
 // belowMinimum refuses a production run whose proof holds the approvals of
 // fewer distinct people than Options.MinSignersProduction, whatever
-// requirement the server froze into it: the requirement is not part of the
-// signed payload, so the runner's own minimum is what a server that lowers
-// it cannot get past. It returns nil for a run the minimum lets through.
+// requirement the server froze into it: the server chooses that when the
+// ask is filed, and the run's payload does not pin it, so the runner's own
+// minimum is what a server that lowers it cannot get past. It returns nil
+// for a run the minimum lets through.
 func (r *Runner) belowMinimum(p *Plan) *Refusal {
 	if p.Effect != effectProduction || len(p.Signers) >= r.opts.MinSignersProduction {
 		return nil
