@@ -298,23 +298,33 @@ func (a *App) SealAudit(ctx context.Context) {
 // ceremonies, decision challenges and web sessions, and ends idle agent
 // sessions, every cfg.SweepEvery until ctx ends. On PostgreSQL one instance
 // at a time makes the pass (models.SweepTurn): an instance that finds
-// another one at it skips its own, and tries again at its next tick.
+// another one at it skips its own, and tries again at its next tick. The
+// first pass is at start, unless cfg.NoStartSweep puts it one tick later.
 func (a *App) Sweep(ctx context.Context) {
 	t := time.NewTicker(a.Config.SweepEvery)
 	defer t.Stop()
+	if !a.Config.NoStartSweep {
+		a.sweepTurn(ctx)
+	}
 	for {
-		ran, err := a.Store.TakeTurn(ctx, models.SweepTurn, a.sweepOnce)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			a.log.Error("sweep", "err", err)
-		case !ran && err == nil:
-			a.log.Debug("another instance is sweeping: this one skips its pass")
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		a.sweepTurn(ctx)
+	}
+}
+
+// sweepTurn makes this instance's pass of the sweeper, unless another
+// instance is making one.
+func (a *App) sweepTurn(ctx context.Context) {
+	ran, err := a.Store.TakeTurn(ctx, models.SweepTurn, a.sweepOnce)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		a.log.Error("sweep", "err", err)
+	case !ran && err == nil:
+		a.log.Debug("another instance is sweeping: this one skips its pass")
 	}
 }
 

@@ -48,6 +48,12 @@ type Config struct {
 	// clients read as serverInfo.version; the binary sets it, no variable does.
 	Version string
 
+	// NoStartSweep makes the sweeper wait a whole SweepEvery before its
+	// first pass instead of making one at start. Tests that expire asks
+	// themselves set it (apptest.StartUnswept), so that no pass of the
+	// sweeper races theirs; no variable does.
+	NoStartSweep bool
+
 	// BaseURLFromAddr says BaseURL was made from Addr (BaseURLFor), the
 	// variable being unset; serve makes it again from the port it listens
 	// on when Addr's port is 0.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,4 +170,38 @@ func TestTwoInstancesSweepInTurnsAndExpireEachAskOnce(t *testing.T) {
 			t.Logf("instance %d: %d passes that expired asks, %d skipped", i, m.of("expired asks"), m.of(skipped))
 		}
 	})
+}
+
+// The sweeper makes its first pass at start, unless Config.NoStartSweep puts
+// it a whole SweepEvery later (tests that expire asks themselves set it). Sweep
+// runs here with its context already ended, so that it returns at its first
+// wait: a pass before that wait reads the store's clock (for the asks due by
+// now), and on SQLite nothing else stands between Sweep and that read.
+func TestTheSweeperPassesAtStartUnlessToldToWaitATick(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		noStartSweep bool
+		passes       bool
+	}{
+		{"by default the first pass is at start", false, true},
+		{"with NoStartSweep no pass comes before the first tick", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := apptest.Config(t, apptest.SQLite, map[string]string{"COUNTERSIGN_SWEEP_EVERY": "1h"})
+			cfg.NoStartSweep = tc.noStartSweep
+			a, err := app.Open(context.Background(), cfg, apptest.Logger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { a.Close() })
+			var read atomic.Bool
+			a.Store.SetClock(func() time.Time { read.Store(true); return time.Now() })
+			ended, end := context.WithCancel(context.Background())
+			end()
+			a.Sweep(ended)
+			if read.Load() != tc.passes {
+				t.Fatalf("the sweeper made a pass before its first tick: %t, want %t", read.Load(), tc.passes)
+			}
+		})
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -155,6 +156,20 @@ func OpenStore(t testing.TB, cfg app.Config) (*models.Store, *sql.DB) {
 func Start(t testing.TB, db Database, overrides map[string]string) *Env {
 	t.Helper()
 	return StartWith(t, Config(t, db, overrides))
+}
+
+// StartUnswept is Start with the service's sweeper making no pass of its
+// own while the test runs: none at start (app.Config.NoStartSweep) and the
+// next an hour later, unless overrides set COUNTERSIGN_SWEEP_EVERY. A test
+// that expires asks itself (Store.ExpireDue) then counts exactly the asks
+// its own pass expired.
+func StartUnswept(t testing.TB, db Database, overrides map[string]string) *Env {
+	t.Helper()
+	o := map[string]string{"COUNTERSIGN_SWEEP_EVERY": "1h"}
+	maps.Copy(o, overrides)
+	cfg := Config(t, db, o)
+	cfg.NoStartSweep = true
+	return StartWith(t, cfg)
 }
 
 // StartWith runs the service with cfg behind an httptest server.

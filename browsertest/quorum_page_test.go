@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
@@ -46,8 +47,14 @@ func TestTheAskPageShowsTheRuleTheSignersAndWhoMayStillSignOnThePhone(t *testing
 		if got := s.page.Text("[data-testid=quorum] p:nth-child(2)"); got != "1 of 2 approved (ada) · waiting for: bob, carol" {
 			t.Errorf("after ada signed the page says %q", got)
 		}
-		if got := s.page.Text("[data-testid=you-signed]"); got != "You signed this ask; it waits for the others its rule needs. The same person counts once, whichever passkey signs." {
-			t.Errorf("ada is told %q", got)
+		if got := s.page.Text("[data-testid=you-signed]"); !youApproved.MatchString(got) || !strings.HasSuffix(got, " · waiting for: bob, carol") {
+			t.Errorf("ada is told %q, want when she approved and whom it waits for", got)
+		}
+		if n := s.page.Count("[data-testid=answer-bar]"); n != 0 {
+			t.Errorf("ada, whose approval is in, is offered %d answer bars", n)
+		}
+		if got := s.page.Text("[data-testid=why-no-answer]"); !strings.HasPrefix(got, "Your approval is in") {
+			t.Errorf("ada is told %q of why she cannot answer", got)
 		}
 		if b, w := s.page.box("[data-testid=quorum]"), Eval[float64](s.page, `document.documentElement.clientWidth`); b == nil || b.Right > w {
 			t.Errorf("the quorum does not fit the phone's width (%v, width %v)", b, w)

@@ -30,7 +30,8 @@ func (h *Handlers) ApprovalShow(c echo.Context) error {
 }
 
 // askPage reads what the page of ask a shows to member m: the ask, its
-// timeline, the runner a pinned run names and an approval_request's words.
+// timeline, the runner a pinned run names and an approval_request's words;
+// on an ask a rule covers, the quorum, and no answer once m's signature is in.
 func (h *Handlers) askPage(ctx context.Context, a *models.Approval, m *models.Member) (views.Ask, error) {
 	events, err := h.store.Timeline(ctx, a.AccountID, a.ID)
 	if err != nil {
@@ -50,12 +51,16 @@ func (h *Handlers) askPage(ctx context.Context, a *models.Approval, m *models.Me
 	if view.Quorum, err = h.quorumView(ctx, a, m); err != nil {
 		return views.Ask{}, err
 	}
+	if view.Quorum != nil && view.Quorum.You != nil {
+		view.CanDecide = false // their answer is in: the same person signs once
+	}
 	return view, nil
 }
 
 // quorumView reads what the page says of the signatures on an ask an
 // approval rule covers: the rule by name, who signed, who may still sign
-// (the escalation pool too, once it escalated); nil for other asks.
+// (the escalation pool too, once it escalated), and m's own signature;
+// nil for other asks.
 func (h *Handlers) quorumView(ctx context.Context, a *models.Approval, m *models.Member) (*views.Quorum, error) {
 	q, sigs, err := h.store.QuorumOf(ctx, a)
 	if err != nil || q == nil {
@@ -73,7 +78,7 @@ func (h *Handlers) quorumView(ctx context.Context, a *models.Approval, m *models
 	}
 	for _, g := range sigs {
 		if m != nil && g.PersonID == m.ID {
-			out.SignedByYou = true
+			out.You = &views.Signed{Approved: g.Approves(), At: g.CreatedAt}
 		}
 	}
 	rules, err := h.store.RulesWithRemoved(ctx, a.AccountID)

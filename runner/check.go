@@ -66,6 +66,8 @@ type Plan struct {
 	Code          []byte   // the script's bytes as read and hashed: what runs (see execute)
 	Argv          []string // as approved; argv[0] relative to the scripts folder
 	ExpiresAt     time.Time
+	Effect        string   // the run's declared effect: read_only, local_write, remote or production
+	Signers       []string // the distinct people whose approvals the proof holds, by the pinned keys
 }
 
 // Refusal is why a runner will not execute a run it is addressed to; the
@@ -91,9 +93,10 @@ var ErrNotMine = errors.New("the run names another runner's public key")
 // symlink out) to a regular file whose SHA-256 is script_sha256. On a run an
 // approval rule covers, the proof is a bundle that must meet the requirement
 // frozen into the ask: that many distinct persons of the pinned keys, each
-// signing this payload and that requirement (checkBundle). A run that
-// fails a check returns a *Refusal saying which; one for another runner
-// returns ErrNotMine.
+// signing this payload and that requirement (checkBundle). The plan names
+// the people who signed, for the runner's own floor (Runner.belowFloor). A
+// run that fails a check returns a *Refusal saying which; one for another
+// runner returns ErrNotMine.
 func (h *Host) Check(a *Approval, origin string, now time.Time) (*Plan, error) {
 	pin, err := ReadPin(a.Payload)
 	if err != nil {
@@ -112,11 +115,13 @@ func (h *Host) Check(a *Approval, origin string, now time.Time) (*Plan, error) {
 	if len(a.Proof) == 0 || string(a.Proof) == "null" {
 		return nil, refuse("no decision proof: nobody's device signed an approve of this run")
 	}
+	var signers []string
 	if proof.IsBundle(a.Proof) || a.Quorum != nil {
-		if err := checkBundle(a, payloadSHA, h.Trusted, origin); err != nil {
-			return nil, err
-		}
-	} else if err := checkProof(a, payloadSHA, pin.AskedOf, h.Trusted, origin); err != nil {
+		signers, err = checkBundle(a, payloadSHA, h.Trusted, origin)
+	} else {
+		signers, err = checkProof(a, payloadSHA, pin.AskedOf, h.Trusted, origin)
+	}
+	if err != nil {
 		return nil, err
 	}
 	secs, err := strconv.ParseInt(pin.ExpiresAt.String(), 10, 64)
@@ -143,7 +148,7 @@ func (h *Host) Check(a *Approval, origin string, now time.Time) (*Plan, error) {
 		return nil, refuse("the script %s changed: its SHA-256 is %s, the approved one %s", pin.Argv[0], got, pin.ScriptSHA256)
 	}
 	return &Plan{ApprovalID: a.ApprovalID, PayloadSHA256: payloadSHA, RunnerID: pin.RunnerID, Script: script, Code: code,
-		Argv: pin.Argv, ExpiresAt: expires}, nil
+		Argv: pin.Argv, ExpiresAt: expires, Effect: pin.Effect, Signers: signers}, nil
 }
 
 // resolve finds argv[0] inside the scripts folder: a relative path with no
@@ -202,57 +207,58 @@ func readScript(path string) ([]byte, error) {
 
 // checkProof checks the single-signer proof of a run no rule covers: it
 // verifies against the pinned keys and approves exactly this run, signed by
-// a key of the person asked.
-func checkProof(a *Approval, payloadSHA, askedOf string, trusted *proof.Keys, origin string) error {
+// a key of the person asked, who is its one signer.
+func checkProof(a *Approval, payloadSHA, askedOf string, trusted *proof.Keys, origin string) ([]string, error) {
 	p, err := proof.Parse(a.Proof)
 	if err != nil {
-		return refuse("the decision proof is not a countersign proof: %v", err)
+		return nil, refuse("the decision proof is not a countersign proof: %v", err)
 	}
 	res, err := proof.Verify(p, proof.Expect{RPID: trusted.RPID, Origin: origin, Keys: trusted})
 	if err != nil {
-		return refuse("the decision proof does not verify against the pinned device keys: %v", err)
+		return nil, refuse("the decision proof does not verify against the pinned device keys: %v", err)
 	}
 	switch {
 	case res.ApprovalID != a.ApprovalID:
-		return refuse("the decision proof is for approval %s, not %s", res.ApprovalID, a.ApprovalID)
+		return nil, refuse("the decision proof is for approval %s, not %s", res.ApprovalID, a.ApprovalID)
 	case res.PayloadSHA256 != payloadSHA:
-		return refuse("the decision proof signs another payload (%s) than this run's (%s)", res.PayloadSHA256, payloadSHA)
+		return nil, refuse("the decision proof signs another payload (%s) than this run's (%s)", res.PayloadSHA256, payloadSHA)
 	case res.Decision != "approve":
-		return refuse("the decision proof signs %q, not approve", res.Decision)
+		return nil, refuse("the decision proof signs %q, not approve", res.Decision)
 	case res.KeyPerson != askedOf:
-		return refuse("the decision was signed by a key of %s, but the run was asked of %s", res.KeyPerson, askedOf)
+		return nil, refuse("the decision was signed by a key of %s, but the run was asked of %s", res.KeyPerson, askedOf)
 	}
-	return nil
+	return []string{res.KeyPerson}, nil
 }
 
 // checkBundle checks the proof of a run an approval rule covers: a bundle
 // of this run whose requirement is the one frozen into the ask, and that
 // meets it against the pinned keys (proof.VerifyBundle: every signature
-// valid, distinct persons of the pool, at least the count approving).
-func checkBundle(a *Approval, payloadSHA string, trusted *proof.Keys, origin string) error {
+// valid, distinct persons of the pool, at least the count approving), whose
+// people are its signers.
+func checkBundle(a *Approval, payloadSHA string, trusted *proof.Keys, origin string) ([]string, error) {
 	if !proof.IsBundle(a.Proof) {
-		return refuse("the run is covered by an approval rule, but its proof is one signature, not the bundle the rule needs")
+		return nil, refuse("the run is covered by an approval rule, but its proof is one signature, not the bundle the rule needs")
 	}
 	b, err := proof.ParseBundle(a.Proof)
 	if err != nil {
-		return refuse("the decision bundle is not a countersign bundle: %v", err)
+		return nil, refuse("the decision bundle is not a countersign bundle: %v", err)
 	}
 	if a.Quorum != nil && !sameJSON(a.Quorum.Requirement, b.Requirement) {
-		return refuse("the decision bundle binds another requirement than the one frozen into the run")
+		return nil, refuse("the decision bundle binds another requirement than the one frozen into the run")
 	}
 	res, err := proof.VerifyBundle(b, proof.Expect{RPID: trusted.RPID, Origin: origin, Keys: trusted})
 	if err != nil {
-		return refuse("the decision bundle does not meet its requirement against the pinned device keys: %v", err)
+		return nil, refuse("the decision bundle does not meet its requirement against the pinned device keys: %v", err)
 	}
 	switch {
 	case res.ApprovalID != a.ApprovalID:
-		return refuse("the decision bundle is for approval %s, not %s", res.ApprovalID, a.ApprovalID)
+		return nil, refuse("the decision bundle is for approval %s, not %s", res.ApprovalID, a.ApprovalID)
 	case res.PayloadSHA256 != payloadSHA:
-		return refuse("the decision bundle signs another payload (%s) than this run's (%s)", res.PayloadSHA256, payloadSHA)
+		return nil, refuse("the decision bundle signs another payload (%s) than this run's (%s)", res.PayloadSHA256, payloadSHA)
 	case res.Decision != "approve":
-		return refuse("the decision bundle decides %q, not approve", res.Decision)
+		return nil, refuse("the decision bundle decides %q, not approve", res.Decision)
 	}
-	return nil
+	return res.Signers, nil
 }
 
 // sameJSON says whether two JSON texts are the same value.

@@ -33,7 +33,11 @@ type Options struct {
 	Poll      time.Duration // how often it lists its runs besides being told (default 30 s)
 	TimeLimit time.Duration // how long one run may take (default 10 min)
 	Parallel  int           // how many runs it executes at once (default DefaultParallel; 1: one after another)
-	Logger    *slog.Logger
+	// MinSignersProduction is the fewest distinct people whose approvals a
+	// production run's proof must hold for this runner to run it, whatever
+	// the server requires (default 1: the server's requirement alone).
+	MinSignersProduction int
+	Logger               *slog.Logger
 }
 
 // DefaultParallel is how many runs a runner executes at once unless told:
@@ -105,6 +109,9 @@ func New(host *Host, opts Options) (*Runner, error) {
 	}
 	if opts.Parallel <= 0 {
 		opts.Parallel = DefaultParallel
+	}
+	if opts.MinSignersProduction <= 0 {
+		opts.MinSignersProduction = 1
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -329,7 +336,9 @@ func (r *Runner) nextSignedAt(approvalID string) int64 {
 // the run is locked while this process handles it, so two processes sharing
 // the folder never both act on it; an unfinished journal entry this process
 // did not write in this pass is a claim from before a restart, and the run
-// is reported failed, never executed.
+// is reported failed, never executed. A run that fails Check, or the
+// runner's own minimum of signers (belowMinimum), is claimed and reported
+// failed with the reason, never executed.
 func (r *Runner) handle(ctx context.Context, id, status string) error {
 	if status != "approved" && !r.journaled(id) {
 		return nil // in progress under another host's claim
@@ -359,6 +368,11 @@ func (r *Runner) handle(ctx context.Context, id, status string) error {
 		return nil
 	}
 	plan, err := r.host.Check(&a, r.origin, time.Now())
+	if err == nil {
+		if below := r.belowMinimum(plan); below != nil {
+			err = below
+		}
+	}
 	if errors.Is(err, ErrNotMine) {
 		j.remove()
 		return nil

@@ -477,8 +477,8 @@ func (a Ask) WhyNoButtons() string {
 	switch s := models.Status(a.Status); {
 	case s == models.StatusPending && !a.Now.Before(a.ExpiresAt):
 		return "This ask expired: it can no longer be answered."
-	case s == models.StatusPending && a.Quorum != nil && a.Quorum.SignedByYou:
-		return "You signed this ask; it waits for the others its rule needs."
+	case s == models.StatusPending && a.Quorum != nil && a.Quorum.You != nil:
+		return "Your approval is in: it counts once, whichever passkey signs, and cannot be taken back or turned into a deny. The ask waits for the others its rule needs."
 	case s == models.StatusPending && a.Quorum != nil:
 		return "This ask's rule counts other people's signatures, not yours."
 	case s == models.StatusPending && a.AskedOf != "":

@@ -20,7 +20,23 @@ type Quorum struct {
 	Escalation  []string // the escalation pool
 	EscalateIn  time.Duration
 	EscalatedAt *time.Time
-	SignedByYou bool // the viewer signed it
+	You         *Signed // the viewer's own signature, nil when they have not signed
+}
+
+// Signed is the viewer's own signature on an ask a rule covers: once it is
+// in, it counts and cannot be given again, so the page shows it in place of
+// the answer buttons.
+type Signed struct {
+	Approved bool // it counts towards the quorum; false for a deny or not mine
+	At       time.Time
+}
+
+// Verb is what the viewer did, as "You … at 14:02" reads it.
+func (s *Signed) Verb() string {
+	if s.Approved {
+		return "approved"
+	}
+	return "denied"
 }
 
 // Line is the quorum in one line: "1 of 2 approved (ada)".

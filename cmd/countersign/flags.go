@@ -21,6 +21,14 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// flagGiven says whether the command line set the flag name, so that an
+// environment variable fills in only a flag left out.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // helpAsked says whether args ask for a command's usage: -h, -help or
 // --help before any "--" (after it, the words are another program's, as in
 // gate -- COMMAND --help).

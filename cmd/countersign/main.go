@@ -47,8 +47,10 @@ Usage:
   countersign runner trust --dir D --keys KEYS.json
                                                on a runner host: pin the device keys it accepts decisions from
   countersign runner serve --dir D --server URL [--token-file F] [--time-limit 10m] [--parallel 4]
+                 [--min-signers-production N]
                                                on a runner host: run approved pinned runs once each, up to
-                                               --parallel at once (docs/runner.md)
+                                               --parallel at once, a production run only with the approvals of
+                                               N people or more (default 1) (docs/runner.md)
   countersign rule add ID --count N --pool POOL [--kinds K,…] [--effects E,…] [--servers P,…] [--tools P,…]
                  [--requesters agent:N,…] [--min-priority N] [--apply-from N] [--escalate-to POOL --escalate-after D]
                  [--remind-every D] [--name TEXT] [--account NAME]

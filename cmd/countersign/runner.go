@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,12 +21,19 @@ const runnerUsage = `usage:
   countersign runner init --dir D [--scripts S]          on the runner host: key pair and scripts folder; public key on the last line
   countersign runner trust --dir D --keys KEYS.json      on the runner host: pin the device keys of countersign keys export
   countersign runner serve --dir D --server URL [--token-file F] [--time-limit 10m] [--parallel 4]
-                                                         on the runner host: run approved pinned runs, up to --parallel at once
-                                                         (token: --token-file or COUNTERSIGN_RUNNER_TOKEN)
+                           [--min-signers-production N]
+                                                         on the runner host: run approved pinned runs, up to --parallel at once,
+                                                         a production run only with the approvals of N people or more (default 1)
+                                                         (token: --token-file or COUNTERSIGN_RUNNER_TOKEN; the minimum:
+                                                         COUNTERSIGN_RUNNER_MIN_SIGNERS_PRODUCTION when the flag is left out)
   countersign runner enroll --name N --public-key KEY [--account A]
                                                          on the service: enroll a runner; its id, then its token, on the last two lines
   countersign runner list [--account A]
   countersign runner disable NAME [--account A]         its token stops and its runs that have not ended fail`
+
+// minSignersProductionEnv sets runner serve's --min-signers-production
+// when the flag is not given.
+const minSignersProductionEnv = "COUNTERSIGN_RUNNER_MIN_SIGNERS_PRODUCTION"
 
 // runnerHostCommand runs the runner-host commands, which need no server
 // configuration: only --dir, --server and the runner token. It reports
@@ -48,6 +56,7 @@ func runnerHostCommand(ctx context.Context, args []string, getenv func(string) s
 	limit := fs.Duration("time-limit", 10*time.Minute, "how long one run may take (serve)")
 	poll := fs.Duration("poll", 30*time.Second, "how often to list its runs besides being told (serve)")
 	parallel := fs.Int("parallel", runner.DefaultParallel, "how many runs to execute at once; 1 runs them one after another (serve)")
+	minProduction := fs.Int("min-signers-production", 1, "the fewest distinct people whose approvals a production run must carry, whatever the server requires (serve)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *dir == "" {
 		return true, usageError{runnerUsage}
 	}
@@ -93,6 +102,18 @@ func runnerHostCommand(ctx context.Context, args []string, getenv func(string) s
 	if *parallel < 1 {
 		return true, usageError{fmt.Sprintf("runner serve: --parallel %d: at least 1 run at a time\n%s", *parallel, runnerUsage)}
 	}
+	if !flagGiven(fs, "min-signers-production") {
+		if v := strings.TrimSpace(getenv(minSignersProductionEnv)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return true, usageError{fmt.Sprintf("runner serve: %s=%q is not a whole number\n%s", minSignersProductionEnv, v, runnerUsage)}
+			}
+			*minProduction = n
+		}
+	}
+	if *minProduction < 1 {
+		return true, usageError{fmt.Sprintf("runner serve: --min-signers-production (or %s) %d: at least 1 person\n%s", minSignersProductionEnv, *minProduction, runnerUsage)}
+	}
 	token := strings.TrimSpace(getenv("COUNTERSIGN_RUNNER_TOKEN"))
 	if *tokenFile != "" {
 		raw, err := os.ReadFile(*tokenFile)
@@ -108,11 +129,13 @@ func runnerHostCommand(ctx context.Context, args []string, getenv func(string) s
 	if err != nil {
 		return true, err
 	}
-	r, err := runner.New(host, runner.Options{Server: *server, Token: token, Poll: *poll, TimeLimit: *limit, Parallel: *parallel, Logger: log})
+	r, err := runner.New(host, runner.Options{Server: *server, Token: token, Poll: *poll, TimeLimit: *limit, Parallel: *parallel,
+		MinSignersProduction: *minProduction, Logger: log})
 	if err != nil {
 		return true, err
 	}
-	log.Info("runner serving", "server", *server, "scripts", host.Scripts, "pinned_keys", len(host.Trusted.Keys), "parallel", *parallel)
+	log.Info("runner serving", "server", *server, "scripts", host.Scripts, "pinned_keys", len(host.Trusted.Keys), "parallel", *parallel,
+		"min_signers_production", *minProduction)
 	return true, r.Serve(ctx)
 }
 

@@ -68,6 +68,19 @@ func TestRunnerInitEnrollTrustListAndDisable(t *testing.T) {
 	if r := cli(t, env, "runner", "serve", "--dir", dir, "--server", "http://localhost:1", "--parallel", "0"); r.code != 2 || !strings.Contains(r.stderr, "--parallel 0") {
 		t.Errorf("serve with --parallel 0: %s", r)
 	}
+	if r := cli(t, env, "runner", "serve", "--dir", dir, "--server", "http://localhost:1", "--min-signers-production", "0"); r.code != 2 || !strings.Contains(r.stderr, "--min-signers-production (or COUNTERSIGN_RUNNER_MIN_SIGNERS_PRODUCTION) 0") {
+		t.Errorf("serve with --min-signers-production 0: %s", r)
+	}
+	for _, v := range []string{"two", "0"} {
+		withMin := map[string]string{"COUNTERSIGN_RUNNER_TOKEN": token, "COUNTERSIGN_RUNNER_MIN_SIGNERS_PRODUCTION": v}
+		if r := cli(t, withMin, "runner", "serve", "--dir", dir, "--server", "http://localhost:1"); r.code != 2 || !strings.Contains(r.stderr, "COUNTERSIGN_RUNNER_MIN_SIGNERS_PRODUCTION") {
+			t.Errorf("serve with COUNTERSIGN_RUNNER_MIN_SIGNERS_PRODUCTION=%s: %s", v, r)
+		}
+		// The flag, when given, is the minimum: the variable is not read.
+		if r := cli(t, withMin, "runner", "serve", "--dir", dir, "--server", "http://localhost:1", "--min-signers-production", "2"); r.code != 1 || !strings.Contains(r.stderr, "no device key is pinned") {
+			t.Errorf("serve with --min-signers-production 2 and the variable %s: %s", v, r)
+		}
+	}
 	if r := cli(t, env, "runner", "serve", "--dir", dir, "--server", "http://localhost:1"); r.code != 1 || !strings.Contains(r.stderr, "no device key is pinned") {
 		t.Errorf("serve with no pinned key: %s", r)
 	}
