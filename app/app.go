@@ -122,6 +122,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		h.CheckReady(a.listenerReady)
 	}
 	if observe != nil {
+		observe.Count("countersign_mcp_sessions", "MCP sessions this instance holds, 2026-07-28 subscriptions/listen streams included (COUNTERSIGN_MCP_SESSIONS caps them).", endpoint.OpenSessions)
+		observe.Count("countersign_waiting_streams", "Waiting streams this instance serves off net/http: MCP GET and listen streams, and live timelines.",
+			func() int { return endpoint.StandingStreams() + h.LiveTimelines() })
 		h.Observe(observe)
 		a.Metrics = observe.Handler()
 	}

@@ -67,6 +67,10 @@ func New(store *models.Store, rp *passkey.RP, baseURL string, push PushConfig, l
 // closes them. Their pages reconnect, to another instance if need be.
 func (h *Handlers) EndStreams() { h.streams.Close() }
 
+// LiveTimelines is how many ask pages' live timelines this instance serves
+// off net/http now.
+func (h *Handlers) LiveTimelines() int { return h.streams.Len() }
+
 // ContentSecurityPolicy allows only this origin's scripts, styles and
 // connections: no inline script, no inline style, no framing.
 const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +

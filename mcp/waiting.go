@@ -228,12 +228,17 @@ func (f flushWriter) Write(p []byte) (int, error) {
 }
 
 // tell sends notifications/resources/updated of uri to every stream
-// waiting on it, on this instance.
+// waiting on it, on this instance. The writes run on a goroutine of their
+// own: the change feed, which calls tell, never waits on a client.
 func (s *Server) tell(uri string) {
 	waiting := s.sessions.watching(uri)
 	if len(waiting) == 0 {
 		return
 	}
+	go deliver(uri, waiting)
+}
+
+func deliver(uri string, waiting []notice) {
 	var plain []byte // the same for every session's GET stream
 	for _, n := range waiting {
 		if n.listen == nil {

@@ -127,6 +127,12 @@ func (m *Metrics) Run(ctx context.Context) {
 	}
 }
 
+// Count adds a gauge read from count at each scrape: what an instance
+// holds now, such as its open MCP sessions.
+func (m *Metrics) Count(name, help string, count func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return float64(count()) }))
+}
+
 // WriteWaited records how long an SQLite write waited for the writer.
 func (m *Metrics) WriteWaited(d time.Duration) { m.writeWait.Observe(d.Seconds()) }
 

@@ -110,6 +110,40 @@ func TestEveryNamedSeriesExistsAndMoves(t *testing.T) {
 	}
 }
 
+// The gauges of what an instance holds count the MCP sessions and the
+// waiting streams as they open and close.
+func TestTheSessionAndStreamGaugesFollowWhatIsOpen(t *testing.T) {
+	env := apptest.Start(t, apptest.SQLite, map[string]string{"COUNTERSIGN_METRICS_ADDR": "127.0.0.1:0"})
+	_, token := env.Agent(env.Account.ID, "bot")
+	gauges := func() (float64, float64) {
+		s := scrape(t, env.App.Metrics)
+		return s["countersign_mcp_sessions"], s["countersign_waiting_streams"]
+	}
+	if sessions, streams := gauges(); sessions != 0 || streams != 0 {
+		t.Fatalf("idle instance: %v sessions, %v streams; want 0 and 0", sessions, streams)
+	}
+	c := env.Connect(token) // the go-sdk client holds its session's GET stream
+	c.OK("approvals_list", map[string]any{})
+	eventually(t, "one session and its stream counted", func() bool {
+		sessions, streams := gauges()
+		return sessions == 1 && streams == 1
+	})
+	c.Close()
+	eventually(t, "nothing counted once the client left", func() bool {
+		sessions, streams := gauges()
+		return sessions == 0 && streams == 0
+	})
+}
+
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 15 s", what)
+		}
+	}
+}
+
 func TestTheOutboxDepthCountsWaitingPushes(t *testing.T) {
 	env := apptest.Start(t, apptest.SQLite, map[string]string{"COUNTERSIGN_METRICS_ADDR": "127.0.0.1:0"})
 	owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
