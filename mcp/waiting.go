@@ -126,7 +126,8 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, sess *openS
 		s.sessions.drop(sess)
 		var rpcErr *jsonrpc.Error
 		if !errors.As(err, &rpcErr) {
-			rpcErr = &jsonrpc.Error{Code: codeInternalError, Message: err.Error()}
+			s.log.Error("subscriptions/listen failed", "err", err)
+			rpcErr = &jsonrpc.Error{Code: codeInternalError, Message: "INTERNAL: subscriptions/listen failed inside Countersign; nothing you sent was wrong, try again shortly"}
 		}
 		writeRPCErrorData(w, http.StatusOK, head.id(), int(rpcErr.Code), rpcErr.Message, rpcErr.Data)
 	}
