@@ -323,26 +323,9 @@ func TestAWaitingAgentsStreamIsServedOffNetHTTPAndLeavesWithItsAgent(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	filed, err := apptest.CallTool(context.Background(), session, "approvals_create", specAsk("pull_request", specPR("number", 7)))
-	if err != nil || filed.IsError {
-		t.Fatalf("file: %v %s", err, filed.Text)
-	}
-	id := filed.Out["approval_id"].(string)
-	if err := session.Subscribe(context.Background(), &sdk.SubscribeParams{URI: "countersign://approvals/" + id}); err != nil {
-		t.Fatal(err)
-	}
+	id := fileAndSubscribe(t, session, 7)
 	eventually(t, "the agent's GET stream served off net/http", func() bool { return env.App.MCP.StandingStreams() == 1 })
-	if _, err := env.Store.Decide(context.Background(), env.Account.ID, id, owner, models.Decision{Verdict: models.VerdictDeny}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case uri := <-heard:
-		if uri != "countersign://approvals/"+id {
-			t.Fatalf("heard of %s, want the ask", uri)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the agent heard nothing of the decision on its stream")
-	}
+	hearDecision(t, env, owner, id, heard)
 	session.Close()
 	eventually(t, "the stream gone with its agent", func() bool { return env.App.MCP.StandingStreams() == 0 })
 	eventually(t, "the session ended", func() bool { return env.App.MCP.OpenSessions() == 0 })

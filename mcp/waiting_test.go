@@ -127,21 +127,37 @@ func TestAWaitingAgentOverHTTP2HearsItsDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer session.Close()
-	filed, err := apptest.CallTool(context.Background(), session, "approvals_create", specAsk("pull_request", specPR("number", 8)))
-	if err != nil || filed.IsError {
-		t.Fatalf("file: %v %s", err, filed.Text)
-	}
+	id := fileAndSubscribe(t, session, 8)
 	if proto := <-protos; proto != "HTTP/2.0" {
 		t.Fatalf("the client spoke %s, want HTTP/2.0", proto)
+	}
+	hearDecision(t, env, owner, id, heard)
+	if n := env.App.MCP.StandingStreams(); n != 0 {
+		t.Errorf("streams taken off net/http over HTTP/2: %d, want 0", n)
+	}
+	session.Close()
+	eventually(t, "the session ended", func() bool { return env.App.MCP.OpenSessions() == 0 })
+}
+
+// fileAndSubscribe files a pull-request ask over session and subscribes to
+// it; it returns the ask's id.
+func fileAndSubscribe(t *testing.T, session *sdk.ClientSession, number int) string {
+	t.Helper()
+	filed, err := apptest.CallTool(context.Background(), session, "approvals_create", specAsk("pull_request", specPR("number", number)))
+	if err != nil || filed.IsError {
+		t.Fatalf("file: %v %s", err, filed.Text)
 	}
 	id := filed.Out["approval_id"].(string)
 	if err := session.Subscribe(context.Background(), &sdk.SubscribeParams{URI: "countersign://approvals/" + id}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // the client's GET stream opens on its own
-	if n := env.App.MCP.StandingStreams(); n != 0 {
-		t.Errorf("streams taken off net/http over HTTP/2: %d, want 0", n)
-	}
+	return id
+}
+
+// hearDecision denies the ask id as owner and waits for its notice to
+// reach the agent (heard is fed by its ResourceUpdatedHandler).
+func hearDecision(t *testing.T, env *apptest.Env, owner *models.Member, id string, heard <-chan string) {
+	t.Helper()
 	if _, err := env.Store.Decide(context.Background(), env.Account.ID, id, owner, models.Decision{Verdict: models.VerdictDeny}); err != nil {
 		t.Fatal(err)
 	}
@@ -151,10 +167,8 @@ func TestAWaitingAgentOverHTTP2HearsItsDecision(t *testing.T) {
 			t.Fatalf("heard of %s, want the ask", uri)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the agent heard nothing of the decision over HTTP/2")
+		t.Fatal("the agent heard nothing of the decision on its stream")
 	}
-	session.Close()
-	eventually(t, "the session ended", func() bool { return env.App.MCP.OpenSessions() == 0 })
 }
 
 // bearerOver adds the agent's token to each request and reports the
