@@ -142,9 +142,11 @@ func (s *Server) subscriptions(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
-// emptyResult answers a subscribe or an unsubscribe with {}, as the SDK
-// does: the SDK exports no empty result, and this one has only _meta.
-var emptyResult = &sdk.SubscriptionsListenResult{}
+// emptyResult answers a subscribe or an unsubscribe with an empty result:
+// the SDK exports none, and this one has only _meta, which must be an
+// object ({"_meta":{}}): a nil one is sent as null, which the TypeScript
+// SDK's schema refuses.
+var emptyResult = &sdk.SubscriptionsListenResult{Meta: sdk.Meta{}}
 
 // subscribe lets a session subscribe only to a resource it may read.
 func (s *Server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {

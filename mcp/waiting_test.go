@@ -60,6 +60,17 @@ func TestASessionHoldsOneStreamUntilItIsDeleted(t *testing.T) {
 	env := apptest.Start(t, apptest.SQLite, nil)
 	_, token := env.Agent(env.Account.ID, "waiter")
 	session := rawSession(t, env, token)
+	filer := mustSessionClient(t, env, token, false)
+	filed, err := apptest.CallTool(context.Background(), filer, "approvals_create", specAsk("pull_request", specPR()))
+	if err != nil || filed.IsError {
+		t.Fatalf("file: %v %s", err, filed.Text)
+	}
+	filer.Close()
+	ask := filed.Out["approval_id"].(string)
+	sub := rawPost(t, env, token, session, "2025-06-18", []byte(`{"jsonrpc":"2.0","id":5,"method":"resources/subscribe","params":{"uri":"countersign://approvals/`+ask+`"}}`))
+	if sub.Status != http.StatusOK || !strings.Contains(string(sub.Body), `"result":{"_meta":{}}`) {
+		t.Fatalf("subscribe: %d %s, want an empty result with no null in it (the TypeScript SDK refuses null)", sub.Status, sub.Body)
+	}
 	first := getStream(t, env, token, session, nil)
 	lines := bufio.NewReader(first.Body)
 	if line, err := lines.ReadString('\n'); first.StatusCode != http.StatusOK || err != nil || line != ": ok\n" {
