@@ -37,6 +37,13 @@ func (h *Handlers) askPage(ctx context.Context, a *models.Approval, m *models.Me
 	if err != nil {
 		return views.Ask{}, err
 	}
+	// The ask again, read after its timeline: what the page shows of it is
+	// then never older than the timeline. The live timeline resumes after
+	// the last event shown, so a status older than that event would stay
+	// on the page (a run that went on to done while the page was read).
+	if a, err = h.store.GetApproval(ctx, a.AccountID, a.ID); err != nil {
+		return views.Ask{}, err
+	}
 	view := h.askView(a, events, m)
 	if a.RunnerID != "" {
 		r, err := h.store.RunnerByID(ctx, a.AccountID, a.RunnerID)
