@@ -250,10 +250,11 @@ func defineShared[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes [
 	if tool.InputSchema == nil {
 		tool.InputSchema = mustSchema[In]()
 	}
-	input, err := tool.InputSchema.(*jsonschema.Schema).Resolve(nil)
+	resolved, err := tool.InputSchema.(*jsonschema.Schema).Resolve(nil)
 	if err != nil {
 		panic(fmt.Sprintf("input schema of %s: %v", tool.Name, err))
 	}
+	input := newInputSchema(resolved)
 	out := mustSchema[Out]()
 	// MCP requires an output schema of type "object"; a pointer output infers ["null", "object"].
 	out.Type, out.Types = "object", nil
@@ -276,7 +277,7 @@ func defineShared[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes [
 
 // toolCall is a tool's body with the checks and the encoding around it: the
 // caller is an agent, or a runner when the tool has a body for runners (rh).
-func toolCall[In accountScoped, Out any](s *Server, tool *sdk.Tool, input *jsonschema.Resolved, h handler[In, Out], rh runnerHandler[In, Out]) func(context.Context, *sdk.CallToolRequest) *sdk.CallToolResult {
+func toolCall[In accountScoped, Out any](s *Server, tool *sdk.Tool, input *inputSchema, h handler[In, Out], rh runnerHandler[In, Out]) func(context.Context, *sdk.CallToolRequest) *sdk.CallToolResult {
 	return func(ctx context.Context, req *sdk.CallToolRequest) *sdk.CallToolResult {
 		agent, runner := agentFrom(req), runnerFrom(req)
 		if agent == nil && (runner == nil || rh == nil) {
@@ -287,7 +288,7 @@ func toolCall[In accountScoped, Out any](s *Server, tool *sdk.Tool, input *jsons
 			err error
 		)
 		if raw, ok := any(&in).(rawInput); ok {
-			if err = nullArguments(req.Params.Arguments, input); err == nil {
+			if err = nullArguments(req.Params.Arguments, input.resolved); err == nil {
 				err = raw.readArguments(req.Params.Arguments)
 			}
 		} else {

@@ -116,7 +116,7 @@ SELECT (SELECT seq FROM a), (SELECT seq FROM e), (SELECT count(*) FROM j),
 		approvalSeq, eventSeq sql.NullInt64
 		pushes, notified      int64
 	)
-	err = s.db.WithContext(ctx).Statement.ConnPool.QueryRowContext(ctx, query, args...).Scan(&approvalSeq, &eventSeq, &pushes, &notified, &ownRules)
+	err = s.db.Statement.ConnPool.QueryRowContext(ctx, query, args...).Scan(&approvalSeq, &eventSeq, &pushes, &notified, &ownRules)
 	if err != nil {
 		return false, false, fmt.Errorf("file ask: %w", err)
 	}
