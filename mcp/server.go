@@ -272,7 +272,23 @@ func defineShared[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes [
 		s.observe.ToolCalled(tool.Name, code)
 		return res, nil
 	}
-	return toolDef{tool: tool, scopes: scopes, runners: rh != nil, add: func(srv *sdk.Server, t *sdk.Tool) { srv.AddTool(t, run) }}
+	return toolDef{tool: tool, scopes: scopes, runners: rh != nil, add: func(srv *sdk.Server, t *sdk.Tool) { srv.AddTool(withSchemaJSON(t), run) }}
+}
+
+// withSchemaJSON is the tool as the SDK server holds it: its input schema
+// marshalled once, here, the same JSON that tools/list sends. The SDK reads
+// the schema of the tool called on every 2026-07-28 request (for the
+// x-mcp-header annotations of its arguments) by marshalling it and
+// unmarshalling the result; a *jsonschema.Schema it would marshal anew each
+// time.
+func withSchemaJSON(t *sdk.Tool) *sdk.Tool {
+	schema, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		panic(fmt.Sprintf("input schema of %s: %v", t.Name, err))
+	}
+	wire := *t
+	wire.InputSchema = json.RawMessage(schema)
+	return &wire
 }
 
 // toolCall is a tool's body with the checks and the encoding around it: the
