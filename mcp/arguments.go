@@ -32,12 +32,13 @@ func decodeArguments[In any](raw json.RawMessage, input *inputSchema) (In, error
 		raw = json.RawMessage("{}")
 	}
 	var v map[string]any
-	if err := json.Unmarshal(raw, &v); err != nil || objectMembers(raw) != mapEntries(v) {
+	err := json.Unmarshal(raw, &v)
+	if err != nil || objectMembers(raw) != mapEntries(v) {
 		if err := strictArguments(raw); err != nil {
 			return in, err
 		}
 	}
-	if v == nil {
+	if err != nil || v == nil { // a map that failed part way may hold the rest
 		return in, models.Invalid("", "the arguments must be a JSON object")
 	}
 	if err := nullMembers(v, input.resolved.Schema()); err != nil {
@@ -52,7 +53,7 @@ func decodeArguments[In any](raw json.RawMessage, input *inputSchema) (In, error
 			return in, models.Invalid(field, "validating \"arguments\": %v", err)
 		}
 	}
-	if err := json.Unmarshal(raw, &in); err != nil {
+	if err = json.Unmarshal(raw, &in); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
 			return in, models.Invalid(typeErr.Field, "must be %s, not %s", jsonKind(typeErr.Type.Kind()), typeErr.Value)

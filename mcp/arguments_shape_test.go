@@ -1,12 +1,17 @@
 package mcp
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/countersign/countersign/models"
 )
 
 // Every typed tool's input schema compiles to a shape, and the shape passes
@@ -130,4 +135,32 @@ func valueOf(s *jsonschema.Schema) any {
 		return map[string]any{}
 	}
 	panic(fmt.Sprintf("no value of type %q", typ))
+}
+
+// Arguments that are no plain JSON object, or name a member twice, are
+// refused as the token walk refuses them, whichever check finds them.
+func TestArgumentsThatAreNoPlainObjectAreRefusedNamingWhy(t *testing.T) {
+	resolved, err := mustSchema[CreateInput]().Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := newInputSchema(resolved)
+	for _, tc := range []struct{ raw, field, says string }{
+		{`{"kind":"pull_request","title":1e999}`, "", "must be a JSON object"},
+		{`[{"kind":"a"}]`, "", "must be a JSON object"},
+		{`null`, "", "must be a JSON object"},
+		{`{"kind":"a"} {"kind":"b"}`, "", "more than one JSON value"},
+		{`{"title":"a: \"b\" \\","payload":{"x":{"y":1,"y":2}}}`, "payload.x.y", "appears twice"},
+		{`{"links":[{"a":1},{"a":1,"a":2}]}`, "links[1].a", "appears twice"},
+	} {
+		_, err := decodeArguments[CreateInput](json.RawMessage(tc.raw), input)
+		if models.CodeOf(err) != models.InvalidArgument || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want INVALID_ARGUMENT saying %q", tc.raw, err, tc.says)
+			continue
+		}
+		var refusal *models.Error
+		if errors.As(err, &refusal); refusal.Field != tc.field {
+			t.Errorf("%s: names %q, want %q", tc.raw, refusal.Field, tc.field)
+		}
+	}
 }
