@@ -237,8 +237,8 @@ func (s *Store) file(ctx context.Context, a *Approval) error {
 // looks on (then fileTx decides). An ask no built-in rule covers, of an
 // account that keeps no rule of its own in force, is checked for rules
 // inside that statement: one round trip. Otherwise the account's rules are
-// read first, and a rule added between that read and the insert
-// is as if added just after the ask.
+// read first, and a rule added between that read and the insert is as if
+// added just after the ask.
 func (s *Store) fileUncovered(ctx context.Context, a *Approval) (bool, error) {
 	f := factsOf(a)
 	if !slices.ContainsFunc(BuiltinRules(), func(r Rule) bool { return r.covers(f) }) {
