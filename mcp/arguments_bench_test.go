@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
-
-	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // createArguments are approvals_create's arguments as countersign-load sends them.
@@ -41,5 +39,3 @@ func BenchmarkDecodeCreateArguments(b *testing.B) {
 		}
 	}
 }
-
-var _ = jsonschema.Schema{}
