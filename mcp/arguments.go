@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -20,29 +21,39 @@ import (
 // decodeArguments reads a tool's arguments into In. They must be one JSON
 // object that names no member twice (see strictArguments) and matches the
 // tool's input schema; a mismatch is INVALID_ARGUMENT naming the argument.
-func decodeArguments[In any](raw json.RawMessage, schema *jsonschema.Resolved) (In, error) {
+// The arguments are parsed twice, once generically for the schema and once
+// into In; a call whose arguments are whole and plain (the members of its
+// objects all counted in the map, and of the shape the schema compiles to)
+// is neither walked token by token nor run through the schema's validator:
+// those run only to name what is wrong.
+func decodeArguments[In any](raw json.RawMessage, input *inputSchema) (In, error) {
 	var in In
-	if err := strictArguments(raw); err != nil {
-		return in, err
-	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage("{}")
 	}
 	var v map[string]any
-	if err := json.Unmarshal(raw, &v); err != nil || v == nil {
+	err := json.Unmarshal(raw, &v)
+	if err != nil || objectMembers(raw) != mapEntries(v) {
+		if err := strictArguments(raw); err != nil {
+			return in, err
+		}
+	}
+	if err != nil || v == nil { // a map that failed part way may hold the rest
 		return in, models.Invalid("", "the arguments must be a JSON object")
 	}
-	if err := nullMembers(v, schema.Schema()); err != nil {
+	if err := nullMembers(v, input.resolved.Schema()); err != nil {
 		return in, err
 	}
-	if err := schema.Validate(v); err != nil {
-		field := ""
-		if m := schemaField.FindStringSubmatch(err.Error()); m != nil {
-			field = m[1] + m[2] + m[3]
+	if !input.shape.matches(v) {
+		if err := input.resolved.Validate(v); err != nil {
+			field := ""
+			if m := schemaField.FindStringSubmatch(err.Error()); m != nil {
+				field = m[1] + m[2] + m[3]
+			}
+			return in, models.Invalid(field, "validating \"arguments\": %v", err)
 		}
-		return in, models.Invalid(field, "validating \"arguments\": %v", err)
 	}
-	if err := json.Unmarshal(raw, &in); err != nil {
+	if err = json.Unmarshal(raw, &in); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
 			return in, models.Invalid(typeErr.Field, "must be %s, not %s", jsonKind(typeErr.Type.Kind()), typeErr.Value)
@@ -50,6 +61,46 @@ func decodeArguments[In any](raw json.RawMessage, schema *jsonschema.Resolved) (
 		return in, models.Invalid("", "%v", err)
 	}
 	return in, nil
+}
+
+// objectMembers counts the members of every object in raw, which is valid
+// JSON: the colons outside strings.
+func objectMembers(raw []byte) int {
+	n := 0
+	inString, escaped := false, false
+	for _, b := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			escaped = b == '\\'
+			inString = b != '"'
+		case b == '"':
+			inString = true
+		case b == ':':
+			n++
+		}
+	}
+	return n
+}
+
+// mapEntries counts the entries of every map in a decoded JSON value. It
+// equals objectMembers of the JSON unless an object named a member twice:
+// the map kept only the last.
+func mapEntries(v any) int {
+	n := 0
+	switch v := v.(type) {
+	case map[string]any:
+		n = len(v)
+		for _, e := range v {
+			n += mapEntries(e)
+		}
+	case []any:
+		for _, e := range v {
+			n += mapEntries(e)
+		}
+	}
+	return n
 }
 
 // nullArguments refuses, for a tool that reads its arguments itself
@@ -70,6 +121,13 @@ func nullArguments(raw json.RawMessage, schema *jsonschema.Resolved) error {
 // reflection message.) The first in name order is named, so the answer is the
 // same on every try.
 func nullMembers(args map[string]any, schema *jsonschema.Schema) error {
+	null := false
+	for _, v := range args {
+		null = null || v == nil
+	}
+	if !null {
+		return nil
+	}
 	for _, name := range slices.Sorted(maps.Keys(args)) {
 		prop, known := schema.Properties[name]
 		if args[name] != nil || !known {
@@ -202,4 +260,134 @@ func encodeResult(out any) (json.RawMessage, error) {
 		return nil, fmt.Errorf("encode result: %w", err)
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// inputSchema is a tool's input schema, resolved and compiled once, when
+// the tool is defined.
+type inputSchema struct {
+	resolved *jsonschema.Resolved
+	// shape passes the arguments that need no validator; nil: every call
+	// is validated.
+	shape *argumentsShape
+}
+
+func newInputSchema(resolved *jsonschema.Resolved) *inputSchema {
+	return &inputSchema{resolved: resolved, shape: shapeOf(resolved.Schema())}
+}
+
+// argumentsShape is what a schema inferred from a Go struct says of a
+// value: its JSON types, and for an object its members, which of them are
+// required and whether others may come, for an array its items. A value it
+// matches is one the schema's validator accepts.
+type argumentsShape struct {
+	types    []string // none: any
+	members  map[string]*argumentsShape
+	required []string
+	closed   bool            // no member but those named
+	items    *argumentsShape // nil: any
+}
+
+// falseSchema is the schema that accepts nothing (additionalProperties: false).
+var falseSchema = jsonschema.Schema{Not: &jsonschema.Schema{}}
+
+// shapeOf compiles a schema, or returns nil when it says more than a shape
+// holds (an enum, a bound, a pattern, a reference…): then the validator
+// decides every call.
+func shapeOf(s *jsonschema.Schema) *argumentsShape {
+	if s == nil {
+		return nil
+	}
+	rest := *s
+	// What a shape holds, and the annotations, which validate nothing.
+	rest.Type, rest.Types, rest.Properties, rest.Required, rest.AdditionalProperties, rest.Items = "", nil, nil, nil, nil, nil
+	rest.Title, rest.Description, rest.Comment, rest.Default, rest.Examples, rest.PropertyOrder = "", "", "", nil, nil, nil
+	rest.Deprecated, rest.ReadOnly, rest.WriteOnly = false, false, false
+	if !reflect.DeepEqual(rest, jsonschema.Schema{}) {
+		return nil
+	}
+	sh := &argumentsShape{types: s.Types, required: s.Required}
+	if s.Type != "" {
+		sh.types = []string{s.Type}
+	}
+	switch {
+	case s.AdditionalProperties == nil:
+	case reflect.DeepEqual(*s.AdditionalProperties, falseSchema):
+		sh.closed = true
+	default:
+		return nil
+	}
+	if s.Items != nil {
+		if sh.items = shapeOf(s.Items); sh.items == nil {
+			return nil
+		}
+	}
+	if len(s.Properties) > 0 {
+		sh.members = make(map[string]*argumentsShape, len(s.Properties))
+		for name, p := range s.Properties {
+			if sh.members[name] = shapeOf(p); sh.members[name] == nil {
+				return nil
+			}
+		}
+	}
+	return sh
+}
+
+// matches says whether v, a value decoded from JSON into any, has the
+// shape. A nil shape matches nothing.
+func (sh *argumentsShape) matches(v any) bool {
+	if sh == nil {
+		return false
+	}
+	if len(sh.types) > 0 {
+		t := jsonType(v)
+		if !slices.Contains(sh.types, t) && (t != "integer" || !slices.Contains(sh.types, "number")) {
+			return false
+		}
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		for _, name := range sh.required {
+			if _, ok := v[name]; !ok {
+				return false
+			}
+		}
+		for name, e := range v {
+			m, named := sh.members[name]
+			if !named && sh.closed || named && !m.matches(e) {
+				return false
+			}
+		}
+	case []any:
+		if sh.items != nil {
+			for _, e := range v {
+				if !sh.items.matches(e) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// jsonType is the JSON type of a value decoded into any, as the schema
+// validator names it: a number without a fraction is an integer.
+func jsonType(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case float64:
+		if _, frac := math.Modf(v); frac == 0 {
+			return "integer"
+		}
+		return "number"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return ""
 }

@@ -719,6 +719,8 @@ func TestCreateRefusesDuplicateMemberNames(t *testing.T) {
 				"payload":{"pull_request":{"repo":"acme/web","repo":"evil/web",` + pr + `}}}`, "payload.pull_request.repo"},
 			{"a plan_item named twice in the context", `{` + words + `,"context":{"plan_id":"p","plan_item":"i","plan_item":"j"},
 				"payload":{"pull_request":{"repo":"acme/web",` + pr + `}}}`, "context.plan_item"},
+			{"a summary named twice beside text full of colons, quotes and backslashes", `{` + words + `,"summary":"C:\\dir\\ \"a\": {b: c}\\",
+				"context":{"plan_id":"p","plan_item":"i"},"payload":{"pull_request":{"repo":"acme/web",` + pr + `}},"summary":"other"}`, "summary"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				approvals, _ := specCounts(t, env)

@@ -231,10 +231,11 @@ func defineShared[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes [
 	if tool.InputSchema == nil {
 		tool.InputSchema = mustSchema[In]()
 	}
-	input, err := tool.InputSchema.(*jsonschema.Schema).Resolve(nil)
+	resolved, err := tool.InputSchema.(*jsonschema.Schema).Resolve(nil)
 	if err != nil {
 		panic(fmt.Sprintf("input schema of %s: %v", tool.Name, err))
 	}
+	input := newInputSchema(resolved)
 	out := mustSchema[Out]()
 	// MCP requires an output schema of type "object"; a pointer output infers ["null", "object"].
 	out.Type, out.Types = "object", nil
@@ -252,12 +253,28 @@ func defineShared[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes [
 		s.observe.ToolCalled(tool.Name, code)
 		return res, nil
 	}
-	return toolDef{tool: tool, scopes: scopes, runners: rh != nil, add: func(srv *sdk.Server, t *sdk.Tool) { srv.AddTool(t, run) }}
+	return toolDef{tool: tool, scopes: scopes, runners: rh != nil, add: func(srv *sdk.Server, t *sdk.Tool) { srv.AddTool(withSchemaJSON(t), run) }}
+}
+
+// withSchemaJSON is the tool as the SDK server holds it: its input schema
+// marshalled once, here, the same JSON that tools/list sends. The SDK reads
+// the schema of the tool called on every 2026-07-28 request (for the
+// x-mcp-header annotations of its arguments) by marshalling it and
+// unmarshalling the result; a *jsonschema.Schema it would marshal anew each
+// time.
+func withSchemaJSON(t *sdk.Tool) *sdk.Tool {
+	schema, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		panic(fmt.Sprintf("input schema of %s: %v", t.Name, err))
+	}
+	wire := *t
+	wire.InputSchema = json.RawMessage(schema)
+	return &wire
 }
 
 // toolCall is a tool's body with the checks and the encoding around it: the
 // caller is an agent, or a runner when the tool has a body for runners (rh).
-func toolCall[In accountScoped, Out any](s *Server, tool *sdk.Tool, input *jsonschema.Resolved, h handler[In, Out], rh runnerHandler[In, Out]) func(context.Context, *sdk.CallToolRequest) *sdk.CallToolResult {
+func toolCall[In accountScoped, Out any](s *Server, tool *sdk.Tool, input *inputSchema, h handler[In, Out], rh runnerHandler[In, Out]) func(context.Context, *sdk.CallToolRequest) *sdk.CallToolResult {
 	return func(ctx context.Context, req *sdk.CallToolRequest) *sdk.CallToolResult {
 		agent, runner := agentFrom(req), runnerFrom(req)
 		if agent == nil && (runner == nil || rh == nil) {
@@ -268,7 +285,7 @@ func toolCall[In accountScoped, Out any](s *Server, tool *sdk.Tool, input *jsons
 			err error
 		)
 		if raw, ok := any(&in).(rawInput); ok {
-			if err = nullArguments(req.Params.Arguments, input); err == nil {
+			if err = nullArguments(req.Params.Arguments, input.resolved); err == nil {
 				err = raw.readArguments(req.Params.Arguments)
 			}
 		} else {

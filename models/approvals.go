@@ -220,22 +220,42 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*Approval, error
 // names, appends the "created" event, lets an active auto-approve policy
 // approve it at once, and otherwise queues its pushes. On PostgreSQL an ask
 // that supersedes nothing, while no policy looks on, is filed in one
-// statement (fileInOneStatement), unless an approval rule covers it: then
-// fileTx freezes the rule's requirement and pushes the rule's people.
+// statement (fileUncovered), unless an approval rule covers it: then fileTx
+// freezes the rule's requirement and pushes the rule's people.
 func (s *Store) file(ctx context.Context, a *Approval) error {
 	if s.dialect == Postgres && a.Supersedes == "" && a.Kind != KindAutoApprove && a.Requirement == nil {
-		covered, err := s.ruleCovers(ctx, a)
-		if err != nil {
+		filed, err := s.fileUncovered(ctx, a)
+		if err != nil || filed {
 			return err
-		}
-		if !covered {
-			filed, err := s.fileInOneStatement(ctx, a)
-			if err != nil || filed {
-				return err
-			}
 		}
 	}
 	return s.write(ctx, func(tx *gorm.DB) error { return s.fileTx(tx, a) })
+}
+
+// fileUncovered files a on PostgreSQL in one statement when no approval rule
+// covers it, and answers false, filing nothing, when one does or a policy
+// looks on (then fileTx decides). An ask no built-in rule covers, of an
+// account that keeps no rule of its own in force, is checked for rules
+// inside that statement: one round trip. Otherwise the account's rules are
+// read first, and a rule added between that read and the insert is as if
+// added just after the ask.
+func (s *Store) fileUncovered(ctx context.Context, a *Approval) (bool, error) {
+	f := factsOf(a)
+	if !slices.ContainsFunc(BuiltinRules(), func(r Rule) bool { return r.covers(f) }) {
+		filed, ownRules, err := s.fileInOneStatement(ctx, a, true)
+		if err != nil || filed || !ownRules {
+			return filed, err
+		}
+	}
+	rules, err := s.rules(s.db.WithContext(ctx), a.AccountID, false)
+	if err != nil {
+		return false, err
+	}
+	if slices.ContainsFunc(rules, func(r Rule) bool { return r.covers(f) }) {
+		return false, nil
+	}
+	filed, _, err := s.fileInOneStatement(ctx, a, false)
+	return filed, err
 }
 
 // fileTx is file inside a transaction the caller holds. On PostgreSQL,

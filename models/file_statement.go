@@ -24,9 +24,12 @@ import (
 //
 // It files nothing and answers false when the account's newest auto-approve
 // policy looks on: then the ask goes through fileTx, which locks the policy
-// and decides. It handles neither supersedes nor auto_approve asks (file
-// sends those to fileTx).
-func (s *Store) fileInOneStatement(ctx context.Context, a *Approval) (bool, error) {
+// and decides. With checkRules it also files nothing when the account keeps
+// an approval rule of its own in force (a row of approval_rules not removed),
+// and then says so (ownRules): the caller has made sure that no built-in
+// rule covers the ask, so with no such row no rule does. It handles neither
+// supersedes nor auto_approve asks (file sends those to fileTx).
+func (s *Store) fileInOneStatement(ctx context.Context, a *Approval, checkRules bool) (filed, ownRules bool, err error) {
 	now := s.now()
 	ev := TimelineEvent{
 		AccountID: a.AccountID, ApprovalID: a.ID, At: a.CreatedAt, ActorKind: ActorAgent, Actor: a.RequesterSubject,
@@ -34,7 +37,7 @@ func (s *Store) fileInOneStatement(ctx context.Context, a *Approval) (bool, erro
 	}
 	shapes, err := s.shapes()
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	// The statement is written with PostgreSQL's own placeholders and run on
 	// the connection pool, not through gorm's Raw and Scan, which rewrite
@@ -45,10 +48,19 @@ func (s *Store) fileInOneStatement(ctx context.Context, a *Approval) (bool, erro
 		return "$" + strconv.Itoa(len(args)) + "::" + cast
 	}
 	approvalVals := shapes.approval.values(a, arg)
-	guard := ""
+	var guards []string
 	if s.policyMayApprove(a) {
-		guard = ` WHERE NOT EXISTS (SELECT 1 FROM (SELECT revoked_at, expires_at FROM policies WHERE account_id = ` + arg(a.AccountID, "text") + `
-		ORDER BY created_at DESC, id DESC LIMIT 1) p WHERE p.revoked_at IS NULL AND p.expires_at > ` + arg(now, "timestamptz") + `)`
+		guards = append(guards, `NOT EXISTS (SELECT 1 FROM (SELECT revoked_at, expires_at FROM policies WHERE account_id = `+arg(a.AccountID, "text")+`
+		ORDER BY created_at DESC, id DESC LIMIT 1) p WHERE p.revoked_at IS NULL AND p.expires_at > `+arg(now, "timestamptz")+`)`)
+	}
+	rules := "FALSE"
+	if checkRules {
+		rules = `EXISTS (SELECT 1 FROM approval_rules WHERE account_id = ` + arg(a.AccountID, "text") + ` AND NOT removed)`
+		guards = append(guards, "NOT "+rules)
+	}
+	guard := ""
+	if len(guards) > 0 {
+		guard = " WHERE " + strings.Join(guards, " AND ")
 	}
 	eventVals := shapes.event.values(&ev, arg)
 	recipients := `m.account_id = ` + arg(a.AccountID, "text")
@@ -61,7 +73,7 @@ func (s *Store) fileInOneStatement(ctx context.Context, a *Approval) (bool, erro
 	msg, _ := json.Marshal(PushMessage{Event: PushAsk, ApprovalID: a.ID, Title: a.Title, URL: "/approvals/" + a.ID})
 	note, err := json.Marshal(notification{Instance: s.changes.instance, Change: Change{Kind: PushesQueued}})
 	if err != nil {
-		return false, fmt.Errorf("notify change: %w", err)
+		return false, false, fmt.Errorf("notify change: %w", err)
 	}
 	// Each device gets an ask push or, past its person's cap, a collapsed
 	// one, unless one already waits (see queueAskPushes and pastPushCap).
@@ -98,24 +110,25 @@ func (s *Store) fileInOneStatement(ctx context.Context, a *Approval) (bool, erro
 	RETURNING seq
 )
 SELECT (SELECT seq FROM a), (SELECT seq FROM e), (SELECT count(*) FROM j),
-	(SELECT count(*) FROM (SELECT pg_notify(` + arg(changeChannel, "text") + `, ` + arg(string(note), "text") + `) FROM (SELECT 1 FROM j LIMIT 1) one) n)`
+	(SELECT count(*) FROM (SELECT pg_notify(` + arg(changeChannel, "text") + `, ` + arg(string(note), "text") + `) FROM (SELECT 1 FROM j LIMIT 1) one) n),
+	` + rules
 	var (
 		approvalSeq, eventSeq sql.NullInt64
 		pushes, notified      int64
 	)
-	err = s.db.WithContext(ctx).Statement.ConnPool.QueryRowContext(ctx, query, args...).Scan(&approvalSeq, &eventSeq, &pushes, &notified)
+	err = s.db.Statement.ConnPool.QueryRowContext(ctx, query, args...).Scan(&approvalSeq, &eventSeq, &pushes, &notified, &ownRules)
 	if err != nil {
-		return false, fmt.Errorf("file ask: %w", err)
+		return false, false, fmt.Errorf("file ask: %w", err)
 	}
 	if !approvalSeq.Valid || !eventSeq.Valid {
-		return false, nil // a policy looks on: fileTx decides
+		return false, ownRules, nil // a rule may cover it, or a policy looks on
 	}
 	a.Seq, ev.Seq = approvalSeq.Int64, eventSeq.Int64
 	a.written = append(a.written, ev)
 	if pushes > 0 {
 		s.changes.publish([]Change{{Kind: PushesQueued}})
 	}
-	return true, nil
+	return true, false, nil
 }
 
 // policyMayApprove says whether an auto-approve policy could approve the ask

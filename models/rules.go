@@ -542,19 +542,6 @@ func poolPeople(tx *gorm.DB, a *Approval, p Pool) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
-// ruleCovers says whether any of the account's rules covers the new ask a,
-// before its filing transaction: an ask no rule covers may be filed in one
-// statement (fileInOneStatement). A rule added between this read and the
-// insert is as if added just after the ask.
-func (s *Store) ruleCovers(ctx context.Context, a *Approval) (bool, error) {
-	rules, err := s.rules(s.db.WithContext(ctx), a.AccountID, false)
-	if err != nil {
-		return false, err
-	}
-	f := factsOf(a)
-	return slices.ContainsFunc(rules, func(r Rule) bool { return r.covers(f) }), nil
-}
-
 // requirementFor picks, inside the filing transaction, the rule that covers
 // a new ask and freezes its requirement: the strictest rule (most people;
 // then the lowest id) among those that cover it and do not stand aside.

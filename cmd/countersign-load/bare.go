@@ -45,8 +45,11 @@ type bareServer struct {
 
 // startBare opens the yardstick's database (a fresh SQLite file with the
 // service's DSN and pool settings, or a fresh PostgreSQL database next to
-// databaseURL) and serves POST /items on 127.0.0.1.
-func startBare(ctx context.Context, databaseURL string) (*bareServer, error) {
+// databaseURL) and serves POST /items and the bare MCP tool on 127.0.0.1.
+// The tool is served to the clients' revision as Countersign serves it: to
+// 2025-11-25 by the SDK's session handler, to 2026-07-28 by its stateless
+// handler (every request stands alone).
+func startBare(ctx context.Context, databaseURL, revision string) (*bareServer, error) {
 	var cleanups []func()
 	cleanup := func() {
 		for i := len(cleanups) - 1; i >= 0; i-- {
@@ -124,7 +127,11 @@ func startBare(ctx context.Context, databaseURL string) (*bareServer, error) {
 			id, err := insertItem(ctx, db, in.Name, in.Body)
 			return nil, bareOutput{ID: id}, err
 		})
-	e.Any("/mcp", echo.WrapHandler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return mcpServer }, nil)))
+	var opts *sdk.StreamableHTTPOptions
+	if revision >= revisionStateless {
+		opts = &sdk.StreamableHTTPOptions{Stateless: true}
+	}
+	e.Any("/mcp", echo.WrapHandler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return mcpServer }, opts)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		cleanup()

@@ -1,7 +1,8 @@
 // Command countersign-load measures how fast Countersign files asks. N MCP
-// clients, each its own session, call approvals_create (or, with -tool,
-// approval_request) over Streamable HTTP for a fixed time; then the same N clients post to a bare Echo handler that
-// does one gorm insert into the same kind of database. It prints both, and the
+// clients (each its own session; with -revision 2026-07-28 every call stands
+// alone) call approvals_create (or, with -tool, approval_request) over
+// Streamable HTTP for a fixed time; then the same N clients post to a bare
+// Echo handler that does one gorm insert into the same kind of database. It prints both, and the
 // ratio of their throughputs: the cost of everything an ask is beyond one row.
 // With -direct it also calls Store.CreateApproval and the bare insert with no
 // HTTP and no MCP: their ratio is the ceiling of the first.
@@ -53,7 +54,7 @@ type options struct {
 	direct     bool   // also measure both sides without HTTP and MCP (direct.go)
 	// The waiting run (waiting.go).
 	waiting    int    // agents waiting, each subscribed to its own open ask
-	revision   string // the waiting agents' MCP revision
+	revision   string // the clients' MCP revision
 	timelines  int    // live web timelines open
 	decisions  int    // asks decided while all wait
 	decideRate int    // decisions a second
@@ -88,7 +89,7 @@ func main() {
 func run(ctx context.Context, args []string, out io.Writer) error {
 	var o options
 	fs := flag.NewFlagSet("countersign-load", flag.ContinueOnError)
-	fs.IntVar(&o.clients, "clients", 32, "concurrent clients; each is its own MCP session (and its own HTTP connections)")
+	fs.IntVar(&o.clients, "clients", 32, "concurrent clients, each with its own HTTP connections (and on 2025-11-25 its own MCP session)")
 	fs.DurationVar(&o.duration, "duration", 15*time.Second, "how long each of the two runs is measured")
 	fs.DurationVar(&o.warmup, "warmup", 3*time.Second, "load before measuring starts, not recorded")
 	fs.StringVar(&o.url, "url", "", "base URL of a Countersign already running on this machine (http://127.0.0.1:8080); empty runs one in this process.\n"+
@@ -100,7 +101,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of each run to PREFIX.RUN.pprof (RUN: create, bare, baremcp; with -direct also direct and directbare), and an allocation profile beside it (PREFIX.RUN.allocs.pprof)")
 	fs.IntVar(&o.waiting, "waiting", 0, "measure waiting instead: this many agents, each its own MCP session subscribed to its own open ask with its GET stream open, run in a child process; "+
 		"reports the server's memory per agent and the notice latency of decisions made while all wait")
-	fs.StringVar(&o.revision, "revision", "2025-11-25", "with the waiting run: the agents' MCP revision, 2025-11-25 (a session and its GET stream) or 2026-07-28 (one subscriptions/listen stream each)")
+	fs.StringVar(&o.revision, "revision", revisionSessions, "the MCP revision the clients speak, in every run that has MCP clients: "+revisionSessions+" (each client a session; a waiting agent holds its GET stream) or "+
+		revisionStateless+" (no session: every call stands alone, served by the SDK's stateless handler; a waiting agent holds one subscriptions/listen stream)")
 	fs.IntVar(&o.timelines, "timelines", 0, "with the waiting run: also this many live web timelines (the ask page's event stream), measured after the agents")
 	fs.IntVar(&o.decisions, "decisions", 200, "with the waiting run: how many asks, spread over all, are decided while all wait")
 	fs.IntVar(&o.decideRate, "decide-rate", 50, "with the waiting run: decisions a second")
@@ -116,13 +118,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if os.Getenv(childEnv) == "1" {
 		return waitingChild(ctx, o.waiting, o.timelines, os.Stdin, out)
 	}
+	if o.revision != revisionSessions && o.revision != revisionStateless {
+		return fmt.Errorf("-revision is %s or %s, not %q", revisionSessions, revisionStateless, o.revision)
+	}
 	if o.wal > 0 || o.scale > 0 {
 		return runDatabase(ctx, o, out)
 	}
 	if o.waiting > 0 || o.timelines > 0 {
-		if o.revision != "2025-11-25" && o.revision != "2026-07-28" {
-			return fmt.Errorf("-revision is 2025-11-25 or 2026-07-28, not %q", o.revision)
-		}
 		if o.url != "" || o.direct || o.waiting < 0 || o.timelines < 0 || o.decisions < 1 || o.decideRate < 1 {
 			return errors.New("-waiting and -timelines run the service in this process (not with -url or -direct), with -decisions and -decide-rate at least 1")
 		}
@@ -142,7 +144,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "machine: %s/%s, %d CPUs, GOMAXPROCS %d, %s\n",
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
-	fmt.Fprintf(out, "load: %d clients, %s warmup, %s measured per run\n", o.clients, o.warmup, o.duration)
+	fmt.Fprintf(out, "load: %d clients, %s warmup, %s measured per run; MCP clients of revision %s\n", o.clients, o.warmup, o.duration, o.revision)
 
 	create, createDB, err := runCreate(ctx, o, out)
 	if err != nil {
@@ -202,7 +204,7 @@ func runCreate(ctx context.Context, o options, out io.Writer) ([]phase, string, 
 		return nil, "", err
 	}
 	defer t.close()
-	sessions, err := connect(ctx, t, o.clients)
+	sessions, err := connect(ctx, t, o.clients, o.revision)
 	if err != nil {
 		return nil, "", err
 	}
@@ -226,7 +228,7 @@ const (
 // runBare measures the yardstick twice on one database: plain HTTP posts,
 // then MCP sessions calling the bare tool.
 func runBare(ctx context.Context, o options) ([]phase, string, error) {
-	b, err := startBare(ctx, o.database)
+	b, err := startBare(ctx, o.database, o.revision)
 	if err != nil {
 		return nil, "", err
 	}
@@ -240,7 +242,7 @@ func runBare(ctx context.Context, o options) ([]phase, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	sessions, err := connect(ctx, &target{endpoint: b.mcp}, o.clients)
+	sessions, err := connect(ctx, &target{endpoint: b.mcp}, o.clients, o.revision)
 	if err != nil {
 		return nil, "", err
 	}

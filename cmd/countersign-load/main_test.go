@@ -48,6 +48,34 @@ func TestTheLoadCommandRunsBothPhasesWithoutErrors(t *testing.T) {
 	}
 }
 
+// With -revision 2026-07-28 the clients hold no session: every call, to
+// Countersign and to the bare MCP tool, stands alone, with no errors.
+func TestTheLoadCommandRunsTheCreateLoadOnTheRevisionWithoutSessions(t *testing.T) {
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := run(ctx, []string{"-revision", "2026-07-28", "-clients", "4", "-duration", "500ms", "-warmup", "100ms"}, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	if !strings.Contains(text, "MCP clients of revision 2026-07-28") {
+		t.Errorf("the report does not name the revision:\n%s", text)
+	}
+	row := regexp.MustCompile(`(?m)^\s*(approvals_create|bare MCP tool\+gorm insert)\s+4\s+(\d+)\s+\d+\s+[\d.]+\s+[\d.]+\s+(\d+)\s+[\d.]+\s*$`)
+	rows := row.FindAllStringSubmatch(text, -1)
+	if len(rows) != 2 {
+		t.Fatalf("want a row for approvals_create and the bare MCP tool, got %d:\n%s", len(rows), text)
+	}
+	for _, r := range rows {
+		if r[2] == "0" || r[3] != "0" {
+			t.Errorf("%s: %s requests, %s errors; want some requests and no errors:\n%s", r[1], r[2], r[3], text)
+		}
+	}
+	if err := run(ctx, []string{"-revision", "2025-03-26"}, &out); err == nil || !strings.Contains(err.Error(), "-revision") {
+		t.Errorf("an unknown revision: %v, want it refused naming -revision", err)
+	}
+}
+
 // With -tool approval_request the load files requests, with no errors, and
 // reports them against the bare insert.
 func TestTheLoadCommandFilesRequestsWithApprovalRequest(t *testing.T) {

@@ -194,16 +194,24 @@ func clientTransport() *http.Transport {
 	}
 }
 
-// connect opens n MCP sessions, each with its own HTTP connections, as apptest.Connect does.
-func connect(ctx context.Context, t *target, n int) ([]*sdk.ClientSession, error) {
+// The MCP revisions the load's clients speak: with sessions, and (from
+// revisionStateless on) without, every call standing alone.
+const (
+	revisionSessions  = "2025-11-25"
+	revisionStateless = "2026-07-28"
+)
+
+// connect opens n MCP clients of revision, each with its own HTTP
+// connections, as apptest.Connect does: on 2025-11-25 each is a session.
+func connect(ctx context.Context, t *target, n int, revision string) ([]*sdk.ClientSession, error) {
 	sessions := make([]*sdk.ClientSession, 0, n)
 	for range n {
 		client := sdk.NewClient(&sdk.Implementation{Name: "countersign-load", Version: "1"}, nil)
 		hc := &http.Client{Transport: bearer.Transport{Token: t.token, Base: clientTransport()}}
-		s, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: t.endpoint, HTTPClient: hc, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // sessions: the load keeps one per client
+		s, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: t.endpoint, HTTPClient: hc, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: revision})
 		if err != nil {
 			closeAll(sessions)
-			return nil, fmt.Errorf("connect MCP session %d: %w", len(sessions)+1, err)
+			return nil, fmt.Errorf("connect MCP client %d: %w", len(sessions)+1, err)
 		}
 		sessions = append(sessions, s)
 	}

@@ -211,7 +211,7 @@ func runWaiting(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	how := "each its own MCP session subscribed to its own open ask, GET stream open"
-	if o.revision >= "2026-07-28" {
+	if o.revision >= revisionStateless {
 		how = "each a 2026-07-28 client (no session) with one subscriptions/listen stream for its own open ask"
 	}
 	fmt.Fprintf(out, "%d agents waiting, %s (set up in %s)\n", o.waiting, how, time.Since(started).Round(time.Second))

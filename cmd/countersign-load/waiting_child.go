@@ -120,7 +120,7 @@ func waitingChild(ctx context.Context, agents, timelines int, in io.Reader, out 
 						return err
 					}
 					var acked chan struct{}
-					if revision >= "2026-07-28" {
+					if revision >= revisionStateless {
 						acked = make(chan struct{}, 1)
 					}
 					s, tr, err := connect(func(uri string) {
