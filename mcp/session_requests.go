@@ -33,7 +33,7 @@ func sessionFrom(ctx context.Context) *openSession {
 
 // sessionRequests serves what a session is, for every request on /mcp of
 // an authenticated token, and hands each JSON-RPC message on to the SDK
-// (next, its stateless handler):
+// (next: rpcErrors, then the SDK's stateless handler):
 //   - an initialize (a POST without Mcp-Session-Id) is admitted under the
 //     caps, or refused, and its answer carries the new session's id;
 //   - a POST on a session keeps it busy while it is in flight, and the
