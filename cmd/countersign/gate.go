@@ -211,6 +211,23 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return h.next.RoundTrip(r)
 }
 
+// byRevision serves the gate's server to callers of either revision: a
+// request of 2026-07-28 (its Mcp-Protocol-Version says so), which has no
+// sessions, through the SDK's stateless handler, which alone serves it;
+// the revisions before, which open sessions, through its session handler.
+func byRevision(server *mcp.Server) http.Handler {
+	of := func(*http.Request) *mcp.Server { return server }
+	sessions := mcp.NewStreamableHTTPHandler(of, nil)
+	stateless := mcp.NewStreamableHTTPHandler(of, &mcp.StreamableHTTPOptions{Stateless: true})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2026-07-28" {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		sessions.ServeHTTP(w, r)
+	})
+}
+
 func gateHTTP(ctx context.Context, upstream string, headers []string, listen, tokens string, rules *proxy.Rules, opts gate.Options, stderr io.Writer) error {
 	callers := map[string]string{} // token → name
 	for _, pair := range strings.Split(tokens, ",") {
@@ -234,7 +251,7 @@ func gateHTTP(ctx context.Context, upstream string, headers []string, listen, to
 		return fmt.Errorf("gate: %s: %w", upstream, err)
 	}
 	defer p.Close()
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.Server }, nil)
+	handler := byRevision(p.Server)
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		name, ok := callers[token]
 		if !ok {

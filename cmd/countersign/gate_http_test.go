@@ -227,12 +227,16 @@ func TestGateOverStreamableHTTP(t *testing.T) {
 		}
 	})
 
-	connect := func(t *testing.T, secret string) *mcp.ClientSession {
+	connect := func(t *testing.T, secret, revision string) *mcp.ClientSession {
 		t.Helper()
 		session, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(context.Background(),
-			&mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearerTransport(secret)}, MaxRetries: -1}, nil)
+			&mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearerTransport(secret)}, MaxRetries: -1},
+			&mcp.ClientSessionOptions{ProtocolVersion: revision})
 		if err != nil {
 			t.Fatalf("connect with %s: %v", secret, err)
+		}
+		if got := session.InitializeResult().ProtocolVersion; got != revision {
+			t.Fatalf("connected on %s, want %s", got, revision)
 		}
 		t.Cleanup(func() { session.Close() })
 		return session
@@ -248,37 +252,40 @@ func TestGateOverStreamableHTTP(t *testing.T) {
 			map[string]any{"caller": "ci", "approver": "ada", "phase": "refused", "decision": "deny", "tool": "write_file"}},
 		{"a read passes straight through", "ci-secret", "read_text_file", "/c", "", "contents of /c", nil},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			before := len(gatetest.AuditLines(t, auditLog))
-			session := connect(t, tc.secret)
-			done := make(chan *mcp.CallToolResult, 1)
-			go func() {
-				res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: tc.tool, Arguments: map[string]any{"path": tc.path, "content": "x"}})
-				if err != nil {
-					t.Errorf("call: %v", err)
+	for _, revision := range []string{"2025-11-25", "2026-07-28"} {
+		for _, tc := range tests {
+			t.Run(revision+": "+tc.name, func(t *testing.T) {
+				before := len(gatetest.AuditLines(t, auditLog))
+				session := connect(t, tc.secret, revision)
+				done := make(chan *mcp.CallToolResult, 1)
+				path := tc.path + "-" + revision
+				go func() {
+					res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: tc.tool, Arguments: map[string]any{"path": path, "content": "x"}})
+					if err != nil {
+						t.Errorf("call: %v", err)
+					}
+					done <- res
+				}()
+				if tc.answer != "" {
+					a := gatetest.OpenAsk(t, env)
+					if r := ada.For(t).Decide(a.ID, tc.answer, ""); r.Status != http.StatusOK {
+						t.Fatalf("ada answers %s: %s", tc.answer, r)
+					}
 				}
-				done <- res
-			}()
-			if tc.answer != "" {
-				a := gatetest.OpenAsk(t, env)
-				if r := ada.For(t).Decide(a.ID, tc.answer, ""); r.Status != http.StatusOK {
-					t.Fatalf("ada answers %s: %s", tc.answer, r)
+				res := <-done
+				if res == nil {
+					return
 				}
-			}
-			res := <-done
-			if res == nil {
-				return
-			}
-			if text := res.Content[0].(*mcp.TextContent).Text; text != tc.wantText {
-				t.Errorf("result = %q, want %q", text, tc.wantText)
-			}
-			ran := slices.Contains(up.Written(), tc.path)
-			if wantRan := tc.tool == "write_file" && tc.answer == "approve"; ran != wantRan {
-				t.Errorf("the upstream wrote %s: %t, want %t", tc.path, ran, wantRan)
-			}
-			gatetest.CheckAudit(t, gatetest.AuditLines(t, auditLog)[before:], tc.wantAudit)
-		})
+				if want := strings.ReplaceAll(tc.wantText, tc.path, path); res.Content[0].(*mcp.TextContent).Text != want {
+					t.Errorf("result = %q, want %q", res.Content[0].(*mcp.TextContent).Text, want)
+				}
+				ran := slices.Contains(up.Written(), path)
+				if wantRan := tc.tool == "write_file" && tc.answer == "approve"; ran != wantRan {
+					t.Errorf("the upstream wrote %s: %t, want %t", path, ran, wantRan)
+				}
+				gatetest.CheckAudit(t, gatetest.AuditLines(t, auditLog)[before:], tc.wantAudit)
+			})
+		}
 	}
 
 	t.Run("the upstream gets the --upstream-header values and none of the secrets", func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -213,7 +214,7 @@ func (p *Proxy) syncResources(ctx context.Context) error {
 // place of the caller's, and hands the upstream's result back as it is. A
 // cancelled call cancels the upstream one.
 func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	params := &mcp.CallToolParams{Meta: req.Params.Meta, Name: req.Params.Name, Arguments: req.Params.Arguments}
+	params := &mcp.CallToolParams{Meta: forwardedMeta(req.Params.Meta), Name: req.Params.Name, Arguments: req.Params.Arguments}
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
 		p.mu.Lock()
 		p.calls++
@@ -225,7 +226,7 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 			delete(p.progress, upToken)
 			p.mu.Unlock()
 		}()
-		params.Meta = maps.Clone(req.Params.Meta)
+		params.Meta = maps.Clone(params.Meta)
 		params.SetProgressToken(upToken)
 	}
 	res, err := p.upstream.CallTool(ctx, params)
@@ -236,6 +237,25 @@ func (p *Proxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		return nil, err
 	}
 	return res, nil
+}
+
+// forwardedMeta is the _meta of a caller's call as the gate sends it
+// upstream: without the members of the protocol itself
+// (io.modelcontextprotocol/…, which a 2026-07-28 caller sends on every
+// request), which describe the caller's call to the gate, not the gate's
+// upstream, whose own session speaks its own revision.
+func forwardedMeta(meta mcp.Meta) mcp.Meta {
+	var out mcp.Meta
+	for k, v := range meta {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			continue
+		}
+		if out == nil {
+			out = mcp.Meta{}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // relayProgress hands an upstream progress notification to the caller
