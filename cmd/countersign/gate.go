@@ -14,6 +14,7 @@ import (
 	"os/user"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -113,6 +114,11 @@ func gateCommand(ctx context.Context, args []string, getenv func(string) string,
 			return fmt.Errorf("gate: Countersign at %s: %w", url, err)
 		}
 		defer sink.Close()
+		// Runs before the sink closes: the asks of 2025-11-25 callers that
+		// went away are withdrawn first.
+		var finishing sync.WaitGroup
+		opts.Finishing = &finishing
+		defer waitAtMost(&finishing, 10*time.Second)
 		opts.OnApproval = sink.RequestApproval
 		// A caller whose client takes URL elicitation is sent to the ask's
 		// page at once, and its call waits as long as the ask lives.
@@ -209,6 +215,16 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header[k] = v
 	}
 	return h.next.RoundTrip(r)
+}
+
+// waitAtMost waits for wg, or for d at most.
+func waitAtMost(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
 }
 
 // byRevision serves the gate's server to callers of either revision: a

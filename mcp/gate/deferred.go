@@ -225,7 +225,15 @@ func (g *governor) deferred(ctx context.Context, call *mcp.CallToolRequest, mode
 		}
 		if mode == elicitURL {
 			g.waiting.put(key, filed)
-			go g.completeWhenDecided(call.GetSession(), key, filed)
+			if g.opts.Finishing != nil {
+				g.opts.Finishing.Add(1)
+			}
+			go func() {
+				if g.opts.Finishing != nil {
+					defer g.opts.Finishing.Done()
+				}
+				g.completeWhenDecided(call.GetSession(), key, filed)
+			}()
 			return nil, urlRequired(filed, req.Tool)
 		}
 		return inputRequired(filed, req.Tool)

@@ -73,6 +73,11 @@ type Options struct {
 	Deferred DeferredSink
 	// AskLife is how long a deferred call's ask lives; 0 means 10 minutes.
 	AskLife time.Duration
+	// Finishing, when set, counts the gate's own work that must end before
+	// Deferred is closed: a 2025-11-25 client that goes away has its open
+	// ask withdrawn, and a process that exits first would leave it open.
+	// Wait on it (with a bound) before closing the sink.
+	Finishing *sync.WaitGroup
 }
 
 // Caller is who is calling, with the permissions they hold.
