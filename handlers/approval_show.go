@@ -40,7 +40,10 @@ func (h *Handlers) askPage(ctx context.Context, a *models.Approval, m *models.Me
 	// The ask again, read after its timeline: what the page shows of it is
 	// then never older than the timeline. The live timeline resumes after
 	// the last event shown, so a status older than that event would stay
-	// on the page (a run that went on to done while the page was read).
+	// on the page (a run that went on to done while the page was read); a
+	// status newer than the timeline is caught up by the live timeline,
+	// which stays on until the timeline shows the event that closed the
+	// ask (views.Ask.Settled).
 	if a, err = h.store.GetApproval(ctx, a.AccountID, a.ID); err != nil {
 		return views.Ask{}, err
 	}

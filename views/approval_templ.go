@@ -488,7 +488,7 @@ func Approval(p Page, a Ask) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			if a.Closed() || a.ViaLink != "" {
+			if a.Settled() || a.ViaLink != "" {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 43, "<section class=\"card\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

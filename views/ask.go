@@ -124,6 +124,21 @@ func (a Ask) Open() bool { return models.Status(a.Status).Open() }
 // Closed says whether nothing more happens to the ask.
 func (a Ask) Closed() bool { return slices.Contains(models.ClosedStatuses, models.Status(a.Status)) }
 
+// Settled says the ask is closed and its timeline already shows the event
+// that closed it, so its page needs no live timeline. The page reads the
+// timeline before the ask: a closed ask's last events may be yet to come.
+func (a Ask) Settled() bool {
+	if !a.Closed() {
+		return false
+	}
+	for i := len(a.Timeline) - 1; i >= 0; i-- {
+		if to := a.Timeline[i].To; to != "" {
+			return to == a.Status
+		}
+	}
+	return false
+}
+
 // Choices are the choices of a request's question, in order.
 func (a Ask) Choices() []string {
 	if a.Request == nil || a.Request.Question == nil {

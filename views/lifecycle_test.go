@@ -38,3 +38,33 @@ func TestEveryStateFallsInOneGroup(t *testing.T) {
 		})
 	}
 }
+
+// A closed ask's page drops its live timeline only once the timeline shows
+// the event that closed it: the page reads the timeline first, and the
+// events after it arrive through the live timeline.
+func TestAClosedAskKeepsItsLiveTimelineUntilTheClosingEventIsShown(t *testing.T) {
+	created := views.Event{Seq: 1, Step: "created", To: "pending"}
+	approved := views.Event{Seq: 2, Step: "approved", From: "pending", To: "approved"}
+	started := views.Event{Seq: 3, Step: "started", From: "approved", To: "in_progress"}
+	step := views.Event{Seq: 4, Step: "step", From: "in_progress", To: "in_progress"}
+	done := views.Event{Seq: 5, Step: "done", From: "in_progress", To: "done"}
+	for _, tc := range []struct {
+		name     string
+		status   string
+		timeline []views.Event
+		settled  bool
+	}{
+		{"an open ask", "pending", []views.Event{created}, false},
+		{"a run still going", "in_progress", []views.Event{created, approved, started, step}, false},
+		{"a run done whose done event is not read yet", "done", []views.Event{created, approved, started, step}, false},
+		{"a run done with its done event shown", "done", []views.Event{created, approved, started, step, done}, true},
+		{"a closed ask with no timeline read", "denied", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := views.Ask{Status: tc.status, Timeline: tc.timeline}
+			if got := a.Settled(); got != tc.settled {
+				t.Errorf("Settled() = %t, want %t", got, tc.settled)
+			}
+		})
+	}
+}
