@@ -163,8 +163,7 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, sess *openS
 	if len(agreed.ResourceSubscriptions) == 0 && !agreed.ToolsListChanged && !agreed.ResourcesListChanged {
 		// Nothing to wait for: the SDK answers at once.
 		s.sessions.drop(sess)
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache, no-transform")
+		eventStream(w)
 		_, _ = w.Write(ack)
 		_, _ = w.Write(sseEvent(&jsonrpc.Response{ID: mustID(head.ID)}, &sdk.SubscriptionsListenResult{Meta: meta}))
 		return
@@ -183,8 +182,7 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, sess *openS
 // taken off net/http and hold returns at once; over HTTP/2, net/http holds
 // it and hold returns when it ends.
 func (s *Server) hold(w http.ResponseWriter, r *http.Request, st *stream, first []byte, ended func()) {
-	w.Header().Set("Cache-Control", "no-cache, no-transform")
-	w.Header().Set("Content-Type", "text/event-stream")
+	eventStream(w)
 	sw, ctx, err := s.standing.Take(w, r, context.Background())
 	switch {
 	case err == nil:
@@ -215,6 +213,12 @@ func (s *Server) hold(w http.ResponseWriter, r *http.Request, st *stream, first 
 		st.end()
 	}
 	ended()
+}
+
+// eventStream sets the headers of an event stream, as the SDK's own.
+func eventStream(w http.ResponseWriter) {
+	w.Header().Set("Cache-Control", "no-cache, no-transform")
+	w.Header().Set("Content-Type", "text/event-stream")
 }
 
 // flushWriter sends each write at once, for a stream net/http holds.

@@ -231,15 +231,8 @@ func (sw *Writer) writeHeaderLocked(status int) {
 
 // Write sends p as one chunk.
 func (sw *Writer) Write(p []byte) (int, error) {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	sw.writeHeaderLocked(http.StatusOK)
-	if len(p) == 0 {
-		return 0, sw.err
-	}
-	sw.send(chunk(p))
-	if sw.err != nil {
-		return 0, sw.err
+	if err := sw.WriteWithin(p, WriteTimeout); err != nil || len(p) == 0 {
+		return 0, err
 	}
 	return len(p), nil
 }
