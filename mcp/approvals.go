@@ -176,7 +176,7 @@ type AddProgressInput struct {
 	ExpectedState string           `json:"expected_state,omitempty" jsonschema:"Optional compare-and-set: pending, question, approved or in_progress, the state you last read. In another state nothing is recorded and the call fails with FAILED_PRECONDITION naming it."`
 	Note          string           `json:"note,omitempty" jsonschema:"At most 500 characters. answered needs one."`
 	Observed      json.RawMessage  `json:"observed,omitempty" jsonschema:"For started: the payload as you see it now. A different one makes the approval stale and you must not proceed."`
-	Runner        *RunnerSignature `json:"runner,omitempty" jsonschema:"Required for started, step, done and failed on a pinned run, and accepted from no one else: the named runner's signature (docs/runner.md)."`
+	Runner        *RunnerSignature `json:"runner,omitempty" jsonschema:"Required for started, step, done and failed on a pinned run, and accepted from no one else: the named runner's signature (docs/runners.md)."`
 }
 
 // RunnerSignature is a runner's signature over one report of a pinned run:
@@ -193,7 +193,7 @@ func (s *Server) addProgressTool() toolDef {
 		Name:  "approvals_add_progress",
 		Title: "Report progress on an approval",
 		Description: `Report a step on an approval you filed: started (required before you act on an approved one; observed is the payload as you see it now, and a different one makes it stale: do not proceed, ask again with approvals_create and supersedes), step (a note while in progress), answered (your reply to the person's question, note required; the ask goes back to pending), done, failed, or stale (what it was about moved; withdraw an open ask with stale and expected_state pending, so an answer that landed in between is never overwritten).
-Do not use it on a pinned run ask: its started, step, done, failed and stale come only from the enrolled runner's own signature. A runner's token reports on the runs that name it, each report with runner (runner_id, signed_at, signature; docs/runner.md) and its claim as started with expected_state approved.`,
+Do not use it on a pinned run ask: its started, step, done, failed and stale come only from the enrolled runner's own signature. A runner's token reports on the runs that name it, each report with runner (runner_id, signed_at, signature; docs/runners.md) and its claim as started with expected_state approved.`,
 		Annotations: &sdk.ToolAnnotations{Title: "Report progress on an approval", ReadOnlyHint: false, DestructiveHint: boolPtr(false), IdempotentHint: false, OpenWorldHint: boolPtr(false)},
 	}
 	return defineShared(s, tool, writeScopes, func(ctx context.Context, agent *models.Agent, in AddProgressInput) (*ApprovalOut, error) {
@@ -215,7 +215,7 @@ Do not use it on a pinned run ask: its started, step, done, failed and stale com
 			return nil, models.Invalid("approval_id", "required")
 		}
 		if in.Runner == nil {
-			return nil, models.Invalid("runner", "required: a runner signs every report (docs/runner.md)")
+			return nil, models.Invalid("runner", "required: a runner signs every report (docs/runners.md)")
 		}
 		if len(in.Observed) > 0 && string(in.Observed) != "null" {
 			return nil, models.Invalid("observed", "a runner's started signs payload_sha256 instead; send no observed")

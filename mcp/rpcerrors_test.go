@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -70,7 +71,7 @@ func TestTheServerNegotiatesTheProtocolVersionsTheREADMENames(t *testing.T) {
 			t.Errorf("initialize with %s negotiated %v, want %s", asked, got, want)
 		}
 	}
-	readme, err := readREADME()
+	readme, err := readDoc("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,9 @@ func TestTheServerNegotiatesTheProtocolVersionsTheREADMENames(t *testing.T) {
 	}
 }
 
-func readREADME() (string, error) {
-	b, err := os.ReadFile("../README.md")
+// readDoc reads a page of the repository's documentation, named from the
+// repository's top (README.md, docs/agents.md).
+func readDoc(page string) (string, error) {
+	b, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(page)))
 	return string(b), err
 }

@@ -378,23 +378,23 @@ func TestAReplayedRunnerReportIsRefused(t *testing.T) {
 	})
 }
 
-// The README's example of a run's approvals_create arguments, given this
-// test's runner and a deadline ahead, is filed as written: its members, the
-// effect and expires_at in unix seconds are what the tool takes.
-func TestTheReadmesRunExampleIsFiledAsWritten(t *testing.T) {
-	readme, err := readREADME()
+// The runners page's example of a run's approvals_create arguments, given
+// this test's runner and a deadline ahead, is filed as written: its members,
+// the effect and expires_at in unix seconds are what the tool takes.
+func TestTheRunnersPagesRunExampleIsFiledAsWritten(t *testing.T) {
+	page, err := readDoc("docs/runners.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const opening = "   ```json\n   {\n     \"kind\": \"run\","
-	start := strings.Index(readme, opening)
+	start := strings.Index(page, opening)
 	if start < 0 {
-		t.Fatal("the README has no example of a run's approvals_create arguments")
+		t.Fatal("docs/runners.md has no example of a run's approvals_create arguments")
 	}
-	block, _, _ := strings.Cut(readme[start+len("   ```json\n"):], "   ```\n")
+	block, _, _ := strings.Cut(page[start+len("   ```json\n"):], "   ```\n")
 	var args map[string]any
 	if err := json.Unmarshal([]byte(block), &args); err != nil {
-		t.Fatalf("the README's run example is not JSON: %v\n%s", err, block)
+		t.Fatalf("the run example of docs/runners.md is not JSON: %v\n%s", err, block)
 	}
 	run := args["payload"].(map[string]any)["run"].(map[string]any)
 	if _, ok := run["expires_at"].(float64); !ok {
@@ -403,6 +403,6 @@ func TestTheReadmesRunExampleIsFiledAsWritten(t *testing.T) {
 	s := newRunScene(t, apptest.SQLite)
 	run["runner_id"], run["runner_public_key"], run["expires_at"] = s.r1.Runner.ID, s.r1.PublicKey(), time.Now().Add(30*time.Minute).Unix()
 	if out := s.agent.OK("approvals_create", args); out["status"] != "pending" || out["asked_of"] != "ada" {
-		t.Errorf("the README's run example filed as %v, want a pending ask of ada", out)
+		t.Errorf("the run example of docs/runners.md filed as %v, want a pending ask of ada", out)
 	}
 }

@@ -16,7 +16,7 @@ import (
 const RunnerDomain = "countersign/runner-report/v1"
 
 // RunnerReport is the signature a runner puts on one report of a pinned run
-// (approvals_add_progress "runner"); docs/runner.md specifies it.
+// (approvals_add_progress "runner"); docs/runners.md specifies it.
 type RunnerReport struct {
 	RunnerID  string `json:"runner_id"`
 	SignedAt  int64  `json:"signed_at"` // unix seconds

@@ -50,7 +50,7 @@ Usage:
                  [--min-signers-production N]
                                                on a runner host: run approved pinned runs once each, up to
                                                --parallel at once, a production run only with the approvals of
-                                               N people or more (default 1) (docs/runner.md)
+                                               N people or more (default 1) (docs/runners.md)
   countersign rule add ID --count N --pool POOL [--kinds K,…] [--effects E,…] [--servers P,…] [--tools P,…]
                  [--requesters agent:N,…] [--min-priority N] [--apply-from N] [--escalate-to POOL --escalate-after D]
                  [--remind-every D] [--name TEXT] [--account NAME]

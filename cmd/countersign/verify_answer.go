@@ -40,7 +40,7 @@ func readApprovalAnswer(raw []byte) (*approvalAnswer, bool) {
 // payload_sha256; its decision proof is valid (as verify checks a proof) for
 // this approval and payload; and, for a run, every report by a runner on its
 // timeline is signed by payload.run.runner_public_key as payload.run.runner_id
-// (docs/runner.md). It exits 0 only when all of it holds.
+// (docs/runners.md). It exits 0 only when all of it holds.
 func verifyAnswer(a *approvalAnswer, file string, opts verifyOptions, out io.Writer) error {
 	notValid := func(format string, args ...any) error {
 		return fmt.Errorf("the approval in %s is NOT valid: "+format, append([]any{file}, args...)...)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # Regenerate with: python3 proof/testdata/runner_report_vectors.py > proof/testdata/runner_report_vectors.json
-# Computes runner report signatures (docs/runner.md) independently of the Go
+# Computes runner report signatures (docs/runners.md) independently of the Go
 # code: Ed25519 (deterministic, RFC 8032) over length-prefixed fields
 # (4-byte big-endian length, then the bytes).
 import base64, hashlib, json, struct
@@ -38,7 +38,7 @@ for name, aid, sha, step, note, at in cases:
         "note_sha256": note_sha, "signed_at": at, "message_hex": msg.hex(), "signature": b64(key.sign(msg)),
     })
 print(json.dumps({
-    "comment": "Runner report signatures of countersign/runner-report/v1 (docs/runner.md): Ed25519 over lp(domain) || lp(approval_id) || lp(payload_sha256) || lp(step) || lp(hex sha256 of note) || lp(decimal signed_at), lp(x) = 4-byte big-endian length of x, then x. Computed with Python's cryptography package, not with the Go code. The key is a test key: never trust it.",
+    "comment": "Runner report signatures of countersign/runner-report/v1 (docs/runners.md): Ed25519 over lp(domain) || lp(approval_id) || lp(payload_sha256) || lp(step) || lp(hex sha256 of note) || lp(decimal signed_at), lp(x) = 4-byte big-endian length of x, then x. Computed with Python's cryptography package, not with the Go code. The key is a test key: never trust it.",
     "domain": DOMAIN,
     "seed_hex": SEED.hex(),
     "runner_public_key": b64(pub),
