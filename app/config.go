@@ -64,13 +64,13 @@ type Config struct {
 func (c Config) TLS() bool { return c.TLSCert != "" || c.ACMEDomain != "" }
 
 // Setting documents one environment variable. Meaning is Markdown (code in
-// backquotes): the README's table and `countersign help` are both made from
-// it (MarkdownTable, TextTable), and a test holds the README to it.
+// backquotes): the table of docs/configuration.md and `countersign help` are
+// both made from it (MarkdownTable, TextTable), and a test holds the page to it.
 type Setting struct {
 	Name, Default, Meaning string
 }
 
-// Settings lists every variable with its default, for the README and help;
+// Settings lists every variable with its default, for docs/configuration.md and help;
 // LoadConfig reads the defaults from here. GOGC is the Go runtime's, listed
 // because serve changes its default (TuneGC).
 var Settings = []Setting{
@@ -78,7 +78,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_DATA", "./data", "Data folder: the SQLite file `countersign.db` lives here."},
 	{"COUNTERSIGN_DATABASE_URL", "", "Empty for the embedded SQLite file; `postgres://user:pass@host/db` for PostgreSQL."},
 	{"COUNTERSIGN_DATABASE_POOL", strconv.Itoa(models.PoolSize(models.Postgres)), "PostgreSQL only: the most connections one instance opens, besides one for its change listener; open ones stay while idle (up to 5 minutes). Instances × (this + 1) must stay below the server's `max_connections` (100 by default, 3 of them reserved): set it lower for three instances or more. From `8` to `1000`. SQLite keeps 8."},
-	{"COUNTERSIGN_INSTANCE_URL", "", "PostgreSQL only, for several instances behind one address: the base URL the other instances reach this one at (like `http://10.0.0.5:8080`; in Kubernetes `http://$(POD_IP):8080`). An MCP call that lands on an instance that does not hold its session is forwarded to the one that does, so the proxy in front needs no affinity (README, Deploy). Empty: no forwarding, for one instance or a proxy that keeps each session on its instance."},
+	{"COUNTERSIGN_INSTANCE_URL", "", "PostgreSQL only, for several instances behind one address: the base URL the other instances reach this one at (like `http://10.0.0.5:8080`; in Kubernetes `http://$(POD_IP):8080`). An MCP call that lands on an instance that does not hold its session is forwarded to the one that does, so the proxy in front needs no affinity (docs/deploy.md). Empty: no forwarding, for one instance or a proxy that keeps each session on its instance."},
 	{"COUNTERSIGN_BASE_URL", "", "The public origin people open. Passkeys are bound to its host (the WebAuthn RP ID): use `https://` in production, and `localhost`, not `127.0.0.1`, on your machine. Empty: made from `COUNTERSIGN_ADDR`, `http://localhost:PORT` with its port (its host when it names one), and `serve` says so at start."},
 	{"COUNTERSIGN_ASK_TTL", "168h", "An ask's life unless its kind sets a shorter one (a run's `expires_at`)."},
 	{"COUNTERSIGN_ASK_RATE", "60/m", "Asks one requester may file per second (`s`), minute (`m`) or hour (`h`)."},
@@ -96,7 +96,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_MCP_SESSION_IDLE", "10m", "An MCP session with no call in flight and no GET stream open ends after this long. An agent waiting on its ask's notice holds its GET stream, so its session lasts as long as the stream. From `1s` to `24h`."},
 	{"COUNTERSIGN_TRUSTED_PROXIES", "", "Comma-separated addresses or CIDR ranges of the reverse proxies in front of the service (like `127.0.0.1,10.0.0.0/8`). For a connection from one of them the client's address is read from `X-Forwarded-For`, so the per-address limits count clients, not the proxy. Empty: only the connection's address counts."},
 	{"COUNTERSIGN_METRICS_ADDR", "", "Empty: no metrics. Else the listen address (like `127.0.0.1:9090`) of a listener of its own that serves Prometheus metrics at `/metrics`. A bare port (`:9090`) listens on loopback only; an address other machines can reach logs a warning at start: keep it off the public network."},
-	{"COUNTERSIGN_TLS_CERT", "", "Empty: plain HTTP, for a TLS proxy in front (README, Deploy). Else a PEM certificate chain: `serve` answers HTTPS on `COUNTERSIGN_ADDR` with it and `COUNTERSIGN_TLS_KEY`, both or neither, and reads them again when they change (a renewal needs no restart)."},
+	{"COUNTERSIGN_TLS_CERT", "", "Empty: plain HTTP, for a TLS proxy in front (docs/deploy.md). Else a PEM certificate chain: `serve` answers HTTPS on `COUNTERSIGN_ADDR` with it and `COUNTERSIGN_TLS_KEY`, both or neither, and reads them again when they change (a renewal needs no restart)."},
 	{"COUNTERSIGN_TLS_KEY", "", "The PEM private key of `COUNTERSIGN_TLS_CERT`."},
 	{"COUNTERSIGN_ACME_DOMAIN", "", "Empty: no automatic certificates. Else the host name `serve` gets and renews a certificate for by itself (Let's Encrypt, ACME; its terms accepted), cached in `COUNTERSIGN_DATA/acme` on SQLite and in the database on PostgreSQL (shared by the instances). `COUNTERSIGN_BASE_URL` must be `https://` that name, and `COUNTERSIGN_ADDR` should be `:443`. Not with `COUNTERSIGN_TLS_CERT`."},
 	{"COUNTERSIGN_HTTP_ADDR", "", "With TLS on: the listen address of a plain-HTTP listener that redirects (301) every request to `COUNTERSIGN_BASE_URL`. With `COUNTERSIGN_ACME_DOMAIN` it also answers ACME HTTP-01 challenges, and empty means `:80` (`off`: none); with `COUNTERSIGN_TLS_CERT` empty means none. Without TLS it must stay empty."},
@@ -104,7 +104,7 @@ var Settings = []Setting{
 	{"GOGC", "400", "Not Countersign's own: Go's garbage collector target. When it is unset `serve` uses 400, where the collector costs about a third of the CPU it does at Go's 100, for a heap of a few tens of MB (`docs/perf.md`)."},
 }
 
-// MarkdownTable is the README's configuration table, made from Settings.
+// MarkdownTable is the table of docs/configuration.md, made from Settings.
 func MarkdownTable() string {
 	var b strings.Builder
 	b.WriteString("| Variable | Default | Meaning |\n|---|---|---|\n")

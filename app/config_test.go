@@ -7,20 +7,20 @@ import (
 	"time"
 )
 
-// TestTheReadmeTableIsMadeFromSettings holds the README's configuration
-// table to Settings, the source countersign help prints from too.
-func TestTheReadmeTableIsMadeFromSettings(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// TestTheConfigurationPagesTableIsMadeFromSettings holds the table of
+// docs/configuration.md to Settings, the source countersign help prints from too.
+func TestTheConfigurationPagesTableIsMadeFromSettings(t *testing.T) {
+	page, err := os.ReadFile("../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := strings.Index(string(readme), "| Variable | Default | Meaning |")
+	start := strings.Index(string(page), "| Variable | Default | Meaning |")
 	if start < 0 {
-		t.Fatal("README.md has no configuration table")
+		t.Fatal("docs/configuration.md has no table of settings")
 	}
-	table, _, _ := strings.Cut(string(readme[start:]), "\n\n")
+	table, _, _ := strings.Cut(string(page[start:]), "\n\n")
 	if want := strings.TrimSuffix(MarkdownTable(), "\n"); table != want {
-		t.Errorf("README.md's configuration table is not MarkdownTable(); replace it with:\n%s", want)
+		t.Errorf("the table of docs/configuration.md is not MarkdownTable(); replace it with:\n%s", want)
 	}
 	for _, s := range Settings {
 		if !strings.Contains(table, "| `"+s.Name+"` |") {
