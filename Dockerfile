@@ -28,7 +28,7 @@ VOLUME ["/data"]
 EXPOSE 8080
 # Every waiting agent and open ask page holds a connection, and so an open
 # file: run with --ulimit nofile=65536:65536 (compose.yaml sets it) for
-# thousands of them (README, Deploy).
+# thousands of them (docs/deploy.md).
 # distroless has no shell or curl: the binary probes itself (GET /readyz).
 HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 CMD ["/countersign", "healthcheck"]
 ENTRYPOINT ["/countersign"]
