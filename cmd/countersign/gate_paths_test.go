@@ -159,11 +159,11 @@ func TestTheGateAsksForEverySpellingOfAPathInTheFolderItGuards(t *testing.T) {
 	}
 }
 
-// Every rules example we show, in the README and in gate --help, reads, and
+// Every rules example we show, in docs/gate.md and in gate --help, reads, and
 // compares paths only through path.within and path.clean: the gate warns of
 // none of them.
 func TestEveryRulesExampleComparesPathsWithThePathFunctions(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "gate.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,10 +172,10 @@ func TestEveryRulesExampleComparesPathsWithThePathFunctions(t *testing.T) {
 	if err != nil {
 		help.WriteString(err.Error())
 	}
-	examples := map[string][]string{"README.md": nil, "gate --help": nil}
-	for _, block := range strings.Split(string(readme), "```json\n")[1:] {
+	examples := map[string][]string{"docs/gate.md": nil, "gate --help": nil}
+	for _, block := range strings.Split(string(page), "```json\n")[1:] {
 		if block, _, _ = strings.Cut(block, "```"); strings.Contains(block, `"tools"`) {
-			examples["README.md"] = append(examples["README.md"], block)
+			examples["docs/gate.md"] = append(examples["docs/gate.md"], block)
 		}
 	}
 	if i := strings.Index(help.String(), `{"server"`); i >= 0 {
