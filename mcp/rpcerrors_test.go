@@ -55,10 +55,10 @@ func TestTheEndpointRefusesARequestWithAJSONRPCErrorObject(t *testing.T) {
 	}
 }
 
-// TestTheServerNegotiatesTheProtocolVersionsTheREADMENames: the README's
-// list. A version the server lacks (an old one, or 2026-07-28, which has no
+// TestTheServerNegotiatesTheProtocolVersionsTheAgentsPageNames: the list of
+// docs/agents.md. A version the server lacks (an old one, or 2026-07-28, which has no
 // sessions) is answered with the newest it has, as the spec says.
-func TestTheServerNegotiatesTheProtocolVersionsTheREADMENames(t *testing.T) {
+func TestTheServerNegotiatesTheProtocolVersionsTheAgentsPageNames(t *testing.T) {
 	env := apptest.Start(t, apptest.SQLite, nil)
 	_, token := env.Agent(env.Account.ID, "bot")
 	for asked, want := range map[string]string{
@@ -71,12 +71,12 @@ func TestTheServerNegotiatesTheProtocolVersionsTheREADMENames(t *testing.T) {
 			t.Errorf("initialize with %s negotiated %v, want %s", asked, got, want)
 		}
 	}
-	readme, err := readDoc("README.md")
+	page, err := readDoc("docs/agents.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(readme, "2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05") {
-		t.Errorf("README.md does not name the versions the server negotiates: 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05")
+	if !strings.Contains(page, "2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05") {
+		t.Errorf("docs/agents.md does not name the versions the server negotiates: 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05")
 	}
 }
 

@@ -141,7 +141,7 @@ func runScenario(t *testing.T, cli, endpoint, scenario string) ([]conformanceChe
 // the binary that serves 2026-07-28 too (revision_test.go checks that
 // revision with the go-sdk client). The others need what the suite's own test server has (tools such as
 // test_simple_text, resources under test://, prompts, completions); the
-// suite's auth scenarios all test clients (README, "Checked with the official
+// suite's auth scenarios all test clients (docs/agents.md, "Checked with the official
 // conformance suite and the MCP Inspector").
 func bearerOnlyScenarios() []string {
 	return []string{
