@@ -1,5 +1,6 @@
-// Package docs holds the project's written contracts; its test keeps the
-// threat model's pointers to tests true.
+// Package docs holds the project's written contracts; its tests keep the
+// threat model's pointers to tests true, every link of the README and the
+// pages resolving, and the README short.
 package docs_test
 
 import (
