@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 
 	"gorm.io/gorm"
 )
@@ -35,9 +37,10 @@ type ruleChangePayload struct {
 	RuleChange RuleChange `json:"rule_change"`
 }
 
-// RulesAgentName is the agent that files the rule changes proposed in the
-// browser, one per account, made on first use. It has no token anyone
-// knows: it files nothing over MCP.
+// RulesAgentName is the name the service's own agent (Agent.Service) takes
+// when it is made: it files the changes proposed in the browser, one per
+// account, made on first use. It is found by its mark, never by this name,
+// and no token matches it: it files nothing over MCP.
 const RulesAgentName = "countersign-rules"
 
 // ProposeRuleChange files, for the owner or admin m, an ask to set or remove
@@ -101,20 +104,43 @@ func (s *Store) ProposeRuleChange(ctx context.Context, m *Member, rc RuleChange)
 	return a, nil
 }
 
-// rulesAgent finds or makes the account's RulesAgentName agent.
+// rulesAgent finds or makes the account's service agent (Agent.Service).
+// It takes RulesAgentName, or the first free name after it when an agent
+// made before such names were reserved holds it.
 func (s *Store) rulesAgent(ctx context.Context, accountID string) (*Agent, error) {
-	a, err := s.AgentByName(ctx, accountID, RulesAgentName)
+	var a Agent
+	find := func() error {
+		return s.db.WithContext(ctx).Table("agents").Where("account_id = ? AND service", accountID).Take(&a).Error
+	}
+	err := find()
 	if err == nil {
-		return a, nil
+		return &a, nil
 	}
-	if CodeOf(err) != NotFound {
-		return nil, err
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, fmt.Errorf("find the service's agent: %w", err)
 	}
-	a, _, err = s.CreateAgent(ctx, accountID, RulesAgentName, []string{ScopeApprovalsRead})
-	if CodeOf(err) == FailedPrecondition { // made meanwhile by another call
-		return s.AgentByName(ctx, accountID, RulesAgentName)
+	id := newID("agt")
+	a = Agent{ID: id, AccountID: accountID, TokenHash: "service:" + id, Scopes: ScopeApprovalsRead, Service: true, CreatedAt: s.now()}
+	err = s.write(ctx, func(tx *gorm.DB) error {
+		var taken []string
+		if err := tx.Table("agents").Where("account_id = ? AND (name = ? OR name LIKE ?)", accountID, RulesAgentName, RulesAgentName+"-%").
+			Pluck("name", &taken).Error; err != nil {
+			return err
+		}
+		a.Name = RulesAgentName
+		for i := 2; slices.Contains(taken, a.Name); i++ {
+			a.Name = RulesAgentName + "-" + strconv.Itoa(i)
+		}
+		a.Subject = "agent:" + a.Name
+		return tx.Table("agents").Create(&a).Error
+	})
+	if err != nil { // made meanwhile by another call (the unique agents_service index)
+		if err := find(); err == nil {
+			return &a, nil
+		}
+		return nil, fmt.Errorf("make the service's agent: %w", err)
 	}
-	return a, err
+	return &a, nil
 }
 
 // applyRuleChange applies, inside the transaction that approves it, the rule
