@@ -547,7 +547,7 @@ CREATE TABLE aways (
 ALTER TABLE agents ADD COLUMN service BOOLEAN NOT NULL DEFAULT FALSE;
 UPDATE agents SET service = TRUE WHERE name = 'countersign-rules' AND for_person_id IS NULL;
 CREATE UNIQUE INDEX agents_service ON agents (account_id) WHERE service;
-ALTER TABLE invites ADD COLUMN approval_id TEXT;
+ALTER TABLE invites ADD COLUMN approval_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE invites ADD COLUMN held BOOLEAN NOT NULL DEFAULT FALSE
 `},
 }

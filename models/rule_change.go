@@ -73,30 +73,16 @@ func (s *Store) ProposeRuleChange(ctx context.Context, m *Member, rc RuleChange)
 	default:
 		return nil, Invalid("action", "must be set or remove, not %q", rc.Action)
 	}
-	if n := runeCount(title); n > 200 {
-		title = string([]rune(title)[:199]) + "…"
-	}
-	raw, err := json.Marshal(ruleChangePayload{RuleChange: rc})
-	if err != nil {
-		return nil, fmt.Errorf("rule change: %w", err)
-	}
-	canonical, sum, err := CanonicalHash(raw)
+	agent, err := s.serviceAgent(ctx, m.AccountID)
 	if err != nil {
 		return nil, err
 	}
-	agent, err := s.rulesAgent(ctx, m.AccountID)
+	a, err := s.serviceAsk(agent, m.AccountID, m.Subject, KindRuleChange, title, ruleChangePayload{RuleChange: rc},
+		m.Subject+" proposes this change to the account's approval rules.",
+		"The rule changes as shown once the people the rules ask for rule changes have signed.",
+		"The rules stay as they are.")
 	if err != nil {
 		return nil, err
-	}
-	now := s.now()
-	a := &Approval{
-		ID: newID("appr"), AccountID: m.AccountID, Kind: KindRuleChange, Title: title,
-		Summary:      m.Subject + " proposes this change to the account's approval rules.",
-		ApproveMeans: "The rule changes as shown once the people the rules ask for rule changes have signed.",
-		DenyMeans:    "The rules stay as they are.",
-		Payload:      string(canonical), PayloadSHA256: sum, AgentLabel: m.Subject,
-		RequesterID: agent.ID, RequesterSubject: agent.Subject,
-		Status: StatusPending, Version: 1, ExpiresAt: now.Add(s.askTTL), CreatedAt: now, UpdatedAt: now,
 	}
 	if err := s.file(ctx, a); err != nil {
 		return nil, err
@@ -104,10 +90,33 @@ func (s *Store) ProposeRuleChange(ctx context.Context, m *Member, rc RuleChange)
 	return a, nil
 }
 
-// rulesAgent finds or makes the account's service agent (Agent.Service).
+// serviceAsk is an ask the service's agent files for the member proposer:
+// a change proposed in the browser, whose payload is payload's JSON.
+func (s *Store) serviceAsk(agent *Agent, accountID, proposer, kind, title string, payload any, summary, approveMeans, denyMeans string) (*Approval, error) {
+	if n := runeCount(title); n > 200 {
+		title = string([]rune(title)[:199]) + "…"
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", kind, err)
+	}
+	canonical, sum, err := CanonicalHash(raw)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	return &Approval{
+		ID: newID("appr"), AccountID: accountID, Kind: kind, Title: title, Summary: summary, ApproveMeans: approveMeans, DenyMeans: denyMeans,
+		Payload: string(canonical), PayloadSHA256: sum, AgentLabel: proposer,
+		RequesterID: agent.ID, RequesterSubject: agent.Subject,
+		Status: StatusPending, Version: 1, ExpiresAt: now.Add(s.askTTL), CreatedAt: now, UpdatedAt: now,
+	}, nil
+}
+
+// serviceAgent finds or makes the account's service agent (Agent.Service).
 // It takes RulesAgentName, or the first free name after it when an agent
 // made before such names were reserved holds it.
-func (s *Store) rulesAgent(ctx context.Context, accountID string) (*Agent, error) {
+func (s *Store) serviceAgent(ctx context.Context, accountID string) (*Agent, error) {
 	var a Agent
 	find := func() error {
 		return s.db.WithContext(ctx).Table("agents").Where("account_id = ? AND service", accountID).Take(&a).Error
