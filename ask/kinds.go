@@ -21,6 +21,13 @@ const (
 	// changes has signed it. Its payload, {"rule_change": {action, rule_id,
 	// rule}}, is built by the store, never sent by an agent.
 	KindRuleChange = "rule_change"
+	// KindMemberChange is a change to who decides, proposed on the Admin →
+	// Members page where a rule asks two people for it: an owner or admin
+	// invite, a role change or a removal. It applies only once the quorum
+	// the rules give to member changes has signed it. Its payload,
+	// {"member_change": {action, …}}, is built by the store, never sent by
+	// an agent.
+	KindMemberChange = "member_change"
 )
 
 // Kinds are the kinds approvals_create files, in the order the seed names

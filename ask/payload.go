@@ -214,6 +214,8 @@ func ParsePayload(kind string, raw json.RawMessage, now time.Time) (*Payload, er
 		return nil, Invalid("kind", "an auto_approve ask is not filed with approvals_create: use approvals_request_auto_approve")
 	case kind == KindRuleChange:
 		return nil, Invalid("kind", "a rule_change ask is not filed by an agent: an owner or admin proposes it on the Admin → Rules page")
+	case kind == KindMemberChange:
+		return nil, Invalid("kind", "a member_change ask is not filed by an agent: an owner or admin proposes it on the Admin → Members page")
 	case kind == "":
 		return nil, Invalid("kind", "required: one of %s", strings.Join(Kinds, ", "))
 	case !slices.Contains(Kinds, kind):

@@ -40,7 +40,7 @@ func (h *Handlers) membersPage(c echo.Context, status int, view views.MembersVie
 	}
 	for _, i := range invites {
 		view.Invites = append(view.Invites, views.InviteRow{AddRole: i.Kind == models.InviteAddRole, Role: string(i.Role), Subject: i.Subject, CreatedBy: i.CreatedBy,
-			CreatedAt: i.CreatedAt, ExpiresAt: i.ExpiresAt, UsedAt: i.UsedAt, UsedBy: i.UsedBy})
+			CreatedAt: i.CreatedAt, ExpiresAt: i.ExpiresAt, UsedAt: i.UsedAt, UsedBy: i.UsedBy, HeldBy: heldBy(i)})
 	}
 	return h.render(c, status, views.AdminMembers(h.page(c, "Members", "admin"), view))
 }
@@ -55,9 +55,12 @@ func (h *Handlers) AdminInviteCreate(c echo.Context) error {
 	if err == nil {
 		role, err = models.ParseRole(c.FormValue("role"))
 	}
-	var token string
+	var (
+		token string
+		inv   *models.Invite
+	)
 	if err == nil {
-		token, _, err = h.store.CreateInvite(c.Request().Context(), models.NewInvite{AccountID: v.account.ID, Kind: kind, Role: role,
+		token, inv, err = h.store.CreateInvite(c.Request().Context(), models.NewInvite{AccountID: v.account.ID, Kind: kind, Role: role,
 			Subject: strings.TrimSpace(c.FormValue("subject")), By: v.member.AsInviter()})
 	}
 	if msg, status, ok := refusalOf(err); ok {
@@ -66,40 +69,54 @@ func (h *Handlers) AdminInviteCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.membersPage(c, http.StatusOK, views.MembersView{InviteURL: h.baseURL + "/invite/" + token, InviteAddRole: kind == models.InviteAddRole})
+	return h.membersPage(c, http.StatusOK, views.MembersView{InviteURL: h.baseURL + "/invite/" + token, InviteAddRole: kind == models.InviteAddRole,
+		InviteHeldBy: inv.ApprovalID})
 }
 
 // AdminMemberRole changes a member's role; the account keeps an owner.
+// Where a rule covers member changes, it files the ask instead
+// (models.Store.ChangeRole) and sends the browser to its page: nothing
+// changes until the rule's people have signed it.
 func (h *Handlers) AdminMemberRole(c echo.Context) error {
 	v := viewerOf(c)
 	role, err := models.ParseRole(c.FormValue("role"))
 	if err == nil {
 		err = h.mayManage(c, c.Param("person"), role)
 	}
+	var a *models.Approval
 	if err == nil {
-		err = h.store.SetRole(c.Request().Context(), v.account.ID, c.Param("person"), role)
+		a, err = h.store.ChangeRole(c.Request().Context(), v.member, c.Param("person"), role)
 	}
 	if msg, status, ok := refusalOf(err); ok {
 		return h.membersPage(c, status, views.MembersView{Error: msg})
 	}
 	if err != nil {
 		return err
+	}
+	if a != nil {
+		return c.Redirect(http.StatusSeeOther, "/approvals/"+a.ID)
 	}
 	return h.redirectWithFlash(c, "/admin/members", "member-updated")
 }
 
-// AdminMemberRemove takes a person out of the account; the last owner stays.
+// AdminMemberRemove takes a person out of the account; the last owner
+// stays. Where a rule covers member changes, it files the ask instead
+// (models.Store.RemoveMemberAs) and sends the browser to its page.
 func (h *Handlers) AdminMemberRemove(c echo.Context) error {
 	v := viewerOf(c)
 	err := h.mayManage(c, c.Param("person"), "")
+	var a *models.Approval
 	if err == nil {
-		err = h.store.RemoveMember(c.Request().Context(), v.account.ID, c.Param("person"))
+		a, err = h.store.RemoveMemberAs(c.Request().Context(), v.member, c.Param("person"))
 	}
 	if msg, status, ok := refusalOf(err); ok {
 		return h.membersPage(c, status, views.MembersView{Error: msg})
 	}
 	if err != nil {
 		return err
+	}
+	if a != nil {
+		return c.Redirect(http.StatusSeeOther, "/approvals/"+a.ID)
 	}
 	if c.Param("person") == v.member.ID {
 		h.clearSession(c)
@@ -123,4 +140,12 @@ func (h *Handlers) mayManage(c echo.Context, personID string, role models.Role) 
 		return models.Refuse(models.PermissionDenied, "role", "only an owner can change or remove an owner, or make one")
 	}
 	return nil
+}
+
+// heldBy is the ask an invite waits for, "" when it is not held.
+func heldBy(i models.Invite) string {
+	if !i.Held {
+		return ""
+	}
+	return i.ApprovalID
 }

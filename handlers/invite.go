@@ -33,10 +33,45 @@ func (h *Handlers) InvitePage(c echo.Context) error {
 		return err
 	}
 	setup := inv.CreatedBy == models.SetupInviter
-	return h.render(c, http.StatusOK, views.Invite(h.page(c, "Join "+acct.Name, ""), views.InviteView{
-		Token: token, AccountName: acct.Name, Role: string(inv.Role), Subject: inv.Subject, Setup: setup,
-		AddRole: inv.Kind == models.InviteAddRole,
-	}))
+	view := views.InviteView{Token: token, AccountName: acct.Name, Role: string(inv.Role), Subject: inv.Subject, Setup: setup,
+		AddRole: inv.Kind == models.InviteAddRole}
+	status := http.StatusOK
+	if m, err := h.memberHere(c, inv); err != nil {
+		return err
+	} else if m != nil {
+		view.MemberHere, status = m.Subject, http.StatusConflict
+	}
+	return h.render(c, status, views.Invite(h.page(c, "Join "+acct.Name, ""), view))
+}
+
+// memberHere is the member of the invite's account this browser is signed
+// in as (in any account of theirs), nil when it is signed in as nobody who
+// is. One person's second identity must not count as a second person, so
+// an invite is never accepted in such a browser.
+func (h *Handlers) memberHere(c echo.Context, inv *models.Invite) (*models.Member, error) {
+	v := viewerOf(c)
+	if v == nil {
+		return nil, nil
+	}
+	m, err := h.store.MemberByID(c.Request().Context(), inv.AccountID, v.member.ID)
+	if models.CodeOf(err) == models.NotFound {
+		return nil, nil
+	}
+	return m, err
+}
+
+// notMemberHere refuses to go on with an invite in a browser signed in as
+// a member of its account (memberHere), saying why.
+func (h *Handlers) notMemberHere(c echo.Context, inv *models.Invite) error {
+	m, err := h.memberHere(c, inv)
+	if err != nil || m == nil {
+		return err
+	}
+	acct, err := h.store.AccountByID(c.Request().Context(), inv.AccountID)
+	if err != nil {
+		return err
+	}
+	return models.Refuse(models.FailedPrecondition, "invite", "%s", views.MemberHereRefusal(m.Subject, acct.Name))
 }
 
 type inviteBegin struct {
@@ -66,6 +101,9 @@ func (h *Handlers) InviteBegin(c echo.Context) error {
 	}
 	if inv.Kind != models.InviteNewPerson {
 		return models.Refuse(models.FailedPrecondition, "invite", "this invite adds a role to %s, who accepts it by signing in with their own passkey", inv.Subject)
+	}
+	if err := h.notMemberHere(c, inv); err != nil {
+		return err
 	}
 	var in inviteBegin
 	if err := readJSON(c, &in, maxWebBody); err != nil {
@@ -117,6 +155,9 @@ func (h *Handlers) InviteFinish(c echo.Context) error {
 	if err := h.takeCeremony(c, reply.Ceremony, ceremonyInvite, models.HashToken(token), &st); err != nil {
 		return err
 	}
+	if err := h.notMemberHereOf(c, token); err != nil {
+		return err
+	}
 	u := &passkey.User{ID: st.PersonID, Subject: st.Subject, DisplayName: st.DisplayName}
 	key, err := h.rp.FinishRegistration(u, st.Session, reply.Credential, deviceName(st.DeviceName, c))
 	if err != nil {
@@ -144,6 +185,9 @@ func (h *Handlers) InviteAcceptBegin(c echo.Context) error {
 	if inv.Kind != models.InviteAddRole {
 		return models.Refuse(models.FailedPrecondition, "invite", "this invite is for a new person, who accepts it by making a passkey")
 	}
+	if err := h.notMemberHere(c, inv); err != nil {
+		return err
+	}
 	options, session, err := h.rp.BeginSignIn()
 	if err != nil {
 		return err
@@ -164,6 +208,9 @@ func (h *Handlers) InviteAcceptFinish(c echo.Context) error {
 	if err := h.takeCeremony(c, reply.Ceremony, ceremonyInviteAccept, models.HashToken(token), &session); err != nil {
 		return err
 	}
+	if err := h.notMemberHereOf(c, token); err != nil {
+		return err
+	}
 	a, err := h.rp.FinishSignIn(session, reply.Credential, func(personID string) (*passkey.User, error) {
 		return h.user(ctx, personID)
 	})
@@ -180,4 +227,14 @@ func (h *Handlers) InviteAcceptFinish(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]string{"redirect": "/"})
+}
+
+// notMemberHereOf is notMemberHere for the invite of token, checked again
+// as a ceremony finishes: the browser may have signed in meanwhile.
+func (h *Handlers) notMemberHereOf(c echo.Context, token string) error {
+	inv, err := h.store.InviteByToken(c.Request().Context(), token)
+	if err != nil {
+		return err
+	}
+	return h.notMemberHere(c, inv)
 }

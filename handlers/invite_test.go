@@ -339,7 +339,11 @@ func TestAnAddRoleInviteIsAcceptedOnlyByItsPersonsOwnPasskey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := s.malloryPages.AcceptRoleInvite(token)
+			// Her passkey in a browser holding no session of hers: one that
+			// holds one is refused before any passkey is asked for.
+			mallory := apptest.NewBrowser(t, s.env.URL)
+			mallory.Passkey = s.malloryPages.Passkey
+			r := mallory.AcceptRoleInvite(token)
 			if r.Status != http.StatusForbidden || r.Code() != "PERMISSION_DENIED" || r.Field() != "credential" || !strings.Contains(r.String(), "dave") {
 				t.Fatalf("mallory accepts dave's invite: %s; want 403 on credential", r)
 			}
@@ -356,8 +360,10 @@ func TestAnAddRoleInviteIsAcceptedOnlyByItsPersonsOwnPasskey(t *testing.T) {
 			if r := forger.AcceptInvite(newPersonInvite(t, s), "forger"); r.Status != http.StatusOK {
 				t.Fatalf("the forger's own sign-up: %s", r)
 			}
-			forger.Passkey.UserHandle = []byte(s.dave.ID)
-			r := forger.AcceptRoleInvite(token)
+			forged := apptest.NewBrowser(t, s.env.URL) // without the forger's session
+			forged.Passkey = forger.Passkey
+			forged.Passkey.UserHandle = []byte(s.dave.ID)
+			r := forged.AcceptRoleInvite(token)
 			if r.Status != http.StatusForbidden || r.Code() != "PERMISSION_DENIED" {
 				t.Fatalf("accept with a forged user handle: %s; want 403", r)
 			}

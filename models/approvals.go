@@ -443,8 +443,8 @@ func (s *Store) ListApprovals(ctx context.Context, accountID string, f ListFilte
 		q = q.Where("status = ?", st)
 	}
 	if f.Kind != "" {
-		if !slices.Contains(AskKinds, f.Kind) && f.Kind != KindAutoApprove && f.Kind != KindRuleChange && !slices.Contains(RequestKinds, f.Kind) {
-			return nil, "", Invalid("kind", "must be one of %s, %s, %s or %s, not %q", strings.Join(AskKinds, ", "), KindAutoApprove, KindRuleChange, strings.Join(RequestKinds, ", "), f.Kind)
+		if !slices.Contains(AskKinds, f.Kind) && f.Kind != KindAutoApprove && f.Kind != KindRuleChange && f.Kind != KindMemberChange && !slices.Contains(RequestKinds, f.Kind) {
+			return nil, "", Invalid("kind", "must be one of %s, %s, %s, %s or %s, not %q", strings.Join(AskKinds, ", "), KindAutoApprove, KindRuleChange, KindMemberChange, strings.Join(RequestKinds, ", "), f.Kind)
 		}
 		q = q.Where("kind = ?", f.Kind)
 	}

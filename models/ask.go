@@ -20,6 +20,9 @@ const (
 	KindToolCall    = ask.KindToolCall
 	// KindRuleChange: a rule change proposed in the browser (ProposeRuleChange).
 	KindRuleChange = ask.KindRuleChange
+	// KindMemberChange: an owner or admin invite, a role change or a removal
+	// that a rule governs (ChangeRole, RemoveMemberAs, CreateInvite).
+	KindMemberChange = ask.KindMemberChange
 )
 
 // AskKinds are the kinds approvals_create files: ask.Kinds, the one list.

@@ -53,6 +53,11 @@ type Invite struct {
 	ExpiresAt time.Time
 	UsedAt    *time.Time
 	UsedBy    string
+	// ApprovalID is the member_change ask that governs an owner or admin
+	// invite a rule covers; Held says it waits for that ask's approval, and
+	// works only once it is approved.
+	ApprovalID string
+	Held       bool
 }
 
 // InviteTTL is how long an invite works.
@@ -100,7 +105,10 @@ func roleRank(r Role) int {
 // CreateInvite makes a one-time invite and returns its secret token. It
 // refuses a role above the inviter's own, a new-person invite that names a
 // subject some person already has (in any account), and an add-role invite
-// for someone who is no person yet or already a member here.
+// for someone who is no person yet or already a member here. An owner or
+// admin invite a member makes where a rule covers member changes is held
+// (Invite.Held) by the member_change ask filed with it, until that ask is
+// approved; the operator's invites are never held.
 func (s *Store) CreateInvite(ctx context.Context, in NewInvite) (string, *Invite, error) {
 	kind, err := ParseInviteKind(string(in.Kind))
 	if err != nil {
@@ -125,6 +133,13 @@ func (s *Store) CreateInvite(ctx context.Context, in NewInvite) (string, *Invite
 	now := s.now()
 	inv := &Invite{TokenHash: HashToken(token), AccountID: in.AccountID, Kind: kind, Role: in.Role, Subject: in.Subject,
 		CreatedBy: in.By.Name, CreatedAt: now, ExpiresAt: now.Add(InviteTTL)}
+	var agent *Agent
+	governed := !in.By.Operator && (in.Role == RoleOwner || in.Role == RoleAdmin)
+	if governed {
+		if agent, err = s.serviceAgent(ctx, in.AccountID); err != nil {
+			return "", nil, err
+		}
+	}
 	err = s.write(ctx, func(tx *gorm.DB) error {
 		if err := mayGrant(tx, in.AccountID, in.By, in.Role); err != nil {
 			return err
@@ -134,6 +149,16 @@ func (s *Store) CreateInvite(ctx context.Context, in NewInvite) (string, *Invite
 			return err
 		}
 		inv.Subject = subject
+		if governed {
+			a, err := s.governMemberChange(tx, agent, in.AccountID, in.By.Name,
+				MemberChange{Action: MemberInvite, Subject: subject, Role: in.Role, Invite: kind})
+			if err != nil {
+				return err
+			}
+			if a != nil {
+				inv.ApprovalID, inv.Held = a.ID, true
+			}
+		}
 		return tx.Table("invites").Create(inv).Error
 	})
 	if err != nil {
@@ -229,6 +254,10 @@ func (s *Store) InviteByToken(ctx context.Context, token string) (*Invite, error
 }
 
 func (inv *Invite) usable(now time.Time) error {
+	if inv.Held {
+		return Refuse(FailedPrecondition, "invite", "this invite waits for the account's people to approve it (ask %s): "+
+			"it makes an %s, which the account's rules ask two people for; it works once they have signed", inv.ApprovalID, inv.Role)
+	}
 	if inv.UsedAt != nil {
 		return Refuse(FailedPrecondition, "invite", "this invite was used already; ask for a new one")
 	}

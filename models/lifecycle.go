@@ -347,7 +347,7 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 		if a.Status != StatusPending {
 			return nil, stateError(a, "; only a pending ask can be answered")
 		}
-		if (a.Kind == KindRun || a.Kind == KindAutoApprove || a.Kind == KindRuleChange) && d.Nonce == nil {
+		if (a.Kind == KindRun || a.Kind == KindAutoApprove || a.Kind == KindRuleChange || a.Kind == KindMemberChange) && d.Nonce == nil {
 			return nil, Refuse(PermissionDenied, "proof", "a %s ask is decided only with a device-key signature", a.Kind)
 		}
 		if d.Verdict == VerdictQuestion && strings.TrimSpace(d.Note) == "" {
@@ -381,6 +381,9 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *Member, d D
 			}
 			if a.Kind == KindRuleChange {
 				ch.after = func(tx *gorm.DB, a *Approval) error { return s.applyRuleChange(tx, a, m.Subject) }
+			}
+			if a.Kind == KindMemberChange {
+				ch.after = func(tx *gorm.DB, a *Approval) error { return s.applyMemberChange(tx, a, m.Subject) }
 			}
 			if a.IsRequest() {
 				// A command executes in the transaction that records the

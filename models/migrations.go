@@ -538,6 +538,19 @@ CREATE TABLE aways (
 	PRIMARY KEY (account_id, person_id)
 )
 `},
+	// The service's own agent is marked, not named: a person's OAuth client
+	// named countersign-rules became the requester of every browser rule
+	// change. The rules agents made before are the ones no person's client
+	// is (for_person_id is set on every OAuth agent); no token matches them
+	// from now on (theirs was never shown to anyone). An invite of an owner
+	// or admin made under a two-person rule is held until its ask is approved.
+	{28, "the service's own agent by a mark (agents.service), and invites held by the ask that governs them", `
+ALTER TABLE agents ADD COLUMN service BOOLEAN NOT NULL DEFAULT FALSE;
+UPDATE agents SET service = TRUE, token_hash = 'service:' || id WHERE name = 'countersign-rules' AND for_person_id IS NULL;
+CREATE UNIQUE INDEX agents_service ON agents (account_id) WHERE service;
+ALTER TABLE invites ADD COLUMN approval_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE invites ADD COLUMN held BOOLEAN NOT NULL DEFAULT FALSE
+`},
 }
 
 // migrationSteps are the steps in Go that a migration runs after its SQL, in

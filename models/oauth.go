@@ -262,6 +262,9 @@ func (s *Store) ConnectOAuthClient(ctx context.Context, in NewConnection) (*Agen
 // connection.
 func (s *Store) insertOAuthAgent(tx *gorm.DB, a *Agent, in NewConnection, now time.Time) error {
 	base := OAuthAgentName(in.ClientName)
+	if ReservedAgentName(base) { // a client registered before such names were refused
+		return reservedNameRefusal("client_name", in.ClientName)
+	}
 	var taken []string
 	if err := tx.Table("agents").Where("account_id = ? AND (name = ? OR name LIKE ?)", in.AccountID, base, base+"-%").Pluck("name", &taken).Error; err != nil {
 		return err

@@ -83,45 +83,54 @@ func (s *Store) Memberships(ctx context.Context, personID string) ([]Member, err
 	return out, nil
 }
 
-// SetRole changes a member's role; the account always keeps an owner.
+// SetRole changes a member's role at once; the account always keeps an
+// owner. A change made on the Members page goes through ChangeRole, which
+// asks the people a rule names first.
 func (s *Store) SetRole(ctx context.Context, accountID, personID string, role Role) error {
 	if _, err := ParseRole(string(role)); err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *gorm.DB) error {
-		if err := s.keepAnOwner(tx, accountID, personID); err != nil && role != RoleOwner {
-			return err
-		}
-		res := tx.Table("memberships").Where("account_id = ? AND person_id = ?", accountID, personID).Update("role", role)
-		if res.Error != nil {
-			return fmt.Errorf("set role: %w", res.Error)
-		}
-		if res.RowsAffected == 0 {
-			return Refuse(NotFound, "person", "not a member of this account")
-		}
-		return nil
-	})
+	return s.write(ctx, func(tx *gorm.DB) error { return s.setRole(tx, accountID, personID, role) })
 }
 
-// RemoveMember takes a person out of the account and ends their sessions in
-// it; the last owner cannot be removed.
+func (s *Store) setRole(tx *gorm.DB, accountID, personID string, role Role) error {
+	if err := s.keepAnOwner(tx, accountID, personID); err != nil && role != RoleOwner {
+		return err
+	}
+	res := tx.Table("memberships").Where("account_id = ? AND person_id = ?", accountID, personID).Update("role", role)
+	if res.Error != nil {
+		return fmt.Errorf("set role: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return Refuse(NotFound, "person", "not a member of this account")
+	}
+	return nil
+}
+
+// RemoveMember takes a person out of the account at once and ends their
+// sessions in it; the last owner cannot be removed. A removal made on the
+// Members page goes through RemoveMemberAs, which asks the people a rule
+// names first and, approved, applies it here (removeMember): everything a
+// removal ends belongs in removeMember, so that both paths end it.
 func (s *Store) RemoveMember(ctx context.Context, accountID, personID string) error {
-	return s.write(ctx, func(tx *gorm.DB) error {
-		if err := s.keepAnOwner(tx, accountID, personID); err != nil {
-			return err
-		}
-		res := tx.Exec(`DELETE FROM memberships WHERE account_id = ? AND person_id = ?`, accountID, personID)
-		if res.Error != nil {
-			return fmt.Errorf("remove member: %w", res.Error)
-		}
-		if res.RowsAffected == 0 {
-			return Refuse(NotFound, "person", "not a member of this account")
-		}
-		if err := tx.Exec(`DELETE FROM web_sessions WHERE account_id = ? AND person_id = ?`, accountID, personID).Error; err != nil {
-			return err
-		}
-		return s.sessionsEnded(tx, Change{AccountID: accountID, PersonID: personID})
-	})
+	return s.write(ctx, func(tx *gorm.DB) error { return s.removeMember(tx, accountID, personID) })
+}
+
+func (s *Store) removeMember(tx *gorm.DB, accountID, personID string) error {
+	if err := s.keepAnOwner(tx, accountID, personID); err != nil {
+		return err
+	}
+	res := tx.Exec(`DELETE FROM memberships WHERE account_id = ? AND person_id = ?`, accountID, personID)
+	if res.Error != nil {
+		return fmt.Errorf("remove member: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return Refuse(NotFound, "person", "not a member of this account")
+	}
+	if err := tx.Exec(`DELETE FROM web_sessions WHERE account_id = ? AND person_id = ?`, accountID, personID).Error; err != nil {
+		return err
+	}
+	return s.sessionsEnded(tx, Change{AccountID: accountID, PersonID: personID})
 }
 
 // keepAnOwner refuses when personID is the account's only owner.

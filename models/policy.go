@@ -23,7 +23,7 @@ type PolicyScope struct {
 // NeverAutoApproved are the kinds no policy approves: merges, rolls, runs,
 // policies and approval rules themselves keep asking, and a decision needs a
 // person to pick.
-var NeverAutoApproved = []string{KindPullRequest, KindRoll, KindRun, KindAutoApprove, KindDecision, KindRuleChange}
+var NeverAutoApproved = []string{KindPullRequest, KindRoll, KindRun, KindAutoApprove, KindDecision, KindRuleChange, KindMemberChange}
 
 // MaxPolicyLife is the longest an auto-approve policy may run.
 const MaxPolicyLife = 24 * time.Hour

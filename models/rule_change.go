@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 
 	"gorm.io/gorm"
 )
@@ -35,9 +37,10 @@ type ruleChangePayload struct {
 	RuleChange RuleChange `json:"rule_change"`
 }
 
-// RulesAgentName is the agent that files the rule changes proposed in the
-// browser, one per account, made on first use. It has no token anyone
-// knows: it files nothing over MCP.
+// RulesAgentName is the name the service's own agent (Agent.Service) takes
+// when it is made: it files the changes proposed in the browser, one per
+// account, made on first use. It is found by its mark, never by this name,
+// and no token matches it: it files nothing over MCP.
 const RulesAgentName = "countersign-rules"
 
 // ProposeRuleChange files, for the owner or admin m, an ask to set or remove
@@ -70,30 +73,16 @@ func (s *Store) ProposeRuleChange(ctx context.Context, m *Member, rc RuleChange)
 	default:
 		return nil, Invalid("action", "must be set or remove, not %q", rc.Action)
 	}
-	if n := runeCount(title); n > 200 {
-		title = string([]rune(title)[:199]) + "…"
-	}
-	raw, err := json.Marshal(ruleChangePayload{RuleChange: rc})
-	if err != nil {
-		return nil, fmt.Errorf("rule change: %w", err)
-	}
-	canonical, sum, err := CanonicalHash(raw)
+	agent, err := s.serviceAgent(ctx, m.AccountID)
 	if err != nil {
 		return nil, err
 	}
-	agent, err := s.rulesAgent(ctx, m.AccountID)
+	a, err := s.serviceAsk(agent, m.AccountID, m.Subject, KindRuleChange, title, ruleChangePayload{RuleChange: rc},
+		m.Subject+" proposes this change to the account's approval rules.",
+		"The rule changes as shown once the people the rules ask for rule changes have signed.",
+		"The rules stay as they are.")
 	if err != nil {
 		return nil, err
-	}
-	now := s.now()
-	a := &Approval{
-		ID: newID("appr"), AccountID: m.AccountID, Kind: KindRuleChange, Title: title,
-		Summary:      m.Subject + " proposes this change to the account's approval rules.",
-		ApproveMeans: "The rule changes as shown once the people the rules ask for rule changes have signed.",
-		DenyMeans:    "The rules stay as they are.",
-		Payload:      string(canonical), PayloadSHA256: sum, AgentLabel: m.Subject,
-		RequesterID: agent.ID, RequesterSubject: agent.Subject,
-		Status: StatusPending, Version: 1, ExpiresAt: now.Add(s.askTTL), CreatedAt: now, UpdatedAt: now,
 	}
 	if err := s.file(ctx, a); err != nil {
 		return nil, err
@@ -101,20 +90,66 @@ func (s *Store) ProposeRuleChange(ctx context.Context, m *Member, rc RuleChange)
 	return a, nil
 }
 
-// rulesAgent finds or makes the account's RulesAgentName agent.
-func (s *Store) rulesAgent(ctx context.Context, accountID string) (*Agent, error) {
-	a, err := s.AgentByName(ctx, accountID, RulesAgentName)
-	if err == nil {
-		return a, nil
+// serviceAsk is an ask the service's agent files for the member proposer:
+// a change proposed in the browser, whose payload is payload's JSON.
+func (s *Store) serviceAsk(agent *Agent, accountID, proposer, kind, title string, payload any, summary, approveMeans, denyMeans string) (*Approval, error) {
+	if n := runeCount(title); n > 200 {
+		title = string([]rune(title)[:199]) + "…"
 	}
-	if CodeOf(err) != NotFound {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", kind, err)
+	}
+	canonical, sum, err := CanonicalHash(raw)
+	if err != nil {
 		return nil, err
 	}
-	a, _, err = s.CreateAgent(ctx, accountID, RulesAgentName, []string{ScopeApprovalsRead})
-	if CodeOf(err) == FailedPrecondition { // made meanwhile by another call
-		return s.AgentByName(ctx, accountID, RulesAgentName)
+	now := s.now()
+	return &Approval{
+		ID: newID("appr"), AccountID: accountID, Kind: kind, Title: title, Summary: summary, ApproveMeans: approveMeans, DenyMeans: denyMeans,
+		Payload: string(canonical), PayloadSHA256: sum, AgentLabel: proposer,
+		RequesterID: agent.ID, RequesterSubject: agent.Subject,
+		Status: StatusPending, Version: 1, ExpiresAt: now.Add(s.askTTL), CreatedAt: now, UpdatedAt: now,
+	}, nil
+}
+
+// serviceAgent finds or makes the account's service agent (Agent.Service).
+// It takes RulesAgentName, or the first free name after it when an agent
+// made before such names were reserved holds it.
+func (s *Store) serviceAgent(ctx context.Context, accountID string) (*Agent, error) {
+	var a Agent
+	find := func() error {
+		return s.db.WithContext(ctx).Table("agents").Where("account_id = ? AND service", accountID).Take(&a).Error
 	}
-	return a, err
+	err := find()
+	if err == nil {
+		return &a, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, fmt.Errorf("find the service's agent: %w", err)
+	}
+	id := newID("agt")
+	a = Agent{ID: id, AccountID: accountID, TokenHash: "service:" + id, Scopes: ScopeApprovalsRead, Service: true, CreatedAt: s.now()}
+	err = s.write(ctx, func(tx *gorm.DB) error {
+		var taken []string
+		if err := tx.Table("agents").Where("account_id = ? AND (name = ? OR name LIKE ?)", accountID, RulesAgentName, RulesAgentName+"-%").
+			Pluck("name", &taken).Error; err != nil {
+			return err
+		}
+		a.Name = RulesAgentName
+		for i := 2; slices.Contains(taken, a.Name); i++ {
+			a.Name = RulesAgentName + "-" + strconv.Itoa(i)
+		}
+		a.Subject = "agent:" + a.Name
+		return tx.Table("agents").Create(&a).Error
+	})
+	if err != nil { // made meanwhile by another call (the unique agents_service index)
+		if err := find(); err == nil {
+			return &a, nil
+		}
+		return nil, fmt.Errorf("make the service's agent: %w", err)
+	}
+	return &a, nil
 }
 
 // applyRuleChange applies, inside the transaction that approves it, the rule

@@ -145,13 +145,17 @@ const (
 	RuleRoll          = "builtin-roll"
 	RuleAutoApprove   = "builtin-auto-approve"
 	RuleRuleChange    = "builtin-rule-change"
+	RuleMemberChange  = "builtin-member-change"
 )
 
 // BuiltinRules are every account's rules until it edits or removes them:
 // a run with effect production and a roll need two people when the account
 // has at least two people who may decide (the asked_of person and the
 // owners and admins); enabling an auto-approve policy, and changing a rule,
-// need two when the account has at least two owners or admins.
+// need two when the account has at least two owners or admins; and so does
+// changing who decides (an owner or admin invite, a role change, a removal),
+// so that one person can neither add a second identity of theirs to the
+// pool nor shrink the pool to themselves, where a rule stands aside.
 func BuiltinRules() []Rule {
 	two := func(id, name string, kinds, effects []string, pool Pool) Rule {
 		return Rule{ID: id, Builtin: true, RuleSpec: RuleSpec{Name: name, Kinds: kinds, Effects: effects, Count: 2, Pool: pool, ApplyFrom: 2}}
@@ -161,6 +165,7 @@ func BuiltinRules() []Rule {
 		two(RuleRoll, "a roll needs two people", []string{KindRoll}, nil, Pool{Kind: PoolAskedOf, Role: PoolAdmins}),
 		two(RuleAutoApprove, "enabling auto-approve needs two owners or admins", []string{KindAutoApprove}, nil, Pool{Kind: PoolRole, Role: PoolAdmins}),
 		two(RuleRuleChange, "changing a rule needs two owners or admins", []string{KindRuleChange}, nil, Pool{Kind: PoolRole, Role: PoolAdmins}),
+		two(RuleMemberChange, "changing who decides needs two owners or admins", []string{KindMemberChange}, nil, Pool{Kind: PoolRole, Role: PoolAdmins}),
 	}
 }
 
@@ -178,7 +183,7 @@ func CheckRule(id string, r *RuleSpec) error {
 	if n := runeCount(r.Name); n > 120 {
 		return Invalid("name", "at most 120 characters (got %d)", n)
 	}
-	kinds := append(append(slices.Clone(AskKinds), KindAutoApprove, KindRuleChange), RequestKinds...)
+	kinds := append(append(slices.Clone(AskKinds), KindAutoApprove, KindRuleChange, KindMemberChange), RequestKinds...)
 	for _, k := range r.Kinds {
 		if !slices.Contains(kinds, k) {
 			return Invalid("kinds", "unknown kind %q: one of %s", k, strings.Join(kinds, ", "))

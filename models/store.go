@@ -344,7 +344,12 @@ type Agent struct {
 	// with --for or a client that person connected. That person's approval
 	// does not count towards a rule's quorum on the agent's asks.
 	ForPersonID *string
-	CreatedAt   time.Time
+	// Service marks the service's own agent of the account, which files the
+	// changes proposed in the browser (rule and member changes): made by the
+	// service alone, found by this mark and never by its name, and no token
+	// matches it.
+	Service   bool
+	CreatedAt time.Time
 }
 
 // ScopeList returns the agent's scopes.
@@ -372,6 +377,24 @@ func HashToken(token string) string {
 
 var agentName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
+// ReservedAgentName says whether name is one the service keeps for its own
+// agents: "countersign", or "countersign" then '-', '.' or '_' and more, in
+// any case. Nobody else may take one (agent create, an OAuth client's
+// registration or consent), so no agent of a person passes for the service's.
+func ReservedAgentName(name string) bool {
+	n := strings.ToLower(name)
+	if !strings.HasPrefix(n, "countersign") {
+		return false
+	}
+	rest := n[len("countersign"):]
+	return rest == "" || strings.ContainsAny(rest[:1], "-._")
+}
+
+// reservedNameRefusal refuses a name the service keeps for its own agents.
+func reservedNameRefusal(field, name string) error {
+	return Refuse(InvalidArgument, field, "%q is reserved for the service's own agents (names starting with countersign): choose another", name)
+}
+
 // CreateAgent makes an agent with the given scopes and returns it with its
 // bearer token, which is shown this once: only its hash is kept.
 func (s *Store) CreateAgent(ctx context.Context, accountID, name string, scopes []string) (*Agent, string, error) {
@@ -384,6 +407,9 @@ func (s *Store) CreateAgent(ctx context.Context, accountID, name string, scopes 
 func (s *Store) CreateAgentFor(ctx context.Context, accountID, name string, scopes []string, forSubject string) (*Agent, string, error) {
 	if !agentName.MatchString(name) {
 		return nil, "", Invalid("name", "an agent name is 1 to 64 letters, digits, '.', '_' or '-'")
+	}
+	if ReservedAgentName(name) {
+		return nil, "", reservedNameRefusal("name", name)
 	}
 	if len(scopes) == 0 {
 		return nil, "", Invalid("scopes", "name at least one of %s", strings.Join(AllScopes, ", "))

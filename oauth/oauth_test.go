@@ -93,7 +93,19 @@ func (r *rig) authorizeQuery(clientID, redirect, verifier string) url.Values {
 // grants; it returns where the browser is sent.
 func (r *rig) consent(q url.Values, grants ...string) *url.URL {
 	r.t.Helper()
-	page := r.ada.Page(oauth.AuthorizePath + "?" + q.Encode())
+	res := r.consentIn(r.ada, q, grants...)
+	loc, err := url.Parse(res.Header.Get("Location"))
+	if res.Status != http.StatusSeeOther || err != nil {
+		r.t.Fatalf("approve: %s (Location %q)", res, res.Header.Get("Location"))
+	}
+	return loc
+}
+
+// consentIn opens the consent page of q in b and approves it keeping
+// grants; it returns the answer to the approval.
+func (r *rig) consentIn(b *apptest.Browser, q url.Values, grants ...string) apptest.Response {
+	r.t.Helper()
+	page := b.Page(oauth.AuthorizePath + "?" + q.Encode())
 	if page.Status != http.StatusOK || !strings.Contains(string(page.Raw), `data-testid="consent"`) {
 		r.t.Fatalf("the consent page: %s", page)
 	}
@@ -103,12 +115,7 @@ func (r *rig) consent(q url.Values, grants ...string) *url.URL {
 	}
 	form["grant"] = grants
 	form.Set("decision", "approve")
-	res := r.ada.PostForm(oauth.AuthorizePath, form)
-	loc, err := url.Parse(res.Header.Get("Location"))
-	if res.Status != http.StatusSeeOther || err != nil {
-		r.t.Fatalf("approve: %s (Location %q)", res, res.Header.Get("Location"))
-	}
-	return loc
+	return b.PostForm(oauth.AuthorizePath, form)
 }
 
 // code runs an authorization request to its code.

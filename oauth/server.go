@@ -421,6 +421,9 @@ func (s *Server) Register(ctx context.Context, m *oauthex.ClientRegistrationMeta
 	if name == "" {
 		return nil, bad("client_name is required: the person is shown it")
 	}
+	if models.ReservedAgentName(models.OAuthAgentName(name)) {
+		return nil, bad("client_name %q is reserved for the service's own agents (names starting with countersign): choose another", name)
+	}
 	c, err := s.store.RegisterOAuthClient(ctx, name, m.RedirectURIs)
 	if err != nil {
 		return nil, oauthError(http.StatusServiceUnavailable, "server_error", "the client could not be registered now; try again")

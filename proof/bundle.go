@@ -123,20 +123,19 @@ func VerifyBundle(b *Bundle, want Expect) (*BundleResult, error) {
 		}
 		res.Signers = append(res.Signers, person)
 		res.Proofs = append(res.Proofs, r)
-		switch p.Decision {
-		case "deny", "not_mine":
+		switch {
+		case Vetoes(p.Decision):
 			if res.Decision == "" || res.Decision == approveDecision {
 				res.Decision = p.Decision
 			}
+		case approveDecision != "" && p.Decision != approveDecision:
+			return nil, fail("decision", "proof %d approves %q where an earlier one approves %q", i+1, p.Decision, approveDecision)
 		default:
-			if approveDecision != "" && p.Decision != approveDecision {
-				return nil, fail("decision", "proof %d approves %q where an earlier one approves %q", i+1, p.Decision, approveDecision)
-			}
 			approveDecision = p.Decision
 			approvals++
 		}
 	}
-	if res.Decision == "deny" || res.Decision == "not_mine" {
+	if Vetoes(res.Decision) {
 		return res, nil
 	}
 	if approvals < req.Count {

@@ -78,6 +78,11 @@ func (r *Requirement) MaySign(subject string, escalated bool) bool {
 	return slices.Contains(r.People, subject) || escalated && slices.Contains(r.Escalation, subject)
 }
 
+// Vetoes says whether decision is a veto: one person's deny (or not_mine)
+// decides an ask a requirement covers, whatever its count, where an
+// approval counts only with Count distinct people's.
+func Vetoes(decision string) bool { return decision == "deny" || decision == "not_mine" }
+
 // ParseRequirement reads a frozen requirement strictly (only its known
 // members) and checks that it is well formed.
 func ParseRequirement(raw []byte) (*Requirement, error) {

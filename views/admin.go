@@ -18,8 +18,11 @@ type MembersView struct {
 	InviteURL   string // a new invite's one-time URL, shown once
 	// InviteAddRole says the new invite is for an existing person, who accepts by signing in.
 	InviteAddRole bool
-	Error         string // a refusal to show above the lists
-	Now           time.Time
+	// InviteHeldBy is the ask the new invite waits for: a rule asks two
+	// people for an owner or admin, and it works once they have signed.
+	InviteHeldBy string
+	Error        string // a refusal to show above the lists
+	Now          time.Time
 }
 
 // MemberRow is one member of the account.
@@ -41,13 +44,17 @@ type InviteRow struct {
 	ExpiresAt time.Time
 	UsedAt    *time.Time
 	UsedBy    string
+	HeldBy    string // the ask it waits for, when held
 }
 
-// State says whether the invite waits, was used, or ran out.
+// State says whether the invite waits, waits for its ask's approval
+// (held), was used, or ran out.
 func (i InviteRow) State(now time.Time) string {
 	switch {
 	case i.UsedAt != nil:
 		return "used"
+	case i.HeldBy != "":
+		return "held"
 	case !now.Before(i.ExpiresAt):
 		return "expired"
 	}
@@ -126,7 +133,7 @@ func (v AuditView) OlderLink() templ.SafeURL {
 // inviteClass colours an invite's state like an ask's.
 func inviteClass(state string) string {
 	switch state {
-	case "pending":
+	case "pending", "held":
 		return "status-pending"
 	case "used":
 		return "status-approved"

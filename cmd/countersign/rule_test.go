@@ -133,23 +133,53 @@ func TestTheRulesFileIsCheckedAtStartAndApplied(t *testing.T) {
 	}
 }
 
-func TestVerifyChecksABundleOfTwoSignaturesOffline(t *testing.T) {
+// twoPersonScene is a service where documents need two of the admins (ada,
+// the owner, and bob, an admin), with an agent that files them.
+type twoPersonScene struct {
+	env      *apptest.Env
+	ada, bob *apptest.Browser
+	agent    *apptest.Client
+}
+
+func newTwoPersonScene(t *testing.T) *twoPersonScene {
+	t.Helper()
 	env := apptest.StartWeb(t, apptest.SQLite, nil)
-	ctx := context.Background()
-	ada := env.Join(env.Account.ID, models.RoleOwner, "ada")
-	bob := env.Join(env.Account.ID, models.RoleAdmin, "bob")
-	if _, err := env.Store.SetRule(ctx, env.Account.ID, "two-for-documents", models.RuleSpec{Kinds: []string{"document"}, Count: 2,
+	s := &twoPersonScene{env: env, ada: env.Join(env.Account.ID, models.RoleOwner, "ada"), bob: env.Join(env.Account.ID, models.RoleAdmin, "bob")}
+	if _, err := env.Store.SetRule(context.Background(), env.Account.ID, "two-for-documents", models.RuleSpec{Kinds: []string{"document"}, Count: 2,
 		Pool: models.Pool{Kind: models.PoolRole, Role: models.PoolAdmins}}, "cli:test"); err != nil {
 		t.Fatal(err)
 	}
 	_, token := env.Agent(env.Account.ID, "bot")
-	c := env.Connect(token)
-	out := c.OK("approvals_create", map[string]any{"kind": "document", "title": "Sign the contract", "summary": "The contract.",
+	s.agent = env.Connect(token)
+	return s
+}
+
+// document files a document ask the rule covers and returns its id.
+func (s *twoPersonScene) document(t *testing.T) string {
+	t.Helper()
+	out := s.agent.OK("approvals_create", map[string]any{"kind": "document", "title": "Sign the contract", "summary": "The contract.",
 		"approve_means": "it is signed", "deny_means": "it is not",
 		"payload": map[string]any{"document": map[string]any{"document_id": "doc_1", "space_id": "space_1", "version": 3}},
 		"context": map[string]any{"no_context_reason": "a test"}})
-	id := out["approval_id"].(string)
-	for _, b := range []*apptest.Browser{ada, bob} {
+	return out["approval_id"].(string)
+}
+
+// writeFile writes raw into a new file of dir and returns its path.
+func writeFile(t *testing.T, dir, name string, raw []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestVerifyChecksABundleOfTwoSignaturesOffline(t *testing.T) {
+	s := newTwoPersonScene(t)
+	env := s.env
+	ctx := context.Background()
+	id := s.document(t)
+	for _, b := range []*apptest.Browser{s.ada, s.bob} {
 		if r := b.Decide(id, "approve", ""); r.Status != http.StatusOK {
 			t.Fatalf("approve: %s", r)
 		}

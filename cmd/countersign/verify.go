@@ -59,6 +59,11 @@ func verifyCommand(args []string, out io.Writer) error {
 	}
 	opts := verifyOptions{keysFile: *keysFile, rpID: *rpID, origin: *origin, allowSelf: *allowSelf, allowNoPayload: *allowNoPayload}
 	if answer, ok := readApprovalAnswer(raw); ok {
+		// A member named twice reads as its last here and may read as its
+		// first elsewhere: refused, as inside a proof.
+		if err := proof.NoDuplicateMembers(raw); err != nil {
+			return fmt.Errorf("the approval in %s is NOT valid: %w", file, err)
+		}
 		return verifyAnswer(answer, file, opts, out)
 	}
 	if proof.IsBundle(raw) {
@@ -103,6 +108,14 @@ func verifyProof(raw []byte, file string, opts verifyOptions, out io.Writer) err
 		refusals = append(refusals, "the proof carries no payload (it was made before proofs carried one), so what payload_sha256 "+
 			"stands for could not be checked; pass --allow-missing-payload to accept it on the hash alone")
 	}
+	// One signature of an ask a rule covers is one person's part of its
+	// decision, no decision by itself: only a veto decides alone. No flag
+	// accepts it; the ask's bundle is its proof (docs/proof.md §9).
+	if req := p.Requirement; req != nil && req.Count > 1 && !proof.Vetoes(p.Decision) {
+		refusals = append(refusals, fmt.Sprintf("the requirement is not met: rule %s asks for %d of %s, and this is 1 of %d signatures; "+
+			"it is one person's part of the decision, not the decision: verify the ask's bundle (GET /approvals/%s/proof.json, "+
+			"or the proof approvals_get answers once the ask is decided)", req.RuleID, req.Count, req.Pool, req.Count, p.ApprovalID))
+	}
 	if keys == nil && !*allowSelf {
 		refusals = append(refusals, "the key is only self-asserted: the proof carries its own public key and anyone can make a key; "+
 			"pass --keys KEYS.json (from countersign keys export) to check that it is a registered device key of the account, "+
@@ -121,6 +134,9 @@ func verifyProof(raw []byte, file string, opts verifyOptions, out io.Writer) err
 	fmt.Fprintf(tw, "  rp id\t%s\n", p.RPID)
 	fmt.Fprintf(tw, "  origin\t%s\n", res.Origin)
 	fmt.Fprintf(tw, "  sign count\t%d\n", res.SignCount)
+	if req := p.Requirement; req != nil {
+		fmt.Fprintf(tw, "  requirement\t%d of %s (rule %s): this proof is 1 signature of %d\n", req.Count, req.Pool, req.RuleID, req.Count)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
