@@ -180,7 +180,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	switch cmd {
 	case "serve":
 		log.Info("garbage collector", "GOGC", app.TuneGC(getenv))
-		return serve(ctx, cfg, log)
+		return serve(ctx, cfg, log, terminalOf(os.Stderr))
 	case "account":
 		return accountCommand(ctx, cfg, args, out)
 	case "agent":
