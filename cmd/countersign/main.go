@@ -72,6 +72,11 @@ Usage:
                  [--allow-self-asserted] [--allow-missing-payload]
                                                check a decision proof offline (docs/proof.md); exit 0 valid
                                                with a registered key and its payload, 1 not
+  countersign ask --title TEXT [--approve-means TEXT] [--deny-means TEXT] [--kind KIND] [--payload JSON]
+                 [--timeout 10m] [--proof FILE] [--url URL] [--token-file F]
+                                               file an ask as an agent (COUNTERSIGN_URL, COUNTERSIGN_TOKEN) and wait:
+                                               exit 0 approved, 1 denied, 2 no answer, 3 not asked;
+                                               countersign ask --title "Deploy api" && ./deploy.sh
   countersign gate --rules gate.json [--timeout 45s] [--caller NAME] [--audit-log FILE] -- COMMAND ARGS...
   countersign gate --rules gate.json --upstream URL [--upstream-header 'H: v'] --listen ADDR
                                                an MCP proxy that holds the calls its rules name until a person approves
@@ -90,6 +95,13 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	slog.SetDefault(log)
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, log); err != nil {
+		var code exitCode
+		if errors.As(err, &code) { // a command whose exit codes say more than yes or no (ask)
+			if code.err != nil {
+				fmt.Fprintln(os.Stderr, "countersign:", code.err)
+			}
+			os.Exit(code.code)
+		}
 		var u usageError
 		if errors.As(err, &u) {
 			fmt.Fprintln(os.Stderr, "countersign:", err)
@@ -105,6 +117,7 @@ func main() {
 var commandUsage = map[string]string{
 	"account":     accountUsage,
 	"agent":       agentUsage,
+	"ask":         askUsage,
 	"audit":       auditUsage,
 	"backup":      backupUsage,
 	"gate":        gateUsage,
@@ -153,6 +166,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 			fmt.Fprint(out, usage, app.TextTable(110))
 			return nil
 		}
+	}
+	if cmd == "ask" { // an agent's ask over MCP: no database of its own
+		return askCommand(ctx, args, getenv, out, os.Stderr)
 	}
 	if cmd == "gate" { // a proxy: no database; it reaches the service over MCP
 		return gateCommand(ctx, args, getenv, os.Stdin, out, os.Stderr)
