@@ -41,6 +41,7 @@ var helpCommands = []struct {
 	{[]string{"verify"}, "usage: countersign verify PROOF.json"},
 	{[]string{"gate"}, "countersign gate --rules gate.json"},
 	{[]string{"ask"}, "usage: countersign ask --title TEXT"},
+	{[]string{"doctor"}, "usage: countersign doctor"},
 }
 
 // Every command's --help (and -h, and -help) prints its usage on stdout and

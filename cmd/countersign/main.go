@@ -57,6 +57,9 @@ Usage:
                                                set an approval rule (two people for what matters); applies at once
   countersign rule list [--account NAME]       the rules in force, built-ins included
   countersign rule remove ID [--account NAME]  remove a rule (a built-in is switched off)
+  countersign doctor [--open URL]              check the configuration serve runs with and say what to fix: https
+                                               or localhost, the RP ID, VAPID keys, clock, database, push services;
+                                               exit 0 when all is OK, 1 when not
   countersign vapid                            print the Web Push (VAPID) public key
   countersign backup --out FILE                copy the SQLite database to a new FILE while serve runs
                                                (VACUUM INTO); on PostgreSQL use pg_dump
@@ -120,6 +123,7 @@ var commandUsage = map[string]string{
 	"ask":         askUsage,
 	"audit":       auditUsage,
 	"backup":      backupUsage,
+	"doctor":      doctorUsage,
 	"gate":        gateUsage,
 	"healthcheck": healthcheckUsage,
 	"invite":      inviteUsage,
@@ -185,6 +189,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	cfg.Version = version
 	if cmd == "healthcheck" { // a probe of the running service: no database of its own
 		return healthcheckCommand(ctx, cfg, args, out)
+	}
+	if cmd == "doctor" { // checks the database itself, and says so when there is none
+		return doctorCommand(ctx, cfg, args, out)
 	}
 	if cmd != "serve" {
 		// An admin command: say which database, and make none by mistake.
