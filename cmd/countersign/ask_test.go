@@ -113,7 +113,7 @@ func TestAskExitsTwoWithoutAnAnswerAndThreeWhenItCannotAsk(t *testing.T) {
 		{"no title", map[string]string{"COUNTERSIGN_URL": env.URL, "COUNTERSIGN_TOKEN": token}, nil, "--title is required"},
 		{"no token", map[string]string{"COUNTERSIGN_URL": env.URL}, []string{"--title", "x"}, "set COUNTERSIGN_TOKEN"},
 		{"no URL", map[string]string{"COUNTERSIGN_TOKEN": token}, []string{"--title", "x"}, "set COUNTERSIGN_URL"},
-		{"a token the service refuses", map[string]string{"COUNTERSIGN_URL": env.URL, "COUNTERSIGN_TOKEN": "csa_wrong"}, []string{"--title", "x"}, "refused this token"},
+		{"a token the service refuses", map[string]string{"COUNTERSIGN_URL": env.URL, "COUNTERSIGN_TOKEN": "cs_agent_wrong"}, []string{"--title", "x"}, "refused this token"},
 		{"a payload that is no JSON", map[string]string{"COUNTERSIGN_URL": env.URL, "COUNTERSIGN_TOKEN": token}, []string{"--title", "x", "--payload", "{"}, "--payload: not a JSON object"},
 		{"a payload the service refuses", map[string]string{"COUNTERSIGN_URL": env.URL, "COUNTERSIGN_TOKEN": token}, []string{"--title", "x", "--payload", `{"options": ["only one"]}`}, "payload.decision.options"},
 	} {
