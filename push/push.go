@@ -51,6 +51,23 @@ func LoadKeys(ctx context.Context, store *models.Store) (Keys, error) {
 			return k, err
 		}
 	}
+	return readKeys(raw)
+}
+
+// StoredKeys returns the VAPID keys the service keeps, making none: found
+// is false when no start has made them yet (countersign doctor reads them).
+func StoredKeys(ctx context.Context, store *models.Store) (k Keys, found bool, err error) {
+	raw, err := store.Setting(ctx, keysSetting)
+	if err != nil || raw == "" {
+		return k, false, err
+	}
+	k, err = readKeys(raw)
+	return k, true, err
+}
+
+// readKeys reads the stored pair; both halves must be there.
+func readKeys(raw string) (Keys, error) {
+	var k Keys
 	if err := json.Unmarshal([]byte(raw), &k); err != nil || k.Public == "" || k.Private == "" {
 		return k, errors.New("the stored VAPID keys cannot be read")
 	}

@@ -40,6 +40,8 @@ var helpCommands = []struct {
 	{[]string{"audit", "verify"}, "usage: countersign audit verify"},
 	{[]string{"verify"}, "usage: countersign verify PROOF.json"},
 	{[]string{"gate"}, "countersign gate --rules gate.json"},
+	{[]string{"ask"}, "usage: countersign ask --title TEXT"},
+	{[]string{"doctor"}, "usage: countersign doctor"},
 }
 
 // Every command's --help (and -h, and -help) prints its usage on stdout and

@@ -57,6 +57,9 @@ Usage:
                                                set an approval rule (two people for what matters); applies at once
   countersign rule list [--account NAME]       the rules in force, built-ins included
   countersign rule remove ID [--account NAME]  remove a rule (a built-in is switched off)
+  countersign doctor [--open URL]              check the configuration serve runs with and say what to fix: https
+                                               or localhost, the RP ID, VAPID keys, clock, database, push services;
+                                               exit 0 when all is OK, 1 when not
   countersign vapid                            print the Web Push (VAPID) public key
   countersign backup --out FILE                copy the SQLite database to a new FILE while serve runs
                                                (VACUUM INTO); on PostgreSQL use pg_dump
@@ -72,6 +75,11 @@ Usage:
                  [--allow-self-asserted] [--allow-missing-payload]
                                                check a decision proof offline (docs/proof.md); exit 0 valid
                                                with a registered key and its payload, 1 not
+  countersign ask --title TEXT [--approve-means TEXT] [--deny-means TEXT] [--kind KIND] [--payload JSON]
+                 [--timeout 10m] [--proof FILE] [--url URL] [--token-file F]
+                                               file an ask as an agent (COUNTERSIGN_URL, COUNTERSIGN_TOKEN) and wait:
+                                               exit 0 approved, 1 denied, 2 no answer, 3 not asked;
+                                               countersign ask --title "Deploy api" && ./deploy.sh
   countersign gate --rules gate.json [--timeout 45s] [--caller NAME] [--audit-log FILE] -- COMMAND ARGS...
   countersign gate --rules gate.json --upstream URL [--upstream-header 'H: v'] --listen ADDR
                                                an MCP proxy that holds the calls its rules name until a person approves
@@ -90,6 +98,13 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	slog.SetDefault(log)
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, log); err != nil {
+		var code exitCode
+		if errors.As(err, &code) { // a command whose exit codes say more than yes or no (ask)
+			if code.err != nil {
+				fmt.Fprintln(os.Stderr, "countersign:", code.err)
+			}
+			os.Exit(code.code)
+		}
 		var u usageError
 		if errors.As(err, &u) {
 			fmt.Fprintln(os.Stderr, "countersign:", err)
@@ -105,8 +120,10 @@ func main() {
 var commandUsage = map[string]string{
 	"account":     accountUsage,
 	"agent":       agentUsage,
+	"ask":         askUsage,
 	"audit":       auditUsage,
 	"backup":      backupUsage,
+	"doctor":      doctorUsage,
 	"gate":        gateUsage,
 	"healthcheck": healthcheckUsage,
 	"invite":      inviteUsage,
@@ -154,6 +171,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 			return nil
 		}
 	}
+	if cmd == "ask" { // an agent's ask over MCP: no database of its own
+		return askCommand(ctx, args, getenv, out, os.Stderr)
+	}
 	if cmd == "gate" { // a proxy: no database; it reaches the service over MCP
 		return gateCommand(ctx, args, getenv, os.Stdin, out, os.Stderr)
 	}
@@ -170,6 +190,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if cmd == "healthcheck" { // a probe of the running service: no database of its own
 		return healthcheckCommand(ctx, cfg, args, out)
 	}
+	if cmd == "doctor" { // checks the database itself, and says so when there is none
+		return doctorCommand(ctx, cfg, args, out)
+	}
 	if cmd != "serve" {
 		// An admin command: say which database, and make none by mistake.
 		if err := app.CheckDatabase(cfg, init); err != nil {
@@ -180,7 +203,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	switch cmd {
 	case "serve":
 		log.Info("garbage collector", "GOGC", app.TuneGC(getenv))
-		return serve(ctx, cfg, log)
+		return serve(ctx, cfg, log, terminalOf(os.Stderr))
 	case "account":
 		return accountCommand(ctx, cfg, args, out)
 	case "agent":

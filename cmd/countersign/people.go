@@ -85,7 +85,11 @@ func inviteCommand(ctx context.Context, cfg app.Config, args []string, out io.Wr
 	} else {
 		fmt.Fprintln(out, "open it on the phone or computer that will hold the passkey:")
 	}
-	fmt.Fprintln(out, app.InviteURL(cfg.BaseURL, token))
+	link := app.InviteURL(cfg.BaseURL, token)
+	if screen := terminalOf(out); screen != nil {
+		printQR(screen, "scan it with the phone's camera, or open the link below:", link)
+	}
+	fmt.Fprintln(out, link)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,8 +15,9 @@ import (
 )
 
 // serve runs the service until ctx ends (SIGTERM or Ctrl-C), then drains
-// requests for up to 20 seconds.
-func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
+// requests for up to 20 seconds. When screen is not nil (serve runs on a
+// terminal), the owner setup link is shown there as a QR code as well.
+func serve(ctx context.Context, cfg app.Config, log *slog.Logger, screen io.Writer) error {
 	// Certificate files first: a missing or mismatched pair stops the start
 	// before the database is touched. The ACME manager is built once the
 	// store is open, since on PostgreSQL its cache is in the database.
@@ -112,6 +114,9 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		log.Error("make the owner setup invite", "err", err)
 	} else if setup != "" {
 		log.Info("nobody has registered yet: open this link to set up the owner's passkey (valid 24 h)", "setup_url", setup)
+		if screen != nil {
+			printQR(screen, "or scan it with the phone that will hold the owner's passkey:", setup)
+		}
 	}
 	select {
 	case err := <-errc:

@@ -299,6 +299,31 @@ func (c *Countersign) file(ctx context.Context, req ApprovalRequest) (approval, 
 // last read when ctx ends first (with ctx's error). A yes decided after ctx
 // ended is not taken when late says so (the caller was told no).
 func (c *Countersign) await(ctx context.Context, id string, late bool) (d Decision, open bool, last string, err error) {
+	a, err := c.watch(ctx, id)
+	if err != nil {
+		return Decision{}, true, a.Status, err
+	}
+	switch a.Status {
+	case "approved":
+		if late && ctx.Err() != nil { // decided, but after the caller was told no
+			return Decision{}, true, a.Status, ctx.Err()
+		}
+		tr := &askTracker{c: c, id: a.ApprovalID, payload: a.Payload}
+		return Approve(a.DecidedBy).WithProof(a.Proof).WithTracker(tr), false, a.Status, nil
+	case "denied":
+		return Deny(a.DecidedBy, a.Note), false, a.Status, nil
+	case "in_progress", "done", "failed":
+		return Deny("", "the ask was already acted on (its call ran, or runs, once)"), false, a.Status, nil
+	default:
+		return Deny("", "the ask is "+a.Status), false, a.Status, nil
+	}
+}
+
+// watch reads the ask id after subscribing to its resource, and again on
+// every change, until it no longer waits for a person (pending or
+// question) or ctx ends; it returns the ask as last read, and an error when
+// it still waits (ctx's error when ctx ended).
+func (c *Countersign) watch(ctx context.Context, id string) (approval, error) {
 	uri := approvalURIPrefix + id
 	wake := make(chan struct{}, 1)
 	c.mu.Lock()
@@ -319,38 +344,54 @@ func (c *Countersign) await(ctx context.Context, id string, late bool) (d Decisi
 			_ = c.session.Unsubscribe(uctx, &mcp.UnsubscribeParams{URI: uri}) // nobody waits on it here any more
 		}
 	}()
+	a := approval{Status: "pending"}
 	if err := c.session.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
-		return Decision{}, true, "pending", fmt.Errorf("countersign sink: subscribe to %s: %w", uri, err)
+		return a, fmt.Errorf("countersign sink: subscribe to %s: %w", uri, err)
 	}
-	var a approval
-	a.Status = "pending"
 	for {
 		// Read after subscribing: an answer given before the subscription
 		// took is seen here, later ones wake the loop.
 		if err := c.call(ctx, "approvals_get", map[string]any{"approval_id": id}, &a); err != nil {
-			return Decision{}, true, a.Status, err
+			return a, err
 		}
-		switch a.Status {
-		case "approved":
-			if late && ctx.Err() != nil { // decided, but after the caller was told no
-				return Decision{}, true, a.Status, ctx.Err()
-			}
-			tr := &askTracker{c: c, id: a.ApprovalID, payload: a.Payload}
-			return Approve(a.DecidedBy).WithProof(a.Proof).WithTracker(tr), false, a.Status, nil
-		case "denied":
-			return Deny(a.DecidedBy, a.Note), false, a.Status, nil
-		case "pending", "question":
-		case "in_progress", "done", "failed":
-			return Deny("", "the ask was already acted on (its call ran, or runs, once)"), false, a.Status, nil
-		default:
-			return Deny("", "the ask is "+a.Status), false, a.Status, nil
+		if a.Status != "pending" && a.Status != "question" {
+			return a, nil
 		}
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return Decision{}, true, a.Status, ctx.Err()
+			return a, ctx.Err()
 		}
 	}
+}
+
+// Answer is an ask of any kind as it stood when a wait for it ended: what
+// `countersign ask` reports.
+type Answer struct {
+	ID        string
+	Status    string          // approved, denied, expired, stale…; pending or question when the wait ended first
+	Decision  string          // what the person signed: approve, deny, option:N…
+	DecidedBy string          // the person's subject
+	Note      string          // the person's note, or a decision ask's chosen option
+	Proof     json.RawMessage // the signed proof, as countersign verify reads it
+}
+
+// FileAsk files an ask of any kind with approvals_create's arguments as
+// given, for a caller that is not a gated tool call (a shell or CI step).
+func (c *Countersign) FileAsk(ctx context.Context, create map[string]any) (Ticket, error) {
+	var filed approval
+	if err := c.call(ctx, "approvals_create", create, &filed); err != nil {
+		return Ticket{}, err
+	}
+	return c.ticket(filed), nil
+}
+
+// AwaitAnswer waits until ctx ends for the ask id to be answered or to end
+// unanswered (expired, withdrawn); it returns the ask as last read, with an
+// error when it still waits (ctx's error when ctx ended first).
+func (c *Countersign) AwaitAnswer(ctx context.Context, id string) (Answer, error) {
+	a, err := c.watch(ctx, id)
+	return Answer{ID: id, Status: a.Status, Decision: a.Decision, DecidedBy: a.DecidedBy, Note: a.Note, Proof: a.Proof}, err
 }
 
 // askDeadline is the tool_call's expires_at for a gate that stops waiting at
