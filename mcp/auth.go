@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -178,4 +179,33 @@ func principalOf(ctx context.Context) (*models.Agent, *models.Runner) {
 	agent, _ := ctx.Value(agentKey{}).(*models.Agent)
 	runner, _ := ctx.Value(runnerKey{}).(*models.Runner)
 	return agent, runner
+}
+
+// AccessEnded closes, on this instance, every MCP session of the agent and
+// the streams open on them (GET streams, 2026-07-28 subscriptions/listen):
+// its access ended (models.AgentsChanged naming it). A stream is
+// authenticated once, when it opens, and would otherwise go on carrying
+// notices to a disabled agent or a revoked client.
+func (s *Server) AccessEnded(agentID string) { s.sessions.dropOwner(agentID) }
+
+// RecheckAccess closes, in the background, the sessions of every agent
+// whose access ended while this instance may not have heard of it
+// (models.ChangesMissed: its PostgreSQL listener reconnected).
+func (s *Server) RecheckAccess() {
+	owners := s.sessions.ownerIDs()
+	if len(owners) == 0 {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		ended, err := s.store.AgentsWithoutAccess(ctx, owners)
+		if err != nil {
+			s.log.Error("check the access of agents with open MCP sessions", "err", err)
+			return
+		}
+		for _, id := range ended {
+			s.sessions.dropOwner(id)
+		}
+	}()
 }
