@@ -121,3 +121,13 @@ func (s *Stream) MustEnd(why string) {
 		s.t.Errorf("%s is still open after %s", s.what, why)
 	}
 }
+
+// MustBeOpen fails the test if the server has ended the stream.
+func (s *Stream) MustBeOpen() {
+	s.t.Helper()
+	select {
+	case err := <-s.done:
+		s.t.Errorf("%s ended (%v), want it open", s.what, err)
+	default:
+	}
+}
