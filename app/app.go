@@ -96,7 +96,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	authz := oauth.New(store, cfg.BaseURL, cfg.BaseURL+"/mcp")
 	var instance mcp.Instance
 	if cfg.InstanceURL != "" {
-		instance = mcp.Instance{ID: mcp.NewInstanceID(), Address: store.InstanceAddress}
+		instance = mcp.Instance{ID: mcp.NewInstanceID(), Address: store.InstanceAddress, Secret: cfg.InstanceSecret}
 		if err := store.RegisterInstance(ctx, instance.ID, cfg.InstanceURL); err != nil {
 			return nil, err
 		}

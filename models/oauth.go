@@ -438,8 +438,14 @@ func (s *Store) RevokeOAuthToken(ctx context.Context, token, clientID string) er
 // the agent holds) and the audience it was issued for. The agent is read
 // with the token, so a disabled agent's token stops at once.
 func (s *Store) AgentByOAuthToken(ctx context.Context, token string) (*Agent, string, error) {
+	return s.AgentByOAuthTokenHash(ctx, HashToken(token))
+}
+
+// AgentByOAuthTokenHash is AgentByOAuthToken for the token's hash
+// (HashToken), as another instance names it when it forwards a call.
+func (s *Store) AgentByOAuthTokenHash(ctx context.Context, hash string) (*Agent, string, error) {
 	var t OAuthToken
-	err := s.db.WithContext(ctx).Table("oauth_tokens").Where("token_hash = ? AND kind = ?", HashToken(token), OAuthAccess).Take(&t).Error
+	err := s.db.WithContext(ctx).Table("oauth_tokens").Where("token_hash = ? AND kind = ?", hash, OAuthAccess).Take(&t).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, "", Refuse(NotFound, "token", "no such access token")
 	}
