@@ -96,7 +96,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	authz := oauth.New(store, cfg.BaseURL, cfg.BaseURL+"/mcp")
 	var instance mcp.Instance
 	if cfg.InstanceURL != "" {
-		instance = mcp.Instance{ID: mcp.NewInstanceID(), Address: store.InstanceAddress}
+		instance = mcp.Instance{ID: mcp.NewInstanceID(), Address: store.InstanceAddress, Secret: cfg.InstanceSecret}
 		if err := store.RegisterInstance(ctx, instance.ID, cfg.InstanceURL); err != nil {
 			return nil, err
 		}
@@ -107,8 +107,15 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a := &App{Config: cfg, Store: store, MCP: endpoint, Push: sender, OAuth: authz, Keys: keys, metrics: observe, log: log, instance: instance.ID}
 	store.Changes().Subscribe(func(c models.Change) {
 		switch c.Kind {
-		case models.PushesQueued, models.ChangesMissed:
+		case models.PushesQueued:
 			sender.Wake()
+		case models.ChangesMissed:
+			sender.Wake()
+			endpoint.RecheckAccess()
+		case models.AgentsChanged:
+			if c.AgentID != "" {
+				endpoint.AccessEnded(c.AgentID)
+			}
 		case models.ApprovalChanged:
 			endpoint.ApprovalChanged(c.ApprovalID)
 		case models.RunsChanged:

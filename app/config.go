@@ -18,31 +18,33 @@ import (
 
 // Config is every setting, read from COUNTERSIGN_* environment variables.
 type Config struct {
-	Addr         string        // COUNTERSIGN_ADDR
-	Data         string        // COUNTERSIGN_DATA
-	DatabaseURL  string        // COUNTERSIGN_DATABASE_URL
-	DatabasePool int           // COUNTERSIGN_DATABASE_POOL
-	InstanceURL  string        // COUNTERSIGN_INSTANCE_URL
-	BaseURL      string        // COUNTERSIGN_BASE_URL
-	AskTTL       time.Duration // COUNTERSIGN_ASK_TTL
-	AskRate      mcp.AskRate   // COUNTERSIGN_ASK_RATE
-	AskBurst     int           // COUNTERSIGN_ASK_BURST
-	SweepEvery   time.Duration // COUNTERSIGN_SWEEP_EVERY
-	PushContact  string        // COUNTERSIGN_PUSH_CONTACT
-	PushCap      models.PushCap
-	PushHosts    []string          // COUNTERSIGN_PUSH_ALLOWED_HOSTS
-	PushWorkers  int               // COUNTERSIGN_PUSH_WORKERS
-	PushRetry    time.Duration     // COUNTERSIGN_PUSH_RETRY
-	SessionIdle  time.Duration     // COUNTERSIGN_SESSION_IDLE_WEB
-	AgentIdle    time.Duration     // COUNTERSIGN_SESSION_IDLE
-	MCPSessions  mcp.SessionLimits // COUNTERSIGN_MCP_SESSIONS, COUNTERSIGN_MCP_SESSIONS_PER_TOKEN, COUNTERSIGN_MCP_SESSION_IDLE
-	MetricsAddr  string            // COUNTERSIGN_METRICS_ADDR
-	Proxies      []*net.IPNet      // COUNTERSIGN_TRUSTED_PROXIES
-	TLSCert      string            // COUNTERSIGN_TLS_CERT
-	TLSKey       string            // COUNTERSIGN_TLS_KEY
-	ACMEDomain   string            // COUNTERSIGN_ACME_DOMAIN
-	HTTPAddr     string            // COUNTERSIGN_HTTP_ADDR; "" when there is no redirect listener
-	Rules        *RulesFile        // COUNTERSIGN_RULES, read and checked; nil when unset
+	Addr         string // COUNTERSIGN_ADDR
+	Data         string // COUNTERSIGN_DATA
+	DatabaseURL  string // COUNTERSIGN_DATABASE_URL
+	DatabasePool int    // COUNTERSIGN_DATABASE_POOL
+	InstanceURL  string // COUNTERSIGN_INSTANCE_URL
+	// InstanceSecret is COUNTERSIGN_INSTANCE_SECRET: the key forwarded calls are signed with.
+	InstanceSecret string
+	BaseURL        string        // COUNTERSIGN_BASE_URL
+	AskTTL         time.Duration // COUNTERSIGN_ASK_TTL
+	AskRate        mcp.AskRate   // COUNTERSIGN_ASK_RATE
+	AskBurst       int           // COUNTERSIGN_ASK_BURST
+	SweepEvery     time.Duration // COUNTERSIGN_SWEEP_EVERY
+	PushContact    string        // COUNTERSIGN_PUSH_CONTACT
+	PushCap        models.PushCap
+	PushHosts      []string          // COUNTERSIGN_PUSH_ALLOWED_HOSTS
+	PushWorkers    int               // COUNTERSIGN_PUSH_WORKERS
+	PushRetry      time.Duration     // COUNTERSIGN_PUSH_RETRY
+	SessionIdle    time.Duration     // COUNTERSIGN_SESSION_IDLE_WEB
+	AgentIdle      time.Duration     // COUNTERSIGN_SESSION_IDLE
+	MCPSessions    mcp.SessionLimits // COUNTERSIGN_MCP_SESSIONS, COUNTERSIGN_MCP_SESSIONS_PER_TOKEN, COUNTERSIGN_MCP_SESSION_IDLE
+	MetricsAddr    string            // COUNTERSIGN_METRICS_ADDR
+	Proxies        []*net.IPNet      // COUNTERSIGN_TRUSTED_PROXIES
+	TLSCert        string            // COUNTERSIGN_TLS_CERT
+	TLSKey         string            // COUNTERSIGN_TLS_KEY
+	ACMEDomain     string            // COUNTERSIGN_ACME_DOMAIN
+	HTTPAddr       string            // COUNTERSIGN_HTTP_ADDR; "" when there is no redirect listener
+	Rules          *RulesFile        // COUNTERSIGN_RULES, read and checked; nil when unset
 
 	// Version is the build's version (countersign version), which MCP
 	// clients read as serverInfo.version; the binary sets it, no variable does.
@@ -79,6 +81,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_DATABASE_URL", "", "Empty for the embedded SQLite file; `postgres://user:pass@host/db` for PostgreSQL."},
 	{"COUNTERSIGN_DATABASE_POOL", strconv.Itoa(models.PoolSize(models.Postgres)), "PostgreSQL only: the most connections one instance opens, besides one for its change listener; open ones stay while idle (up to 5 minutes). Instances × (this + 1) must stay below the server's `max_connections` (100 by default, 3 of them reserved): set it lower for three instances or more. From `8` to `1000`. SQLite keeps 8."},
 	{"COUNTERSIGN_INSTANCE_URL", "", "PostgreSQL only, for several instances behind one address: the base URL the other instances reach this one at (like `http://10.0.0.5:8080`; in Kubernetes `http://$(POD_IP):8080`). An MCP call that lands on an instance that does not hold its session is forwarded to the one that does, so the proxy in front needs no affinity (docs/deploy.md). Empty: no forwarding, for one instance or a proxy that keeps each session on its instance."},
+	{"COUNTERSIGN_INSTANCE_SECRET", "", "Needed with `COUNTERSIGN_INSTANCE_URL`, and the same on every instance: a random secret of at least 32 characters (like the output of `openssl rand -hex 32`), kept out of the database. A forwarded call carries no bearer token: it is signed with a key made from this secret and names the caller's token by its hash, and an instance accepts a forwarded call only when the signature holds. Whoever can write the database but does not hold this secret can neither collect tokens by pointing an instance's address elsewhere nor forge a forwarded call."},
 	{"COUNTERSIGN_BASE_URL", "", "The public origin people open. Passkeys are bound to its host (the WebAuthn RP ID): use `https://` in production, and `localhost`, not `127.0.0.1`, on your machine. Empty: made from `COUNTERSIGN_ADDR`, `http://localhost:PORT` with its port (its host when it names one), and `serve` says so at start."},
 	{"COUNTERSIGN_ASK_TTL", "168h", "An ask's life unless its kind sets a shorter one (a run's `expires_at`)."},
 	{"COUNTERSIGN_ASK_RATE", "60/m", "Asks one requester may file per second (`s`), minute (`m`) or hour (`h`)."},
@@ -197,6 +200,12 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			bad("COUNTERSIGN_INSTANCE_URL", "must be a base URL like http://10.0.0.5:8080, the address the other instances reach this one at")
 		case c.DatabaseURL == "":
 			bad("COUNTERSIGN_INSTANCE_URL", "needs COUNTERSIGN_DATABASE_URL: several instances share one PostgreSQL, never a SQLite file")
+		}
+		switch c.InstanceSecret = get("COUNTERSIGN_INSTANCE_SECRET"); {
+		case c.InstanceSecret == "":
+			bad("COUNTERSIGN_INSTANCE_SECRET", "is needed with COUNTERSIGN_INSTANCE_URL: the same random secret on every instance (like the output of openssl rand -hex 32), which signs the calls they forward to each other")
+		case len(c.InstanceSecret) < 32:
+			bad("COUNTERSIGN_INSTANCE_SECRET", "must be at least 32 characters (like the output of openssl rand -hex 32)")
 		}
 	}
 	if c.DatabasePool, err = strconv.Atoi(get("COUNTERSIGN_DATABASE_POOL")); err != nil || c.DatabasePool < 8 || c.DatabasePool > 1000 {

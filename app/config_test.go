@@ -210,3 +210,24 @@ func TestABareMetricsPortMeansLoopback(t *testing.T) {
 		t.Errorf("the service's own address for metrics: %v, want it refused", err)
 	}
 }
+
+// Forwarding between instances needs the instances' own secret, of at
+// least 32 characters: forwarded calls are signed with it.
+func TestForwardingNeedsTheInstanceSecret(t *testing.T) {
+	for _, tc := range []struct{ secret, refusal string }{
+		{"", "COUNTERSIGN_INSTANCE_SECRET: is needed with COUNTERSIGN_INSTANCE_URL"},
+		{"short", "COUNTERSIGN_INSTANCE_SECRET: must be at least 32 characters"},
+		{strings.Repeat("k", 32), ""},
+	} {
+		c, err := LoadConfig(func(k string) string {
+			return map[string]string{"COUNTERSIGN_DATABASE_URL": "postgres://u:p@db/countersign",
+				"COUNTERSIGN_INSTANCE_URL": "http://10.0.0.5:8080", "COUNTERSIGN_INSTANCE_SECRET": tc.secret}[k]
+		})
+		switch {
+		case tc.refusal == "" && (err != nil || c.InstanceSecret != tc.secret):
+			t.Errorf("a secret of %d characters: %v, read %q; want it read", len(tc.secret), err, c.InstanceSecret)
+		case tc.refusal != "" && (err == nil || !strings.Contains(err.Error(), tc.refusal)):
+			t.Errorf("a secret of %d characters: err = %v, want a refusal saying %q", len(tc.secret), err, tc.refusal)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,7 +20,8 @@ type (
 )
 
 // authenticate answers 401 with WWW-Authenticate: Bearer unless the request
-// carries the bearer token of an enabled agent or an enabled runner, or an
+// (or, for a call another instance forwarded, the credential it names:
+// forward.go) carries the bearer token of an enabled agent or an enabled runner, or an
 // unexpired, unrevoked OAuth access token issued for this endpoint (its
 // audience, RFC 8707) to an enabled agent, which then holds the token's scopes. Every HTTP request is checked
 // again, so a token disabled mid-session stops at once. The agent rides to the
@@ -38,14 +40,25 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		return &auth.TokenInfo{Scopes: agent.ScopeList(), UserID: agent.ID, Extra: map[string]any{"agent": agent}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := bearerToken(r)
-		if !ok {
+		cred, forwarded := forwardedCredential(r)
+		if !forwarded {
+			if token, ok := bearerToken(r); ok {
+				cred = credentialOfToken(token)
+			}
+		}
+		if cred.hash == "" {
 			// RFC 6750 §3.1: a request without credentials gets no error code.
 			s.challenge(w, http.StatusUnauthorized, "", "", "send Authorization: Bearer <agent token>; an admin of Countersign makes agent tokens")
 			return
 		}
-		if models.IsRunnerToken(token) {
-			runner, err := s.store.RunnerByToken(r.Context(), token)
+		if forwarded {
+			// The SDK's bearer check below reads an Authorization header,
+			// which a forwarded call does not carry (forward.go); its
+			// credential is checked here, so it gets a stand-in.
+			r.Header.Set("Authorization", "Bearer forwarded")
+		}
+		if cred.kind == credentialRunner {
+			runner, err := s.store.RunnerByTokenHash(r.Context(), cred.hash)
 			if s.lookupFailed(w, err, "runner", "the token is not a runner token of this service") {
 				return
 			}
@@ -60,9 +73,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			agent *models.Agent
 			err   error
 		)
-		if strings.HasPrefix(token, models.OAuthAccessPrefix) {
+		if cred.kind == credentialOAuth {
 			var audience string
-			agent, audience, err = s.store.AgentByOAuthToken(r.Context(), token)
+			agent, audience, err = s.store.AgentByOAuthTokenHash(r.Context(), cred.hash)
 			if models.CodeOf(err) == models.FailedPrecondition { // revoked or expired
 				var refusal *models.Error
 				errors.As(err, &refusal)
@@ -74,7 +87,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 		} else {
-			agent, err = s.store.AgentByToken(r.Context(), token)
+			agent, err = s.store.AgentByTokenHash(r.Context(), cred.hash)
 		}
 		if s.lookupFailed(w, err, "agent", "the token is not an agent token of this service") {
 			return
@@ -178,4 +191,33 @@ func principalOf(ctx context.Context) (*models.Agent, *models.Runner) {
 	agent, _ := ctx.Value(agentKey{}).(*models.Agent)
 	runner, _ := ctx.Value(runnerKey{}).(*models.Runner)
 	return agent, runner
+}
+
+// AccessEnded closes, on this instance, every MCP session of the agent and
+// the streams open on them (GET streams, 2026-07-28 subscriptions/listen):
+// its access ended (models.AgentsChanged naming it). A stream is
+// authenticated once, when it opens, and would otherwise go on carrying
+// notices to a disabled agent or a revoked client.
+func (s *Server) AccessEnded(agentID string) { s.sessions.dropOwner(agentID) }
+
+// RecheckAccess closes, in the background, the sessions of every agent
+// whose access ended while this instance may not have heard of it
+// (models.ChangesMissed: its PostgreSQL listener reconnected).
+func (s *Server) RecheckAccess() {
+	owners := s.sessions.ownerIDs()
+	if len(owners) == 0 {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		ended, err := s.store.AgentsWithoutAccess(ctx, owners)
+		if err != nil {
+			s.log.Error("check the access of agents with open MCP sessions", "err", err)
+			return
+		}
+		for _, id := range ended {
+			s.sessions.dropOwner(id)
+		}
+	}()
 }

@@ -413,6 +413,18 @@ func TestToolsListShowsOnlyWhatTheScopesAllow(t *testing.T) {
 	})
 }
 
+// mustBeStopped checks a call on an SDK client's session whose agent lost
+// its access: refused with 401, or never sent because the service ended the
+// session and its stream at once (Server.AccessEnded), which closed the
+// client.
+func mustBeStopped(t *testing.T, what string, r apptest.Result, err error) {
+	t.Helper()
+	if err != nil && (strings.Contains(err.Error(), http.StatusText(http.StatusUnauthorized)) || strings.Contains(err.Error(), "standalone SSE stream")) {
+		return
+	}
+	t.Errorf("%s: %s, err %v; want the request refused with 401, or the session ended", what, r, err)
+}
+
 func TestADisabledTokenStopsMidSession(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
@@ -426,9 +438,7 @@ func TestADisabledTokenStopsMidSession(t *testing.T) {
 		}
 		before := snapshot(t, env)
 		r, err := apptest.CallTool(ctx, c.Session, "approvals_create", prAsk(900, "abcdef1234567"))
-		if err == nil || !strings.Contains(err.Error(), http.StatusText(http.StatusUnauthorized)) {
-			t.Errorf("approvals_create after the token was disabled: %s, err %v; want the request refused with 401", r, err)
-		}
+		mustBeStopped(t, "approvals_create after the token was disabled", r, err)
 		mustBe401(t, rawPost(t, env, token, c.Session.ID(), protocolOf(c), toolCallBody(t, "approvals_list", map[string]any{})), "tools/call after disable")
 		before.mustEqual(t, snapshot(t, env), "calls of a disabled agent")
 	})
@@ -492,9 +502,7 @@ func TestATokenDisabledOnAnotherInstanceStopsThere(t *testing.T) {
 			t.Fatal("instance A never heard that the agent was disabled")
 		}
 		r, err := apptest.CallTool(context.Background(), c.Session, "approvals_list", map[string]any{})
-		if err == nil || !strings.Contains(err.Error(), http.StatusText(http.StatusUnauthorized)) {
-			t.Errorf("a call through A once it heard of the disable: %s, err %v; want the request refused with 401", r, err)
-		}
+		mustBeStopped(t, "a call through A once it heard of the disable", r, err)
 		mustBe401(t, rawPost(t, a, token, c.Session.ID(), protocolOf(c), toolCallBody(t, "approvals_list", map[string]any{})), "tools/call through A after the disable through B")
 	})
 }

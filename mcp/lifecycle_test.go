@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
 	"testing"
@@ -513,9 +512,7 @@ func TestLifecycleNotMineDeniesAndBlocksTheAgent(t *testing.T) {
 			t.Errorf("agent disabled=%t reason=%q; want disabled by ada", agent.Disabled, agent.DisabledReason)
 		}
 		r, err := apptest.CallTool(f.ctx, f.bot.Session, "approvals_list", map[string]any{})
-		if err == nil || !strings.Contains(err.Error(), http.StatusText(http.StatusUnauthorized)) {
-			t.Errorf("the blocked agent's next call: %s, err %v; want HTTP 401", r, err)
-		}
+		mustBeStopped(t, "the blocked agent's next call", r, err)
 
 		for _, tc := range []struct {
 			id   string
@@ -861,9 +858,8 @@ func TestLifecycleCancelsOpenAsks(t *testing.T) {
 				t.Errorf("another agent's ask became %s", a.Status)
 			}
 			r, err := apptest.CallTool(f.ctx, leaky.Session, "approvals_get", map[string]any{"approval_id": approved})
-			if err == nil || !strings.Contains(err.Error(), http.StatusText(http.StatusUnauthorized)) {
-				t.Errorf("the disabled agent's next call: %s, err %v; want HTTP 401", r, err)
-			}
+			mustBeStopped(t, "the disabled agent's next call", r, err)
+			mustBe401(t, rawPost(t, f.env, token, leaky.Session.ID(), protocolOf(leaky), toolCallBody(t, "approvals_list", map[string]any{})), "tools/call of the disabled agent")
 			// Disabling twice changes nothing.
 			approvals, events := specCounts(t, f.env)
 			if _, err := f.env.Store.DisableAgent(f.ctx, f.env.Account.ID, "leaky", "again", "cy"); err != nil {

@@ -74,6 +74,9 @@ const sessionRetryAfter = 5 * time.Second
 type sessionOwner struct {
 	count int       // sessions held or being opened
 	idle  list.List // of *openSession, idle longest first
+	// all are its sessions held or being opened, so that they end together
+	// when the agent's access ends (dropOwner).
+	all map[*openSession]struct{}
 }
 
 // openSession is one MCP session (or one 2026-07-28 listen).
@@ -137,7 +140,7 @@ func (r *openSessions) admit(owner string) (*openSession, *sessionCapError) {
 	defer r.mu.Unlock()
 	o := r.owners[owner]
 	if o == nil {
-		o = &sessionOwner{}
+		o = &sessionOwner{all: map[*openSession]struct{}{}}
 	}
 	if o.count >= r.limits.PerToken {
 		front := o.idle.Front()
@@ -156,7 +159,9 @@ func (r *openSessions) admit(owner string) (*openSession, *sessionCapError) {
 	o.count++
 	r.total++
 	r.owners[owner] = o
-	return &openSession{owner: owner, of: o, open: 1}, nil
+	s := &openSession{owner: owner, of: o, open: 1}
+	o.all[s] = struct{}{}
+	return s, nil
 }
 
 // ready holds s under its id: its initialize was answered without error.
@@ -247,6 +252,7 @@ func (r *openSessions) dropLocked(s *openSession) {
 	}
 	s.uris = nil
 	r.total--
+	delete(s.of.all, s)
 	if s.of.count--; s.of.count == 0 {
 		delete(r.owners, s.owner)
 	}
@@ -256,6 +262,30 @@ func (r *openSessions) dropLocked(s *openSession) {
 		go s.stream.end()
 		s.stream = nil
 	}
+}
+
+// dropOwner ends every session of owner, and the streams open on them:
+// its access ended. A request of it still in flight ends as it would on
+// a dropped session.
+func (r *openSessions) dropOwner(owner string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if o := r.owners[owner]; o != nil {
+		for s := range o.all {
+			r.dropLocked(s)
+		}
+	}
+}
+
+// ownerIDs returns the owners that hold sessions now.
+func (r *openSessions) ownerIDs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]string, 0, len(r.owners))
+	for id := range r.owners {
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 func (r *openSessions) armLocked(d time.Duration) {

@@ -140,7 +140,7 @@ func New(store *models.Store, opts Options) *Server {
 		// guardRebinding does the SDK's rebinding check, allowing the public Host as well.
 		DisableLocalhostProtection: true,
 	})
-	s.http = guardRebinding(opts.PublicHost, newForwarder(opts.Instance, opts.Logger).handler(s.authenticate(http.MaxBytesHandler(s.sessionRequests(rpcErrors(messages)), opts.MaxBodyBytes))))
+	s.http = guardRebinding(opts.PublicHost, newForwarder(opts.Instance, opts.MaxBodyBytes, opts.Logger).handler(s.authenticate(http.MaxBytesHandler(s.sessionRequests(rpcErrors(messages)), opts.MaxBodyBytes))))
 	return s
 }
 

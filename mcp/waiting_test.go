@@ -202,3 +202,58 @@ func (b bearerOver) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return res, err
 }
+
+// A disabled agent's waiting streams close at once, on every instance: its
+// session's GET stream and its 2026-07-28 subscriptions/listen are held by
+// instance A, and an admin disables it through instance B (on SQLite, one
+// instance does both). They close too when the agent is disabled while A's
+// PostgreSQL listener is away: A checks, once back, the agents it holds
+// streams for. A stream of another agent stays open throughout.
+func TestADisabledAgentsStreamsCloseOnEveryInstance(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		a := apptest.Start(t, db, nil)
+		b := a
+		if db != apptest.SQLite {
+			cfg := a.App.Config
+			cfg.Data = t.TempDir()
+			b = apptest.StartWith(t, cfg)
+		}
+		listening := func() {
+			t.Helper()
+			if db != apptest.SQLite {
+				eventually(t, "instance A listening", a.Store.Changes().Listening)
+			}
+		}
+		_, other := a.Agent(a.Account.ID, "bystander")
+		bystander := apptest.OpenGETStream(t, a.URL+"/mcp", other)
+		ctx := context.Background()
+		for _, tc := range []struct{ how, name string }{{"while A listens", "heard"}, {"while A's listener is away", "missed"}} {
+			how, name := tc.how, tc.name
+			t.Run(how, func(t *testing.T) {
+				if name == "missed" && db == apptest.SQLite {
+					t.Skip("SQLite has no listener")
+				}
+				_, token := a.Agent(a.Account.ID, name)
+				filed := a.Connect(token).OK("approvals_create", specAsk("pull_request", specPR()))
+				stream := apptest.OpenGETStream(t, a.URL+"/mcp", token)
+				listen := apptest.OpenListen(t, a.URL+"/mcp", token, "countersign://approvals/"+filed["approval_id"].(string))
+				listening()
+				if name == "missed" {
+					if err := a.Store.DB().Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ?`, models.ListenerName(a.Store.Changes())).Error; err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := b.Store.DisableAgent(ctx, b.Account.ID, name, "leaked", "admin"); err != nil {
+					t.Fatalf("disable through B: %v", err)
+				}
+				stream.MustEnd("the agent was disabled through B " + how)
+				listen.MustEnd("the agent was disabled through B " + how)
+				listening()
+			})
+		}
+		if n := a.App.MCP.OpenSessions(); n != 1 {
+			t.Errorf("instance A holds %d sessions, want the bystander's alone", n)
+		}
+		bystander.MustBeOpen()
+	})
+}

@@ -34,7 +34,7 @@ func (s *Store) DeleteAgent(ctx context.Context, accountID, name, by string) err
 			Updates(map[string]any{"token_hash": "deleted:" + agent.ID, "deleted_at": s.now()}).Error; err != nil {
 			return fmt.Errorf("delete agent: %w", err)
 		}
-		if err := s.changed(tx, Change{Kind: AgentsChanged}); err != nil {
+		if err := s.changed(tx, Change{Kind: AgentsChanged, AgentID: agent.ID}); err != nil {
 			return err
 		}
 		if agent.Disabled {

@@ -27,8 +27,10 @@ const (
 	// person's in one account (removed from it) or in all (AccountID "":
 	// signed out everywhere).
 	SessionsEnded ChangeKind = "sessions"
-	// AgentsChanged: an agent was disabled or deleted, so every instance
-	// forgets the agent tokens it remembers.
+	// AgentsChanged: an agent changed, so every instance forgets the agent
+	// tokens it remembers; with AgentID, that agent's access ended (it was
+	// disabled or deleted, or its OAuth grants ended), so every instance
+	// also closes the MCP sessions and streams it holds open.
 	AgentsChanged ChangeKind = "agents"
 	// RunsChanged: a run that names RunnerID moved, so its runner reads its runs again.
 	RunsChanged ChangeKind = "runs"
@@ -45,6 +47,7 @@ type Change struct {
 	Seq        int64      `json:"seq,omitempty"` // ApprovalChanged: the timeline event it appended; shown up to it means current
 	PersonID   string     `json:"p,omitempty"`   // SessionsEnded
 	RunnerID   string     `json:"r,omitempty"`   // RunsChanged
+	AgentID    string     `json:"ag,omitempty"`  // AgentsChanged: the agent whose access ended
 	// SessionHash is, for SessionsEnded of one session, its id hash.
 	SessionHash string `json:"s,omitempty"`
 	// From is, for ApprovalChanged published by the instance that wrote it,
@@ -153,7 +156,7 @@ func (s *Store) changed(tx *gorm.DB, c Change) error {
 	if m != nil {
 		i := slices.IndexFunc(m.changes, func(o Change) bool {
 			return o.Kind == c.Kind && o.AccountID == c.AccountID && o.ApprovalID == c.ApprovalID && o.PersonID == c.PersonID &&
-				o.SessionHash == c.SessionHash && o.RunnerID == c.RunnerID
+				o.SessionHash == c.SessionHash && o.RunnerID == c.RunnerID && o.AgentID == c.AgentID
 		})
 		if i >= 0 && m.changes[i].Seq >= c.Seq {
 			return nil

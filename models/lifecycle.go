@@ -426,13 +426,15 @@ func (s *Store) Cancel(ctx context.Context, accountID, id, by, note string) (*Ap
 	})
 }
 
-// disableAgent stops, inside tx, the agent's token and cancels its open asks.
+// disableAgent stops, inside tx, the agent's token, ends its OAuth grants
+// and its open MCP sessions and streams on every instance (endGrants), and
+// cancels its open asks.
 func (s *Store) disableAgent(tx *gorm.DB, agentID, reason, by, note string) error {
 	if err := tx.Table("agents").Where("id = ?", agentID).
 		Updates(map[string]any{"disabled": true, "disabled_reason": reason}).Error; err != nil {
 		return fmt.Errorf("disable agent: %w", err)
 	}
-	if err := s.changed(tx, Change{Kind: AgentsChanged}); err != nil {
+	if err := s.endGrants(tx, []string{agentID}); err != nil {
 		return err
 	}
 	return s.cancelOpenAsksOf(tx, agentID, by, note)

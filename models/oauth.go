@@ -17,8 +17,11 @@ import (
 // OAuth storage: Countersign is the authorization server of its own MCP
 // endpoint (package oauth holds the protocol's rules). A client a person
 // connects becomes an agent made for that person, with the scopes the person
-// chose; its access and refresh tokens are kept as hashes, like agent tokens,
-// and stop the moment the agent is disabled.
+// chose; its access and refresh tokens are kept as hashes, like agent tokens.
+// A grant lives only as long as its person's membership and sessions allow:
+// disabling the agent, signing the person out everywhere (EndSessionsOf) and
+// removing them from the account (RemoveMember) end its tokens and its open
+// MCP streams at once, in the transaction that makes the change.
 
 // Token prefixes, so a leaked OAuth token is easy to spot and /mcp knows
 // which table to look in.
@@ -438,8 +441,14 @@ func (s *Store) RevokeOAuthToken(ctx context.Context, token, clientID string) er
 // the agent holds) and the audience it was issued for. The agent is read
 // with the token, so a disabled agent's token stops at once.
 func (s *Store) AgentByOAuthToken(ctx context.Context, token string) (*Agent, string, error) {
+	return s.AgentByOAuthTokenHash(ctx, HashToken(token))
+}
+
+// AgentByOAuthTokenHash is AgentByOAuthToken for the token's hash
+// (HashToken), as another instance names it when it forwards a call.
+func (s *Store) AgentByOAuthTokenHash(ctx context.Context, hash string) (*Agent, string, error) {
 	var t OAuthToken
-	err := s.db.WithContext(ctx).Table("oauth_tokens").Where("token_hash = ? AND kind = ?", HashToken(token), OAuthAccess).Take(&t).Error
+	err := s.db.WithContext(ctx).Table("oauth_tokens").Where("token_hash = ? AND kind = ?", hash, OAuthAccess).Take(&t).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, "", Refuse(NotFound, "token", "no such access token")
 	}
@@ -510,4 +519,59 @@ func (s *Store) DisconnectOAuthClient(ctx context.Context, accountID, personID, 
 		}
 		return s.disableAgent(tx, agentID, "disconnected by "+by, by, "requesting client disconnected by "+by)
 	})
+}
+
+// oauthAgentsOf returns, inside tx, the agents of the clients personID
+// connected in accountID, or in every account when accountID is "".
+func oauthAgentsOf(tx *gorm.DB, personID, accountID string) ([]string, error) {
+	q := tx.Table("oauth_connections").Where("person_id = ?", personID)
+	if accountID != "" {
+		q = q.Where("account_id = ?", accountID)
+	}
+	var ids []string
+	if err := q.Order("agent_id").Pluck("agent_id", &ids).Error; err != nil {
+		return nil, fmt.Errorf("find connected clients: %w", err)
+	}
+	return ids, nil
+}
+
+// endGrants ends, inside tx, every OAuth grant of the agents: their access
+// and refresh tokens are revoked and their unspent codes deleted. Each
+// agent's access is published as ended (AgentsChanged with its AgentID), so
+// that every instance closes the MCP sessions and streams it holds for it.
+func (s *Store) endGrants(tx *gorm.DB, agentIDs []string) error {
+	if len(agentIDs) == 0 {
+		return nil
+	}
+	if err := tx.Table("oauth_tokens").Where("agent_id IN ? AND revoked_at IS NULL", agentIDs).Update("revoked_at", s.now()).Error; err != nil {
+		return fmt.Errorf("revoke oauth tokens: %w", err)
+	}
+	if err := tx.Exec(`DELETE FROM oauth_codes WHERE agent_id IN ? AND used_at IS NULL`, agentIDs).Error; err != nil {
+		return fmt.Errorf("delete oauth codes: %w", err)
+	}
+	for _, id := range agentIDs {
+		if err := s.changed(tx, Change{Kind: AgentsChanged, AgentID: id}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AgentsWithoutAccess returns which of ids name an agent whose access has
+// ended: disabled or deleted, or a connected client left with no live OAuth
+// token (its grants ended). Ids of no agent (a runner's) are left out.
+func (s *Store) AgentsWithoutAccess(ctx context.Context, ids []string) ([]string, error) {
+	var out []string
+	for part := range slices.Chunk(ids, 500) {
+		var ended []string
+		err := s.db.WithContext(ctx).Table("agents a").Where("a.id IN ?", part).
+			Where(`a.disabled = ? OR a.deleted_at IS NOT NULL OR (EXISTS (SELECT 1 FROM oauth_connections c WHERE c.agent_id = a.id)
+				AND NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.agent_id = a.id AND t.revoked_at IS NULL AND t.expires_at > ?))`, true, s.now()).
+			Pluck("a.id", &ended).Error
+		if err != nil {
+			return nil, fmt.Errorf("find agents without access: %w", err)
+		}
+		out = append(out, ended...)
+	}
+	return out, nil
 }

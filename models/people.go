@@ -108,7 +108,9 @@ func (s *Store) setRole(tx *gorm.DB, accountID, personID string, role Role) erro
 }
 
 // RemoveMember takes a person out of the account at once and ends their
-// sessions in it; the last owner cannot be removed. A removal made on the
+// sessions in it, in one transaction: the clients they connected there are
+// disabled (their OAuth tokens revoked, their open asks cancelled, their MCP
+// streams closed on every instance). The last owner cannot be removed. A removal made on the
 // Members page goes through RemoveMemberAs, which asks the people a rule
 // names first and, approved, applies it here (removeMember): everything a
 // removal ends belongs in removeMember, so that both paths end it.
@@ -130,7 +132,35 @@ func (s *Store) removeMember(tx *gorm.DB, accountID, personID string) error {
 	if err := tx.Exec(`DELETE FROM web_sessions WHERE account_id = ? AND person_id = ?`, accountID, personID).Error; err != nil {
 		return err
 	}
+	if err := s.disableClientsOf(tx, accountID, personID); err != nil {
+		return err
+	}
 	return s.sessionsEnded(tx, Change{AccountID: accountID, PersonID: personID})
+}
+
+// disableClientsOf disables, inside tx, the agents of the clients personID
+// connected in accountID, as their person leaves it; one disabled before
+// has its grants ended all the same.
+func (s *Store) disableClientsOf(tx *gorm.DB, accountID, personID string) error {
+	ids, err := oauthAgentsOf(tx, personID, accountID)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	var agents []Agent
+	if err := s.lock(tx.Table("agents")).Where("id IN ?", ids).Order("id").Find(&agents).Error; err != nil {
+		return fmt.Errorf("find connected clients: %w", err)
+	}
+	for _, a := range agents {
+		if a.Disabled {
+			err = s.endGrants(tx, []string{a.ID})
+		} else {
+			err = s.disableAgent(tx, a.ID, "its person left the account", "countersign", "requesting client's person removed from the account")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // keepAnOwner refuses when personID is the account's only owner.
@@ -390,7 +420,9 @@ func (s *Store) SessionByToken(ctx context.Context, token string) (*WebSession, 
 	return &ws, nil
 }
 
-// EndSessionsOf signs a person out of every browser, in every account.
+// EndSessionsOf signs a person out of every browser, in every account, and
+// ends, in the same transaction, the OAuth grants of every client they
+// connected (tokens revoked, open MCP streams closed on every instance).
 func (s *Store) EndSessionsOf(ctx context.Context, personID string) error {
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		if err := tx.Exec(`DELETE FROM web_sessions WHERE person_id = ?`, personID).Error; err != nil {
@@ -398,6 +430,15 @@ func (s *Store) EndSessionsOf(ctx context.Context, personID string) error {
 		}
 		// A push link reads an ask without a session: it ends with them.
 		if err := tx.Exec(`DELETE FROM push_links WHERE person_id = ?`, personID).Error; err != nil {
+			return err
+		}
+		// So do the OAuth grants of the clients they connected (a client
+		// connects on a session alone): each must be connected again.
+		clients, err := oauthAgentsOf(tx, personID, "")
+		if err != nil {
+			return err
+		}
+		if err := s.endGrants(tx, clients); err != nil {
 			return err
 		}
 		return s.sessionsEnded(tx, Change{PersonID: personID})

@@ -125,8 +125,14 @@ func (s *Store) EnrollRunner(ctx context.Context, accountID, name, publicKey, by
 
 // RunnerByToken finds the runner a bearer token belongs to, disabled or not.
 func (s *Store) RunnerByToken(ctx context.Context, token string) (*Runner, error) {
+	return s.RunnerByTokenHash(ctx, HashToken(token))
+}
+
+// RunnerByTokenHash is RunnerByToken for the token's hash (HashToken), as
+// another instance names it when it forwards a call.
+func (s *Store) RunnerByTokenHash(ctx context.Context, hash string) (*Runner, error) {
 	var r Runner
-	err := s.db.WithContext(ctx).Table("runners").Where("token_hash = ?", HashToken(token)).Take(&r).Error
+	err := s.db.WithContext(ctx).Table("runners").Where("token_hash = ?", hash).Take(&r).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, Refuse(NotFound, "token", "no runner has this token")
 	}

@@ -471,7 +471,12 @@ func (s *Store) insertAgent(tx *gorm.DB, a *Agent, forSubject string) error {
 // On PostgreSQL it is remembered for a few seconds, until any agent changes
 // (see agentTokens).
 func (s *Store) AgentByToken(ctx context.Context, token string) (*Agent, error) {
-	hash := HashToken(token)
+	return s.AgentByTokenHash(ctx, HashToken(token))
+}
+
+// AgentByTokenHash is AgentByToken for the token's hash (HashToken), as
+// another instance names it when it forwards a call.
+func (s *Store) AgentByTokenHash(ctx context.Context, hash string) (*Agent, error) {
 	if a, ok := s.agentTokens.get(hash, s.changes.Listening(), time.Now()); ok {
 		return a, nil
 	}

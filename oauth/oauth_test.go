@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -93,7 +94,13 @@ func (r *rig) authorizeQuery(clientID, redirect, verifier string) url.Values {
 // grants; it returns where the browser is sent.
 func (r *rig) consent(q url.Values, grants ...string) *url.URL {
 	r.t.Helper()
-	res := r.consentIn(r.ada, q, grants...)
+	return r.consentAs(r.ada, q, grants...)
+}
+
+// consentAs is consent by the person signed in to b.
+func (r *rig) consentAs(b *apptest.Browser, q url.Values, grants ...string) *url.URL {
+	r.t.Helper()
+	res := r.consentIn(b, q, grants...)
 	loc, err := url.Parse(res.Header.Get("Location"))
 	if res.Status != http.StatusSeeOther || err != nil {
 		r.t.Fatalf("approve: %s (Location %q)", res, res.Header.Get("Location"))
@@ -138,11 +145,21 @@ func (r *rig) exchange(clientID, redirect, verifier, code string) (int, map[stri
 // mcpStatus is the HTTP status of an MCP initialize sent with token.
 func (r *rig) mcpStatus(token string) (int, string) {
 	r.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, r.mcpURL, strings.NewReader(
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	return r.mcpPost(token, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+}
+
+// mcpPost is the HTTP status and challenge of one JSON-RPC message sent
+// with token, on session unless it is "".
+func (r *rig) mcpPost(token, session, body string) (int, string) {
+	r.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, r.mcpURL, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+token)
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", apptest.SessionRevision)
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		r.t.Fatal(err)
@@ -820,5 +837,98 @@ func TestConnectingAClientAgainKeepsItsAgentAndTheAuditLogRecordsEachStep(t *tes
 	}
 	if !slices.Equal(steps, want) {
 		t.Errorf("audit steps =\n  %s\nwant\n  %s", strings.Join(steps, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// A grant lives only as long as its person's membership and sessions allow:
+// Bob connects a client while signed in, then Bob signs out everywhere, or
+// an admin removes him, or an admin disables the client's agent. From that
+// moment its access token is refused on MCP reads and on approvals_create,
+// its refresh token is refused, and its open GET stream and 2026-07-28
+// subscriptions/listen are closed.
+func TestAGrantEndsWithItsPersonsSessionsMembershipOrAgent(t *testing.T) {
+	apptest.ForEachDatabase(t, testAGrantEnds)
+}
+
+func testAGrantEnds(t *testing.T, db apptest.Database) {
+	r := newRigOn(t, db)
+	const redirect = "http://127.0.0.1:9/cb"
+	ask := apptest.ExplainedPullRequestAsk()
+	delete(ask["context"].(map[string]any)["explanation"].(map[string]any), "evidence") // private content, which the account does not allow
+	for i, how := range []string{"Bob signs out everywhere", "an admin removes Bob", "an admin disables the agent"} {
+		t.Run(how, func(t *testing.T) {
+			subject := fmt.Sprintf("bob-%d", i)
+			bob := r.env.Join(r.env.Account.ID, models.RoleMember, subject)
+			client := r.register("Bob's client "+strconv.Itoa(i), redirect)
+			verifier := oauth2.GenerateVerifier()
+			loc := r.consentAs(bob, r.authorizeQuery(client, redirect, verifier), models.AllScopes...)
+			status, tok := r.exchange(client, redirect, verifier, loc.Query().Get("code"))
+			if status != http.StatusOK {
+				t.Fatalf("exchange: %d %v", status, tok)
+			}
+			access, refresh := tok["access_token"].(string), tok["refresh_token"].(string)
+			session, err := apptest.Connect(context.Background(), r.mcpURL, access)
+			if err != nil {
+				t.Fatalf("connect with the access token: %v", err)
+			}
+			defer session.Close()
+			filed, err := apptest.CallTool(context.Background(), session, "approvals_create", ask)
+			if err != nil || filed.IsError {
+				t.Fatalf("approvals_create before: %v %s", err, filed)
+			}
+			stream := apptest.OpenGETStream(t, r.mcpURL, access)
+			listen := apptest.OpenListen(t, r.mcpURL, access, "countersign://approvals/"+filed.Out["approval_id"].(string))
+
+			var agentID string
+			r.env.Store.DB().Table("oauth_connections").Where("client_id = ?", client).Select("agent_id").Scan(&agentID)
+			switch i {
+			case 0:
+				if res := bob.PostForm("/signout/everywhere", nil); res.Status != http.StatusSeeOther {
+					t.Fatalf("sign out everywhere: %s", res)
+				}
+			case 1:
+				person, err := r.env.Store.PersonBySubject(context.Background(), subject)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res := r.ada.PostForm("/admin/members/"+person.ID+"/remove", nil); res.Status != http.StatusSeeOther {
+					t.Fatalf("remove Bob: %s", res)
+				}
+			case 2:
+				if res := r.ada.PostForm("/admin/agents/"+url.PathEscape(r.agent(agentID).Name)+"/disable", url.Values{"reason": {"test"}}); res.Status != http.StatusSeeOther {
+					t.Fatalf("disable: %s", res)
+				}
+			}
+
+			stream.MustEnd(how)
+			listen.MustEnd(how)
+			// The SDK's client gave up its session when the server closed
+			// its stream: its calls are sent by hand, on that session.
+			create, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{"name": "approvals_create", "arguments": ask}})
+			for what, body := range map[string]string{
+				"approvals_list":   `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"approvals_list","arguments":{}}}`,
+				"resources/read":   `{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"countersign://approvals/` + filed.Out["approval_id"].(string) + `"}}`,
+				"approvals_create": string(create),
+			} {
+				if s, h := r.mcpPost(access, session.ID(), body); s != http.StatusUnauthorized || !strings.Contains(h, `error="invalid_token"`) {
+					t.Errorf("%s after: HTTP %d %q, want 401 invalid_token", what, s, h)
+				}
+			}
+			if s, h := r.mcpStatus(access); s != http.StatusUnauthorized || !strings.Contains(h, `error="invalid_token"`) {
+				t.Errorf("initialize after: HTTP %d %q, want 401 invalid_token", s, h)
+			}
+			status, body := r.postForm(oauth.TokenPath, url.Values{"grant_type": {"refresh_token"}, "client_id": {client}, "refresh_token": {refresh}})
+			if status != http.StatusBadRequest || body["error"] != "invalid_grant" {
+				t.Errorf("a refresh after: HTTP %d %v, want invalid_grant", status, body)
+			}
+			var live int64
+			r.env.Store.DB().Table("oauth_tokens").Where("agent_id = ? AND revoked_at IS NULL", agentID).Count(&live)
+			if live != 0 {
+				t.Errorf("%d tokens of the grant are not revoked", live)
+			}
+			if disabled := r.agent(agentID).Disabled; disabled != (i > 0) {
+				t.Errorf("the agent is disabled: %v, want %v (a person signed out may connect the client again)", disabled, i > 0)
+			}
+		})
 	}
 }

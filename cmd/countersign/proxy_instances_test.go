@@ -97,6 +97,7 @@ func startBehind(t *testing.T, db apptest.Database, databaseURL, publicURL strin
 		"COUNTERSIGN_ASK_RATE": "100000/s", "COUNTERSIGN_ASK_BURST": "100000",
 		"COUNTERSIGN_DATABASE_URL":    databaseURL,
 		"COUNTERSIGN_INSTANCE_URL":    own,
+		"COUNTERSIGN_INSTANCE_SECRET": "the-same-secret-on-every-instance-of-this-test",
 		"COUNTERSIGN_TRUSTED_PROXIES": "127.0.0.1",
 	})
 	u, _ := url.Parse(own)
