@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/ask"
@@ -39,11 +40,11 @@ type CreateInput struct {
 	Kind         string          `json:"kind" jsonschema:"pull_request, roll, review, document, decision, run or tool_call."`
 	Title        string          `json:"title" jsonschema:"One line of at most 120 characters: the only text a push shows."`
 	Summary      string          `json:"summary,omitempty" jsonschema:"What it means, at most 500 characters."`
-	ApproveMeans string          `json:"approve_means,omitempty" jsonschema:"What approving makes you do (\"I merge #900; nothing rolls\"); at most 300 characters. A person cannot judge an ask without it."`
-	DenyMeans    string          `json:"deny_means,omitempty" jsonschema:"What denying makes you do (\"#900 stays open\"); at most 300 characters."`
+	ApproveMeans string          `json:"approve_means" jsonschema:"What approving makes you do (\"I merge #900; nothing rolls\"); at most 300 characters. A person cannot judge an ask without it."`
+	DenyMeans    string          `json:"deny_means" jsonschema:"What denying makes you do (\"#900 stays open\"); at most 300 characters."`
 	AskedOf      string          `json:"asked_of,omitempty" jsonschema:"A person's subject; empty for the account's owners and admins."`
 	Payload      json.RawMessage `json:"payload" jsonschema:"The frozen thing the person signs: exactly one member named after the kind, e.g. {\"pull_request\": {\"repo\", \"number\", \"head\", \"title\"}}. Unknown members are refused."`
-	Context      json.RawMessage `json:"context,omitempty" jsonschema:"What it is about, kept beside the payload and never hashed: plan_id and plan_item, job_id, documents, diagram_ids, canvas_id, scene_document_id, commits, explanation, no_context_reason."`
+	Context      json.RawMessage `json:"context,omitempty" jsonschema:"What it is about, kept beside the payload and never hashed; required on a pull_request, roll, document, decision or run ask: plan_id and plan_item, job_id, documents, diagram_ids, canvas_id, scene_document_id, commits, explanation, no_context_reason."`
 	Links        []string        `json:"links,omitempty" jsonschema:"At most 20 absolute https URLs."`
 	Supersedes   string          `json:"supersedes,omitempty" jsonschema:"An earlier approval of the same account (yours or another agent's) that this one asks again for; if it is still open it goes stale."`
 }
@@ -58,7 +59,7 @@ Say approve_means and deny_means. A pull_request, roll, document, decision or ru
 Do not use it to turn on auto-approve: use approvals_request_auto_approve. Next: poll approvals_get (or approvals_list with status open) until the status is approved, denied or question; act only on approved, after approvals_add_progress step started. Limited per requester.`,
 		Annotations: &sdk.ToolAnnotations{Title: "Ask a person for an approval", ReadOnlyHint: false, DestructiveHint: boolPtr(false), IdempotentHint: false, OpenWorldHint: boolPtr(false)},
 	}
-	return define(s, tool, writeScopes, func(ctx context.Context, agent *models.Agent, in CreateInput) (*ApprovalOut, error) {
+	def := define(s, tool, writeScopes, func(ctx context.Context, agent *models.Agent, in CreateInput) (*ApprovalOut, error) {
 		undo, err := s.limiter.allow(agent.ID)
 		if err != nil {
 			return nil, err
@@ -75,6 +76,32 @@ Do not use it to turn on auto-approve: use approvals_request_auto_approve. Next:
 		s.observe.AskFiled(a.Kind)
 		return filedApproval(a), nil
 	})
+	tool.InputSchema = withContextRequired(tool.InputSchema.(*jsonschema.Schema))
+	return def
+}
+
+// withContextRequired is the approvals_create input schema as hosts read it,
+// with seed 001's rule that a pull_request, roll, decision or run ask carries
+// context naming a plan item or a document, or saying why there is none: an
+// if/then, which the MCP Inspector's portability report takes. The arguments
+// are checked against the schema without it: the domain refuses such an ask
+// itself (ask.ParseContext), saying what to put there, where the validator
+// would say only what is missing.
+func withContextRequired(s *jsonschema.Schema) *jsonschema.Schema {
+	one, published := 1, *s
+	kinds := []any{}
+	for _, k := range ask.KindsRequiringContext() {
+		kinds = append(kinds, k)
+	}
+	published.AllOf = []*jsonschema.Schema{{
+		If: &jsonschema.Schema{Properties: map[string]*jsonschema.Schema{"kind": {Enum: kinds}}, Required: []string{"kind"}},
+		Then: &jsonschema.Schema{Required: []string{"context"}, Properties: map[string]*jsonschema.Schema{"context": {AnyOf: []*jsonschema.Schema{
+			{Required: []string{"plan_id", "plan_item"}, Properties: map[string]*jsonschema.Schema{"plan_item": {Type: "string", MinLength: &one}}},
+			{Required: []string{"documents"}, Properties: map[string]*jsonschema.Schema{"documents": {Type: "array", MinItems: &one}}},
+			{Required: []string{"no_context_reason"}, Properties: map[string]*jsonschema.Schema{"no_context_reason": {Type: "string", Pattern: `\S`}}},
+		}}}},
+	}}
+	return &published
 }
 
 // GetInput is the input of approvals_get.
