@@ -53,7 +53,7 @@ func needNodePackage(t *testing.T, file string) string {
 // http://localhost:PORT as its base URL, so that the resource in its
 // protected-resource metadata is the very URL a client connects to, as
 // RFC 9728 §3.3 has clients check.
-func startOnLocalhost(t *testing.T) *server {
+func startOnLocalhost(t *testing.T, settings ...map[string]string) *server {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -63,10 +63,10 @@ func startOnLocalhost(t *testing.T) *server {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, apptest.SQLite, map[string]string{
+	s := startServer(t, apptest.SQLite, append(settings, map[string]string{
 		"COUNTERSIGN_ADDR":     fmt.Sprintf("127.0.0.1:%d", port),
 		"COUNTERSIGN_BASE_URL": fmt.Sprintf("http://localhost:%d", port),
-	})
+	})...)
 	s.URL = fmt.Sprintf("http://localhost:%d", port)
 	return s
 }
