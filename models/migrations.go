@@ -538,6 +538,12 @@ CREATE TABLE aways (
 	PRIMARY KEY (account_id, person_id)
 )
 `},
+	// Where the requester says it shows an ask's check code ("this chat",
+	// "the terminal on build-eu"): a hint for the page, kept beside the
+	// payload like the context, never in its hash.
+	{28, "approvals: where the requester shows the check code", `
+ALTER TABLE approvals ADD COLUMN check_code_shown_in TEXT NOT NULL DEFAULT ''
+`},
 }
 
 // migrationSteps are the steps in Go that a migration runs after its SQL, in
