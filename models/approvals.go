@@ -22,19 +22,19 @@ import (
 
 // Approval is an ask: what a requester wants a go on, frozen, and what became of it.
 type Approval struct {
-	Seq              int64 `gorm:"primaryKey;autoIncrement"`
-	ID               string
-	AccountID        string
-	Kind             string
-	Title            string
-	Summary          string
-	ApproveMeans     string
-	DenyMeans        string
-	Payload          string `gorm:"column:payload"` // RFC 8785 canonical JSON
-	PayloadSHA256    string `gorm:"column:payload_sha256"`
-	Context          *string
-	Links            *string
-	AgentLabel       string
+	Seq           int64 `gorm:"primaryKey;autoIncrement"`
+	ID            string
+	AccountID     string
+	Kind          string
+	Title         string
+	Summary       string
+	ApproveMeans  string
+	DenyMeans     string
+	Payload       string `gorm:"column:payload"` // RFC 8785 canonical JSON
+	PayloadSHA256 string `gorm:"column:payload_sha256"`
+	Context       *string
+	Links         *string
+	AgentLabel    string
 	// CheckCodeShownIn is where the requester says it shows the check code
 	// ("this chat"), "" when it did not say: a hint for the ask page, never
 	// hashed or signed.
