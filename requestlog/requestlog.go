@@ -30,15 +30,15 @@ func Path(path string, secrets ...string) string {
 	segments := strings.Split(path, "/")
 	for i, seg := range segments {
 		if seg != "" && (slices.Contains(secrets, seg) || slices.ContainsFunc(secretPrefixes, func(p string) bool { return strings.HasPrefix(seg, p) })) {
-			segments[i] = Hashed(seg)
+			segments[i] = hashed(seg)
 		}
 	}
 	return strings.Join(segments, "/")
 }
 
-// Hashed is how a log line names a secret: "sha256:" and the first 8 hex
+// hashed is how a log line names a secret: "sha256:" and the first 8 hex
 // characters of its SHA-256.
-func Hashed(secret string) string {
+func hashed(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return "sha256:" + hex.EncodeToString(sum[:4])
 }
