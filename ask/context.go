@@ -148,6 +148,14 @@ type Evidence struct {
 // The kinds whose asks need a plan item, a document or a no_context_reason.
 var kindsNeedingContext = []string{KindPullRequest, KindRoll, KindDocument, KindDecision, KindRun}
 
+// KindsRequiringContext are the kinds whose asks are refused when they carry
+// no context at all: those of kindsNeedingContext but a document, whose
+// payload is itself the document the context would name. Tool schemas
+// publish it (approvals_create).
+func KindsRequiringContext() []string {
+	return slices.DeleteFunc(slices.Clone(kindsNeedingContext), func(k string) bool { return k == KindDocument })
+}
+
 // RiskLevels are the levels an explanation's risk may name, lowest first.
 var RiskLevels = []string{"low", "medium", "high"}
 

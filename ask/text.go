@@ -38,6 +38,20 @@ func ValidateAskText(title, summary, approveMeans, denyMeans, agentLabel string)
 	return checkText("agent", agentLabel, 64, true, false)
 }
 
+// MaxCheckCodeShownIn is the most characters check_code_shown_in takes.
+const MaxCheckCodeShownIn = 80
+
+// ValidateCheckCodeShownIn checks where an agent says it shows the check
+// code ("this chat", "the terminal on build-eu"): optional, one line of at
+// most MaxCheckCodeShownIn characters, since the ask page shows it inside a
+// sentence beside the codes.
+func ValidateCheckCodeShownIn(where string) error {
+	if err := checkText("check_code_shown_in", where, MaxCheckCodeShownIn, true, false); err != nil {
+		return Invalid("check_code_shown_in", "%s: say in a few words where you show the check code, like \"this chat\" or \"the terminal on build-eu\"", err.(*Refusal).Msg)
+	}
+	return nil
+}
+
 // ValidateLinks checks an ask's links: at most 20, each an absolute https URL
 // with a host (no user info) of at most 2000 characters.
 func ValidateLinks(links []string) error {

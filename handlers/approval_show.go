@@ -162,7 +162,7 @@ func (h *Handlers) askView(a *models.Approval, events []models.TimelineEvent, m 
 		ID: a.ID, Kind: a.Kind, Title: a.Title, Summary: a.Summary, ApproveMeans: a.ApproveMeans, DenyMeans: a.DenyMeans,
 		PayloadSHA256: a.PayloadSHA256, Payload: payload, Context: actx, Links: a.LinkList(),
 		AgentLabel: a.AgentLabel, Requester: a.RequesterSubject, AskedOf: a.AskedOf, Status: string(a.Status),
-		Decision: a.Decision, DecidedBy: a.DecidedBy, DecidedAt: a.DecidedAt, Note: a.Note, HasProof: a.Proof != nil,
+		CheckCodeShownIn: a.CheckCodeShownIn, Decision: a.Decision, DecidedBy: a.DecidedBy, DecidedAt: a.DecidedAt, Note: a.Note, HasProof: a.Proof != nil,
 		Supersedes: a.Supersedes, SupersededBy: a.SupersededBy, CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, Now: now,
 		CanDecide: a.Status == models.StatusPending && now.Before(a.ExpiresAt) && m.MayDecide(a),
 	}

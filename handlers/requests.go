@@ -35,7 +35,8 @@ var clientRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{8,64}$`)
 const StatusClientClosedRequest = 499
 
 // logRequests logs each request once, when it ends, with its id (echoed in
-// X-Request-Id), route, status and duration, and for /mcp the tool and the
+// X-Request-Id), route, path (its one-time secrets hashed: requestlog.Path;
+// never the query), status and duration, and for /mcp the tool and the
 // agent; it answers errors through the error handler first, so the status
 // logged is the one sent. A request the client abandoned is logged at INFO
 // with 499, never at ERROR.
@@ -65,7 +66,7 @@ func (h *Handlers) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		case status >= 500:
 			level = slog.LevelWarn
 		}
-		attrs := []any{"id", id, "method", req.Method, "route", c.Path(), "path", req.URL.Path, "status", status,
+		attrs := []any{"id", id, "method", req.Method, "route", c.Path(), "path", requestlog.Path(req.URL.Path, secretParams(c)...), "status", status,
 			"ms", time.Since(start).Milliseconds()}
 		if tool, agent := note.Fields(); agent != "" {
 			attrs = append(attrs, "tool", tool, "agent", agent)
@@ -76,4 +77,17 @@ func (h *Handlers) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return nil
 	}
+}
+
+// secretParams are the values of the route's parameters that are one-time
+// secrets (the token of /invite/:token, /add-device/:token, /link/:id/:token),
+// which the request's log line holds hashed.
+func secretParams(c echo.Context) []string {
+	var secrets []string
+	for i, name := range c.ParamNames() {
+		if name == "token" && i < len(c.ParamValues()) {
+			secrets = append(secrets, c.ParamValues()[i])
+		}
+	}
+	return secrets
 }

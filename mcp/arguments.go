@@ -115,29 +115,45 @@ func nullArguments(raw json.RawMessage, schema *jsonschema.Resolved) error {
 }
 
 // nullMembers refuses an argument sent as null, required or optional alike,
-// with INVALID_ARGUMENT naming it: null is not a value of any of them, and an
-// optional member means "none" by being left out, as inside a payload or a
-// context (package ask). (The schema validator would answer with a Go
-// reflection message.) The first in name order is named, so the answer is the
-// same on every try.
+// with INVALID_ARGUMENT naming it: null is not a value of any of them (the
+// schemas say so: see singleTypes), and an optional member means "none" by
+// being left out, as inside a payload or a context (package ask). (The schema
+// validator would answer with a Go reflection message.) It looks into the
+// members of objects the schema describes (scope.ask_kinds), not into
+// free-form ones (payload, context), whose own checks refuse null. The first
+// in name order is named, so the answer is the same on every try.
 func nullMembers(args map[string]any, schema *jsonschema.Schema) error {
-	null := false
+	return nullMembersAt("", args, schema)
+}
+
+func nullMembersAt(path string, args map[string]any, schema *jsonschema.Schema) error {
+	look := false
 	for _, v := range args {
-		null = null || v == nil
+		_, object := v.(map[string]any)
+		look = look || v == nil || object
 	}
-	if !null {
+	if !look {
 		return nil
 	}
 	for _, name := range slices.Sorted(maps.Keys(args)) {
 		prop, known := schema.Properties[name]
-		if args[name] != nil || !known {
+		if !known {
+			continue
+		}
+		field := path + name
+		if nested, ok := args[name].(map[string]any); ok && len(prop.Properties) > 0 {
+			if err := nullMembersAt(field+".", nested, prop); err != nil {
+				return err
+			}
+		}
+		if args[name] != nil {
 			continue
 		}
 		want := schemaKind(prop)
 		if slices.Contains(schema.Required, name) {
-			return models.Invalid(name, "must be %s, not null", want)
+			return models.Invalid(field, "must be %s, not null", want)
 		}
-		return models.Invalid(name, "must be %s, not null: leave an optional member out instead", want)
+		return models.Invalid(field, "must be %s, not null: leave an optional member out instead", want)
 	}
 	return nil
 }

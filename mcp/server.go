@@ -177,6 +177,9 @@ type toolDef struct {
 	scopes  []string
 	runners bool // a runner's token may see and call it too
 	add     func(*sdk.Server, *sdk.Tool)
+	// input is the schema the arguments are checked against: tool.InputSchema,
+	// short of what only hosts read (withContextRequired).
+	input *inputSchema
 }
 
 var (
@@ -230,6 +233,7 @@ func define[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes []strin
 func defineShared[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes []string, h handler[In, Out], rh runnerHandler[In, Out]) toolDef {
 	if tool.InputSchema == nil {
 		tool.InputSchema = mustSchema[In]()
+		singleTypes(tool.InputSchema.(*jsonschema.Schema), false)
 	}
 	resolved, err := tool.InputSchema.(*jsonschema.Schema).Resolve(nil)
 	if err != nil {
@@ -239,6 +243,7 @@ func defineShared[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes [
 	out := mustSchema[Out]()
 	// MCP requires an output schema of type "object"; a pointer output infers ["null", "object"].
 	out.Type, out.Types = "object", nil
+	singleTypes(out, true)
 	tool.OutputSchema = out
 	call := toolCall(s, tool, input, h, rh)
 	run := func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -253,7 +258,7 @@ func defineShared[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes [
 		s.observe.ToolCalled(tool.Name, code)
 		return res, nil
 	}
-	return toolDef{tool: tool, scopes: scopes, runners: rh != nil, add: func(srv *sdk.Server, t *sdk.Tool) { srv.AddTool(withSchemaJSON(t), run) }}
+	return toolDef{tool: tool, scopes: scopes, runners: rh != nil, input: input, add: func(srv *sdk.Server, t *sdk.Tool) { srv.AddTool(withSchemaJSON(t), run) }}
 }
 
 // withSchemaJSON is the tool as the SDK server holds it: its input schema
@@ -321,6 +326,37 @@ func toolCall[In accountScoped, Out any](s *Server, tool *sdk.Tool, input *input
 }
 
 var rawMessageSchema = &jsonschema.Schema{Type: "object"}
+
+// singleTypes rewrites the type unions that inference gives a Go pointer,
+// slice or map (["null", T]) into schemas hosts can map onto a one-type
+// dialect (the MCP Inspector's portability report warns on every union).
+// In an input, null is refused everywhere (nullMembers), so the union
+// becomes T. In an output (nullable), a member left out when empty
+// (omitempty: not required) is never null and becomes T too; a required
+// member or an array item may be null and becomes anyOf T or null.
+func singleTypes(s *jsonschema.Schema, nullable bool) {
+	if s == nil {
+		return
+	}
+	for name, p := range s.Properties {
+		singleTypes(p, nullable && slices.Contains(s.Required, name))
+	}
+	singleTypes(s.Items, nullable)
+	singleTypes(s.AdditionalProperties, nullable)
+	if !slices.Contains(s.Types, "null") {
+		return
+	}
+	t := slices.DeleteFunc(slices.Clone(s.Types), func(t string) bool { return t == "null" })
+	if len(t) != 1 {
+		panic(fmt.Sprintf("schema type %v: want null and one other", s.Types))
+	}
+	s.Type, s.Types = t[0], nil
+	if nullable {
+		branch := *s
+		branch.Title, branch.Description = "", ""
+		*s = jsonschema.Schema{Title: s.Title, Description: s.Description, AnyOf: []*jsonschema.Schema{&branch, {Type: "null"}}}
+	}
+}
 
 func mustSchema[T any]() *jsonschema.Schema {
 	schema, err := jsonschema.For[T](&jsonschema.ForOptions{

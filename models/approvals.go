@@ -22,19 +22,23 @@ import (
 
 // Approval is an ask: what a requester wants a go on, frozen, and what became of it.
 type Approval struct {
-	Seq              int64 `gorm:"primaryKey;autoIncrement"`
-	ID               string
-	AccountID        string
-	Kind             string
-	Title            string
-	Summary          string
-	ApproveMeans     string
-	DenyMeans        string
-	Payload          string `gorm:"column:payload"` // RFC 8785 canonical JSON
-	PayloadSHA256    string `gorm:"column:payload_sha256"`
-	Context          *string
-	Links            *string
-	AgentLabel       string
+	Seq           int64 `gorm:"primaryKey;autoIncrement"`
+	ID            string
+	AccountID     string
+	Kind          string
+	Title         string
+	Summary       string
+	ApproveMeans  string
+	DenyMeans     string
+	Payload       string `gorm:"column:payload"` // RFC 8785 canonical JSON
+	PayloadSHA256 string `gorm:"column:payload_sha256"`
+	Context       *string
+	Links         *string
+	AgentLabel    string
+	// CheckCodeShownIn is where the requester says it shows the check code
+	// ("this chat"), "" when it did not say: a hint for the ask page, never
+	// hashed or signed.
+	CheckCodeShownIn string
 	RequesterID      string
 	RequesterSubject string
 	AskedOf          string
@@ -138,6 +142,8 @@ type NewAsk struct {
 	Payload      json.RawMessage
 	Context      json.RawMessage
 	Links        []string
+	// CheckCodeShownIn is where the requester shows the check code (see Approval).
+	CheckCodeShownIn string
 }
 
 // CreateApproval validates and files an ask for the requesting agent. The
@@ -156,6 +162,9 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*Approval, error
 		return nil, err
 	}
 	if err := ask.ValidateLinks(in.Links); err != nil {
+		return nil, err
+	}
+	if err := ask.ValidateCheckCodeShownIn(in.CheckCodeShownIn); err != nil {
 		return nil, err
 	}
 	payload, err := ParsePayload(in.Kind, in.Payload, now)
@@ -205,7 +214,7 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*Approval, error
 		Title: in.Title, Summary: in.Summary, ApproveMeans: in.ApproveMeans, DenyMeans: in.DenyMeans,
 		Payload: string(payload.Canonical), PayloadSHA256: payload.SHA256,
 		Context: nullableJSON(actx.Canonical), Links: linksJSON(in.Links),
-		AgentLabel: in.AgentLabel, RequesterID: agent.ID, RequesterSubject: agent.Subject, AskedOf: askedOf,
+		AgentLabel: in.AgentLabel, CheckCodeShownIn: strings.TrimSpace(in.CheckCodeShownIn), RequesterID: agent.ID, RequesterSubject: agent.Subject, AskedOf: askedOf,
 		Status: StatusPending, Supersedes: in.Supersedes,
 		RepoKey: strings.ToLower(payload.Repo), PRNumber: payload.Number, Head: payload.Head, JobID: actx.JobID,
 		RunnerID: runnerID, Version: 1, ExpiresAt: expires, CreatedAt: now, UpdatedAt: now,

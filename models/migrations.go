@@ -551,6 +551,12 @@ CREATE UNIQUE INDEX agents_service ON agents (account_id) WHERE service;
 ALTER TABLE invites ADD COLUMN approval_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE invites ADD COLUMN held BOOLEAN NOT NULL DEFAULT FALSE
 `},
+	// Where the requester says it shows an ask's check code ("this chat",
+	// "the terminal on build-eu"): a hint for the page, kept beside the
+	// payload like the context, never in its hash.
+	{29, "approvals: where the requester shows the check code", `
+ALTER TABLE approvals ADD COLUMN check_code_shown_in TEXT NOT NULL DEFAULT ''
+`},
 }
 
 // migrationSteps are the steps in Go that a migration runs after its SQL, in

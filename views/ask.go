@@ -30,23 +30,26 @@ type Ask struct {
 	Context       Context
 	Links         []string
 	AgentLabel    string // the label the requester gave itself: never an identity
-	Requester     string // the subject of the agent whose token filed it
-	AskedOf       string // a person's subject, or "" for the owners and admins
-	Status        string
-	Decision      string // approve, deny, not_mine or option:<index>
-	DecidedBy     string
-	DecidedAt     *time.Time
-	Note          string
-	HasProof      bool
-	Supersedes    string
-	SupersededBy  string
-	CreatedAt     time.Time
-	ExpiresAt     time.Time
-	Timeline      []Event
-	CanDecide     bool // pending, alive and the viewer may decide it
-	Now           time.Time
-	RunnerName    string   // the enrolled name of the runner a pinned run names
-	Request       *Request // set on an ask filed with approval_request
+	// CheckCodeShownIn is where the requester says it shows the check code
+	// ("this chat"), "" when it did not say: its word, never an identity.
+	CheckCodeShownIn string
+	Requester        string // the subject of the agent whose token filed it
+	AskedOf          string // a person's subject, or "" for the owners and admins
+	Status           string
+	Decision         string // approve, deny, not_mine or option:<index>
+	DecidedBy        string
+	DecidedAt        *time.Time
+	Note             string
+	HasProof         bool
+	Supersedes       string
+	SupersededBy     string
+	CreatedAt        time.Time
+	ExpiresAt        time.Time
+	Timeline         []Event
+	CanDecide        bool // pending, alive and the viewer may decide it
+	Now              time.Time
+	RunnerName       string   // the enrolled name of the runner a pinned run names
+	Request          *Request // set on an ask filed with approval_request
 	// ViaLink is the path of the ask under a one-time push link, set when
 	// the page was opened with one and no session: its answers post there,
 	// and it opens no live timeline (that needs a session).

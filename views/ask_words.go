@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/models"
@@ -14,6 +15,21 @@ import (
 // effect remote or production.
 func (a Ask) NeedsCheckCode() bool {
 	return ask.NeedsCheckCode(a.Kind, a.Payload.Canonical)
+}
+
+// CheckCodeWhere says who shows the check code and where, for the line
+// above the codes: the agent by its verified name (the requester, never its
+// label), and the place it named in check_code_shown_in ("in this chat"),
+// or "where it runs".
+func (a Ask) CheckCodeWhere() (who, where string) {
+	place := a.CheckCodeShownIn
+	switch lower := strings.ToLower(place); {
+	case place == "":
+		return a.Requester, "where it runs"
+	case strings.HasPrefix(lower, "in ") || strings.HasPrefix(lower, "on ") || strings.HasPrefix(lower, "at "):
+		return a.Requester, place
+	}
+	return a.Requester, "in " + place
 }
 
 // CheckCodeChoices are the three codes the page offers to approve one of

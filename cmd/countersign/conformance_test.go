@@ -53,7 +53,7 @@ func needNodePackage(t *testing.T, file string) string {
 // http://localhost:PORT as its base URL, so that the resource in its
 // protected-resource metadata is the very URL a client connects to, as
 // RFC 9728 §3.3 has clients check.
-func startOnLocalhost(t *testing.T) *server {
+func startOnLocalhost(t *testing.T, settings ...map[string]string) *server {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -63,10 +63,10 @@ func startOnLocalhost(t *testing.T) *server {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, apptest.SQLite, map[string]string{
+	s := startServer(t, apptest.SQLite, append(settings, map[string]string{
 		"COUNTERSIGN_ADDR":     fmt.Sprintf("127.0.0.1:%d", port),
 		"COUNTERSIGN_BASE_URL": fmt.Sprintf("http://localhost:%d", port),
-	})
+	})...)
 	s.URL = fmt.Sprintf("http://localhost:%d", port)
 	return s
 }
@@ -228,6 +228,55 @@ func decodeInspector(t *testing.T, out string, r result) inspectorResult {
 		t.Fatalf("the Inspector printed no JSON object: %v\n%s", err, r)
 	}
 	return v
+}
+
+// The MCP Inspector's schema-portability report (tools/list --strict) finds
+// nothing in any tool's input or output schema: no type union (a host that
+// maps schemas onto a one-type dialect, such as Gemini's, rejects the tool or
+// drops the constraint), no schema that constrains nothing, no remote $ref.
+func TestTheInspectorFindsEveryToolSchemaPortable(t *testing.T) {
+	launcher := needNodePackage(t, "@modelcontextprotocol/inspector/clients/launcher/build/index.js")
+	s := startOnLocalhost(t)
+	created := mustCLI(t, s.env, "agent", "create", "--name", "inspector", "--scopes", strings.Join(models.AllScopes, ","))
+	bearer := "Authorization: Bearer " + lastLine(created.stdout)
+
+	r := inspector(t, launcher, t.TempDir(), s.URL+"/mcp", "--method", "tools/list", "--header", bearer, "--strict")
+	if r.code != 0 {
+		t.Fatalf("tools/list --strict:\n%s", r)
+	}
+	var listed struct {
+		Result struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		} `json:"result"`
+		SchemaFindings []struct {
+			ToolName string `json:"toolName"`
+			Findings []struct {
+				Rule     string `json:"rule"`
+				Severity string `json:"severity"`
+				Schema   string `json:"schema"`
+				Path     string `json:"path"`
+			} `json:"findings"`
+		} `json:"schemaFindings"`
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &listed); err != nil {
+		t.Fatalf("the Inspector printed no JSON object: %v\n%s", err, r)
+	}
+	if len(listed.Result.Tools) != len(countersignTools()) {
+		t.Fatalf("the Inspector listed %d tools, want %d\n%s", len(listed.Result.Tools), len(countersignTools()), r)
+	}
+	findings := 0
+	for _, tool := range listed.SchemaFindings {
+		for _, f := range tool.Findings {
+			findings++
+			t.Errorf("%s %s: %s at %s.%s", tool.ToolName, f.Severity, f.Rule, f.Schema, f.Path)
+		}
+	}
+	if findings > 0 || strings.Contains(r.stderr, "Schema portability") || strings.Contains(r.stderr, "Warning:") {
+		t.Errorf("the Inspector's portability report over %d tools is not empty:\n%s", len(listed.Result.Tools), r.stderr)
+	}
 }
 
 func TestTheInspectorCLIWorksWithABearerToken(t *testing.T) {

@@ -41,7 +41,9 @@ paths.roots), never with startsWith, contains or ==, which /srv/fs/public/../sec
 
 A client that takes URL elicitation (2025-11-25 URL mode, or 2026-07-28 input_required) is answered at once with
 the ask's page to open; its call completes when the client comes back, within ask_life (default 10m). Other
-clients' calls wait on the connection for the timeout.
+clients' calls wait on the connection for the timeout, and are told the ask's page and check code while they
+wait: as a progress notification when the call carries a progress token, else as a log message
+(notifications/message, level warning). The ask page says where the code is shown.
 
 Environment: COUNTERSIGN_URL (the service's base URL) and COUNTERSIGN_TOKEN (an agent token with the
 approvals scopes) reach Countersign; neither is passed to the upstream nor shown to the caller.`

@@ -158,6 +158,9 @@ func (c *Countersign) RequestApproval(ctx context.Context, req ApprovalRequest) 
 	if err != nil {
 		return Decision{}, err
 	}
+	if req.Filed != nil {
+		req.Filed(c.ticket(filed))
+	}
 	d, open, last, err := c.await(ctx, filed.ApprovalID, true)
 	switch {
 	case err != nil && ctx.Err() == nil:
@@ -282,6 +285,9 @@ func (c *Countersign) file(ctx context.Context, req ApprovalRequest) (approval, 
 	}
 	if c.opts.AskedOf != "" {
 		create["asked_of"] = c.opts.AskedOf
+	}
+	if req.ShownIn != "" {
+		create["check_code_shown_in"] = req.ShownIn
 	}
 	var filed approval
 	if err := c.call(ctx, "approvals_create", create, &filed); err != nil {

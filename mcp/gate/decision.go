@@ -19,6 +19,14 @@ type ApprovalRequest struct {
 	Label     string          // the tool's audit label for these arguments
 	Arguments json.RawMessage // the arguments exactly as the caller sent them
 	Deadline  time.Time       // an answer after it is a refusal
+	// ShownIn is where the gate shows the caller the ask's check code: the
+	// caller's host by its name, or "this chat"; the sink tells the person
+	// (check_code_shown_in). "" says nothing.
+	ShownIn string
+	// Filed, when set, is told the ask once the sink has filed it, so that
+	// the gate shows the caller its check code and page while the call
+	// waits. A sink that files no ask does not call it.
+	Filed func(Ticket)
 }
 
 // ApprovalFunc is a sink: it asks somebody whether one call should happen

@@ -35,6 +35,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -375,7 +377,7 @@ func (g *governor) call(ctx context.Context, req *mcp.CallToolRequest, run func(
 		return allowed(Decision{})
 	}
 	if mode := elicitationMode(req); g.opts.Deferred != nil && mode != elicitNone {
-		ar := ApprovalRequest{Server: g.opts.Server, Caller: caller.Name, Tool: t.name, Label: ev.Label, Arguments: args}
+		ar := ApprovalRequest{Server: g.opts.Server, Caller: caller.Name, Tool: t.name, Label: ev.Label, Arguments: args, ShownIn: shownIn(req, true)}
 		refuse := func(refused *ApprovalRefusedError, since time.Time) *mcp.CallToolResult {
 			start = since
 			finish(PhaseRefused, DecisionDeny, refused.By, refused.auditReason())
@@ -390,6 +392,7 @@ func (g *governor) call(ctx context.Context, req *mcp.CallToolRequest, run func(
 	d, refused := g.ask(ctx, ApprovalRequest{
 		Server: g.opts.Server, Caller: caller.Name, Tool: t.name, Label: ev.Label,
 		Arguments: args, Deadline: start.Add(g.opts.ApprovalTimeout),
+		ShownIn: shownIn(req, false), Filed: func(tk Ticket) { showTicket(ctx, req, tk) },
 	})
 	if refused == nil && d.tracker != nil {
 		if err := d.tracker.Started(ctx); err != nil {
@@ -508,4 +511,63 @@ func forbidden(text string, err error, output *jsonschema.Resolved) *mcp.CallToo
 // this, so a call cannot tell a hidden tool from one that does not exist.
 func unknownTool(name string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+}
+
+// shownIn is where the gate shows the caller of req an ask's check code, as
+// the ask page names it. The caller's host is named by the name its client
+// gave (clientInfo.name, printable characters only, at most 64), or "this
+// chat": it shows the code in its elicitation or beside the running call
+// (progress). Without either, the code goes as a log message, which a host
+// shows in its log: "the log of" the host.
+func shownIn(req *mcp.CallToolRequest, elicited bool) string {
+	name := strings.Map(func(r rune) rune {
+		if unicode.IsGraphic(r) {
+			return r
+		}
+		return -1
+	}, ClientName(req))
+	if name = strings.TrimSpace(name); utf8.RuneCountInString(name) > 64 {
+		name = ""
+	}
+	switch {
+	case elicited || req.Params.GetProgressToken() != nil:
+		if name == "" {
+			return "this chat"
+		}
+		return name
+	case name == "":
+		return "the host's log"
+	}
+	return "the log of " + name
+}
+
+// showTicket tells the caller of req, while its call waits, the ask's check
+// code and page: the person picks the code there before they approve, and a
+// caller whose client takes no URL elicitation has no other way to see it.
+// It goes as a progress notification when the call carries a progress token
+// (hosts show it beside the running call), else as a log message
+// (notifications/message, level warning: the call is held until a person
+// acts; the go-sdk sends it only once the client has set a log level).
+func showTicket(ctx context.Context, req *mcp.CallToolRequest, t Ticket) {
+	ss := req.Session
+	if ss == nil {
+		return
+	}
+	msg := req.Params.Name + " waits for a person's approval at " + t.URL
+	if t.CheckCode != "" {
+		msg = req.Params.Name + " waits for a person's approval: check code " + t.CheckCode + ", which they pick at " + t.URL
+	}
+	if token := req.Params.GetProgressToken(); token != nil {
+		if err := ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Message: msg}); err != nil {
+			slog.Warn("gate: tell the caller the check code", "err", err)
+		}
+		return
+	}
+	data := map[string]string{"message": msg, "approval": t.ID, "url": t.URL}
+	if t.CheckCode != "" {
+		data["check_code"] = t.CheckCode
+	}
+	if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "countersign-gate", Data: data}); err != nil {
+		slog.Warn("gate: tell the caller the check code", "err", err)
+	}
 }
