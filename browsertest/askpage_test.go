@@ -137,6 +137,17 @@ func namesWhatIsSigned(p *Page, a phoneAsk) {
 	p.Emulate(phoneWidth, phoneHeight)
 }
 
+// shownHash opens "Exactly as signed", as a person taps it, and reads the
+// payload hash shown inside.
+func shownHash(p *Page) string {
+	p.t.Helper()
+	if !Eval[bool](p, `document.querySelector("details.as-signed").open`) {
+		p.Click("details.as-signed > summary")
+	}
+	p.WaitVisible("[data-testid=payload-sha256]")
+	return p.Text("[data-testid=payload-sha256]")
+}
+
 // holdsNarrowAndLarge checks that the page needs no sideways scroll at
 // 320 px and at 200 % text, and that no button's text overflows it or the
 // screen. The header's menu is a row that scrolls sideways by itself: what
