@@ -336,6 +336,7 @@ function initPush() {
     explain.hidden = !why;
     card.querySelectorAll("[data-push-show]").forEach((el) => (el.hidden = el.dataset.pushShow !== (state === "on" ? "on" : "off")));
     enable.disabled = state !== "off";
+    initPushTab(); // the Devices tab says the same
   };
   const errorBox = card.querySelector("[data-error]");
   const say = (text) => {
