@@ -9,6 +9,7 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/ask"
+	"github.com/countersign/countersign/models"
 )
 
 // A phone in portrait: 390×844 CSS px (an iPhone 12 to 15), then the
@@ -24,6 +25,7 @@ type phoneAsk struct {
 	name    string
 	id      string
 	answers bool
+	verb    string // the approve control's words; "" where the answer is a choice or words
 }
 
 // rect is an element's box in the viewport.
@@ -91,6 +93,61 @@ func answerOnTheFirstScreen(p *Page, a phoneAsk) {
 	Eval[bool](p, `window.scrollTo(0, 0), true`)
 }
 
+// namesWhatIsSigned checks, with the page not scrolled, that the approve
+// control carries the verb of the kind; that the payload card is on the
+// first screen, above the answer bar and above the agent's prose; that the
+// hash is inside "exactly as signed"; that every time reads in one format
+// (the viewer's zone); and that no token such as eu-west-1 breaks across
+// lines, at 390 px and at 320 px.
+func namesWhatIsSigned(p *Page, a phoneAsk) {
+	p.t.Helper()
+	Eval[bool](p, `window.scrollTo(0, 0), true`)
+	if a.answers && a.verb != "" {
+		if p.Count("[data-testid=approve]") == 1 {
+			if got := p.Text("[data-testid=approve]"); got != a.verb {
+				p.t.Errorf("the approve button reads %q, want %q", got, a.verb)
+			}
+		} else if got, want := p.Text("#check-code-label"), "To "+strings.ToLower(a.verb[:1])+a.verb[1:]+", tap"; !strings.HasPrefix(got, want) {
+			p.t.Errorf("the check codes are introduced as %q, want it to start %q", got, want)
+		}
+	}
+	first := inView(p, "[data-testid=payload-card] dd > div", "the payload card's first line")
+	if bar := p.box("[data-testid=answer-bar]"); bar != nil && first.Bottom > bar.Top+0.5 {
+		p.t.Errorf("the payload card's first line ends at %.0f px, under the answer bar from %.0f px", first.Bottom, bar.Top)
+	}
+	card := p.box("[data-testid=payload-card]")
+	for _, prose := range []string{"[data-testid=summary]", "[data-testid=explanation]"} {
+		if b := p.box(prose); b != nil && b.Top < card.Bottom {
+			p.t.Errorf("the agent's prose %s starts at %.0f px, above the end of the payload card at %.0f px", prose, b.Top, card.Bottom)
+		}
+	}
+	if !Eval[bool](p, `!!document.querySelector("details.as-signed [data-testid=payload-sha256]")`) {
+		p.t.Errorf("the payload hash is not inside \"Exactly as signed\"")
+	}
+	if utc := Eval[[]string](p, `[...document.querySelectorAll("main time")].filter(t => !t.hasAttribute("data-countdown") && t.innerText.includes("UTC")).map(t => t.innerText)`); len(utc) > 0 {
+		p.t.Errorf("times in two formats on one screen: %q read in UTC beside local times", utc)
+	}
+	for _, width := range []int64{phoneWidth, narrowWidth} {
+		p.Emulate(width, phoneHeight)
+		if broken := Eval[[]string](p, `[...document.querySelectorAll(".tok")].filter(t => t.checkVisibility() && t.innerText.length <= 24 &&
+			t.getBoundingClientRect().height > 1.5 * parseFloat(getComputedStyle(t).lineHeight)).map(t => t.innerText)`); len(broken) > 0 {
+			p.t.Errorf("at %d px tokens break across lines: %q", width, broken)
+		}
+	}
+	p.Emulate(phoneWidth, phoneHeight)
+}
+
+// shownHash opens "Exactly as signed", as a person taps it, and reads the
+// payload hash shown inside.
+func shownHash(p *Page) string {
+	p.t.Helper()
+	if !Eval[bool](p, `document.querySelector("details.as-signed").open`) {
+		p.Click("details.as-signed > summary")
+	}
+	p.WaitVisible("[data-testid=payload-sha256]")
+	return p.Text("[data-testid=payload-sha256]")
+}
+
 // holdsNarrowAndLarge checks that the page needs no sideways scroll at
 // 320 px and at 200 % text, and that no button's text overflows it or the
 // screen. The header's menu is a row that scrolls sideways by itself: what
@@ -109,6 +166,9 @@ func holdsNarrowAndLarge(p *Page, what string) {
 			wide := Eval[[]string](p, `[...document.querySelectorAll("body *")].filter(e => e.checkVisibility() && e.getBoundingClientRect().right > innerWidth + 0.5).slice(0, 6).map(e => e.tagName.toLowerCase() + (e.className ? "." + String(e.className).replace(/ /g, ".") : "") + " (right edge " + Math.round(e.getBoundingClientRect().right) + " px)")`)
 			p.t.Errorf("%s at %s: scrollWidth %d > innerWidth %d: it scrolls sideways; too wide: %q", what, v.name, width, inner, wide)
 		}
+		if v.name == "200 % text" {
+			largeTextBar(p, what)
+		}
 		over := Eval[[]string](p, `[...document.querySelectorAll("button")].filter(b => b.checkVisibility() && !b.closest(".menu") && (b.scrollWidth > b.clientWidth + 1 || b.getBoundingClientRect().right > innerWidth + 0.5)).map(b => b.innerText.trim().slice(0, 40))`)
 		if len(over) > 0 {
 			p.t.Errorf("%s at %s: buttons overflow: %q", what, v.name, over)
@@ -116,6 +176,29 @@ func holdsNarrowAndLarge(p *Page, what string) {
 	}
 	Eval[bool](p, `document.documentElement.style.fontSize = "", true`)
 	p.Emulate(phoneWidth, phoneHeight)
+}
+
+// largeTextBar checks, at 200 % text with the page not scrolled, that the
+// answer bar takes at most 40 % of the screen, and that the title (its
+// first line at least) is on the screen above it.
+func largeTextBar(p *Page, what string) {
+	p.t.Helper()
+	bar := p.box("[data-testid=answer-bar]")
+	if bar == nil {
+		return
+	}
+	Eval[bool](p, `window.scrollTo(0, 0), true`)
+	bar = p.box("[data-testid=answer-bar]")
+	h := Eval[float64](p, `innerHeight`)
+	if bar.Height > 0.4*h+0.5 {
+		p.t.Errorf("%s at 200 %% text: the answer bar is %.0f px high, %.0f %% of the %.0f px screen (at most 40 %%)", what, bar.Height, 100*bar.Height/h, h)
+	}
+	// A long title takes several lines at 200 %: its first line, at least,
+	// is on the screen and not under the bar.
+	line := Eval[float64](p, `parseFloat(getComputedStyle(document.querySelector("[data-testid=title]")).lineHeight)`)
+	if title := p.box("[data-testid=title]"); title == nil || title.Top < -0.5 || title.Top+min(line, title.Height) > bar.Top+0.5 {
+		p.t.Errorf("%s at 200 %% text: the title (%+v, lines of %.0f px) is not on the screen above the answer bar from %.0f px", what, title, line, bar.Top)
+	}
 }
 
 // targetsFitAFinger fails on any control smaller than 44×44 CSS px on the
@@ -162,10 +245,14 @@ const longProse = "This roll takes api and worker from the running commit to mai
 func fileEveryKind(t *testing.T, b *board) []phoneAsk {
 	s := b.service
 	var asks []phoneAsk
-	add := func(name, id string, answers bool) { asks = append(asks, phoneAsk{name, id, answers}) }
+	add := func(name, id string, answers bool) {
+		asks = append(asks, phoneAsk{name: name, id: id, answers: answers})
+	}
+	verb := func(v string) { asks[len(asks)-1].verb = v }
 
 	pr, _ := s.ask(apptest.ExplainedPullRequestAsk())
 	add("a pull request with an explanation and evidence", pr, true)
+	verb("Approve merge")
 
 	roll, _ := s.ask(map[string]any{
 		"kind": "roll", "title": "Roll api and worker to main (2 migrations, 14 commits behind) in production",
@@ -174,7 +261,7 @@ func fileEveryKind(t *testing.T, b *board) []phoneAsk {
 		"approve_means": "I roll api, then worker, to main in production, one at a time, watching errors between them; I stop at the first failure",
 		"deny_means":    "Nothing rolls; production keeps running the current commit and I report why on the release issue",
 		"payload": map[string]any{"roll": map[string]any{
-			"deployments": []string{"api-production-eu-west-1", "worker-production-eu-west-1"}, "main_commit": "9f8e7d6c5b4a39281706f5e4d3c2b1a098765432",
+			"deployments": []string{"api-production-eu-west-1", "worker-production-eu-west-1", "api-production-us-east-1", "worker-production-us-east-1", "cron-production-eu-west-1"}, "main_commit": "9f8e7d6c5b4a39281706f5e4d3c2b1a098765432",
 			"running_commit": "0123456789abcdef0123456789abcdef01234567", "behind": 14,
 			"prs":        []map[string]any{{"number": 900, "title": "Fix the login redirect loop"}, {"number": 901, "title": "Rate limit the sign-in endpoint behind a flag"}},
 			"migrations": []string{"0042_add_sessions_rotated_at_with_a_default_value.sql", "0043_index_sessions_on_rotated_at_concurrently.sql"},
@@ -187,15 +274,18 @@ func fileEveryKind(t *testing.T, b *board) []phoneAsk {
 		}},
 	})
 	add("a production roll with long prose", roll, true)
+	verb("Approve roll")
 
 	review, _ := s.ask(map[string]any{"kind": "review", "title": "Review the rate limiter design before the release", "approve_means": "I start building it", "deny_means": "I rework the design",
 		"payload": map[string]any{"review": map[string]any{"url": "https://docs.example.com/design/rate-limiter-with-a-very-long-path-name/that-goes-on-and-on"}},
 		"context": map[string]any{"no_context_reason": "a design review"}})
 	add("a review", review, true)
+	verb("Approve review")
 
 	doc, _ := s.ask(map[string]any{"kind": "document", "title": "Publish the Q4 plan", "approve_means": "I publish version 3 to the team", "deny_means": "It stays a draft",
 		"payload": map[string]any{"document": map[string]any{"document_id": "doc_q4_plan_with_a_long_identifier_0123456789", "space_id": "space_1", "version": 3}}})
 	add("a document", doc, true)
+	verb("Approve document")
 
 	decision, _ := s.ask(map[string]any{"kind": "decision", "title": "When do we ship 2.4?", "agent": "release planner",
 		"approve_means": "I schedule the release on the day you pick", "deny_means": "No release is scheduled",
@@ -206,8 +296,10 @@ func fileEveryKind(t *testing.T, b *board) []phoneAsk {
 	runner := s.env.EnrollRunner(s.env.Account.ID, "deploy-eu-west-1-production")
 	run, _ := s.ask(runner.Ask("ada", strings.Repeat("ab", 32), []string{"migrate.sh", "--target", "production-eu-west-1", "--tables", "sessions,users,audit_log_entries_2026"}, "production", 10*time.Minute))
 	add("a production run", run, true)
+	verb("Run migrate.sh")
 	remote, _ := s.ask(runner.Ask("ada", strings.Repeat("cd", 32), []string{"backup.sh", "--to", "s3://backups-eu/db"}, "remote", 20*time.Minute))
 	add("a remote run", remote, true)
+	verb("Run backup.sh")
 
 	tool, _ := s.ask(map[string]any{
 		"kind": "tool_call", "title": "Call write_file on filesystem", "agent": "gate: filesystem",
@@ -219,12 +311,15 @@ func fileEveryKind(t *testing.T, b *board) []phoneAsk {
 		}}},
 	})
 	add("a tool call with long arguments", tool, true)
+	verb("Allow write_file")
 
 	advisory, _ := b.request(map[string]any{"kind": "memory_change", "title": "Remember that deploys happen on Tuesdays",
 		"description": "You said so in the last planning meeting; I would keep it in my notes.", "proposal": map[string]any{"mode": "advisory"}})
 	add("an advisory request", advisory, true)
+	verb("Approve proposal")
 	move, _ := b.request(b.move("done"))
 	add("a work_move command request", move, true)
+	verb("Approve move")
 	choices, _ := b.request(map[string]any{"kind": "agent_request", "title": "Which branch do I release from?",
 		"proposal": map[string]any{"mode": "advisory"}, "question": map[string]any{"choices": []string{"main", "release-2.4", "release-2.4-hotfix-for-the-login-redirect"}}})
 	add("a question with choices", choices, true)
@@ -236,6 +331,19 @@ func fileEveryKind(t *testing.T, b *board) []phoneAsk {
 		"until": time.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339), "device": "ada's laptop", "scope": map[string]any{"ask_kinds": []string{"review", "document"}},
 	})
 	add("a policy request", policy["approval_id"].(string), true)
+	verb("Turn on auto-approve")
+
+	// A rule change ada proposes on the Rules page: her own, no agent's.
+	ada, err := s.env.Store.MemberBySubject(context.Background(), s.env.Account.ID, "ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := s.env.Store.ProposeRuleChange(context.Background(), ada, models.RuleChange{Action: models.RuleChangeRemove, RuleID: models.RuleRoll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add("a rule change", rc.ID, true)
+	verb("Approve rule change")
 
 	// A question to the agent, waiting for its answer; and one answered.
 	waiting, _ := s.ask(pullRequestAsk(950, "aaaaaaaaaaaaa"))
@@ -245,7 +353,9 @@ func fileEveryKind(t *testing.T, b *board) []phoneAsk {
 	}
 	s.agent.OK("approvals_add_progress", map[string]any{"approval_id": answered, "step": "answered", "note": "TestSafariRedirect in auth/redirect_test.go", "expected_state": "question"})
 	add("a question waiting for the agent", waiting, false)
+	verb("Approve merge")
 	add("an answered question", answered, true)
+	verb("Approve merge")
 	return asks
 }
 
@@ -296,6 +406,28 @@ func TestEveryAskAnswersOnThePhoneFirstScreen(t *testing.T) {
 			p.Go("/approvals/" + a.id)
 			p.WaitVisible("[data-testid=status]")
 			answerOnTheFirstScreen(p, a)
+			namesWhatIsSigned(p, a)
+			if a.name == "a tool call with long arguments" {
+				if got := p.Text("[data-testid=who]"); !strings.HasPrefix(got, "agent:bot · calls itself gate: filesystem") {
+					t.Errorf("who asks reads %q, want the verified agent first, then what it calls itself", got)
+				}
+			}
+			if a.name == "a production roll with long prose" {
+				if got := p.Text("[data-testid=card-more] summary"); got != "+2 more" {
+					t.Errorf("the roll's five deployments fold after three as %q, want +2 more", got)
+				}
+			}
+			if a.name == "a rule change" {
+				if got := p.Text("[data-testid=title]"); got != "Remove the rule 'a roll needs two people'" {
+					t.Errorf("the rule change is headed %q", got)
+				}
+				if got := p.Text("[data-testid=who]"); got != "ada, on the Rules page" {
+					t.Errorf("the rule change comes from %q", got)
+				}
+				if n := p.Count("[data-testid=not-mine], [data-testid=not-mine-sheet]"); n != 0 {
+					t.Errorf("ada's own rule change offers Not mine")
+				}
+			}
 			if strings.HasPrefix(a.name, "a question") && a.answers {
 				if got := p.Text("[data-testid=means] dt"); got != "If you answer:" {
 					t.Errorf("a question's answer is introduced as %q, want If you answer: (it has no Approve button)", got)
@@ -308,6 +440,13 @@ func TestEveryAskAnswersOnThePhoneFirstScreen(t *testing.T) {
 				}
 				if b, bar := p.box("[data-testid=exchange]"), p.box("[data-testid=answer-bar]"); b == nil || b.Bottom > bar.Top {
 					t.Errorf("the question and its answer are not above the answer bar")
+				}
+				inView(p, "[data-testid=exchange]", "the question and its answer")
+				head := p.Text(".ask-head")
+				for _, said := range []string{"Which test covers the Safari redirect?", "TestSafariRedirect"} {
+					if n := strings.Count(head, said); n != 1 {
+						t.Errorf("the first screen shows %q %d times, want once", said, n)
+					}
 				}
 			}
 			if t.Name() == "TestEveryAskAnswersOnThePhoneFirstScreen/a_production_roll_with_long_prose" {

@@ -95,7 +95,7 @@ func TestAnAskFiledOverMCPIsApprovedWithAPasskey(t *testing.T) {
 
 		s.openFromInbox(id, "Merge acme/web#900")
 		p := s.page
-		if got := p.Text("[data-testid=payload-sha256]"); got != sha {
+		if got := shownHash(p); got != sha {
 			t.Errorf("the page shows payload hash %q, want %q", got, sha)
 		}
 		if got := p.Text("[data-testid=approve-means]"); got != "I merge #900; nothing rolls" {

@@ -68,7 +68,7 @@ func TestAPersonTurnsAutoApproveOnWithAPasskeyAndOffOnThePolicyPage(t *testing.T
 				t.Errorf("what always keeps asking leaves out %q:\n%s", w, always)
 			}
 		}
-		if got := p.Text("[data-testid=payload-sha256]"); got != sha {
+		if got := shownHash(p); got != sha {
 			t.Errorf("the page shows payload hash %q, want %q", got, sha)
 		}
 

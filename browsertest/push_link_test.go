@@ -96,7 +96,7 @@ func TestAPushLinkOpenedInABrowserThatNeverSignedInDecidesWithOnePasskeyPrompt(t
 	if got := phone.Path(); got != "/link/"+id {
 		t.Errorf("the link landed on %s, want /link/%s", got, id)
 	}
-	if got := phone.Text("[data-testid=payload-sha256]"); got != sha {
+	if got := shownHash(phone); got != sha {
 		t.Errorf("the page shows payload hash %q, want %q", got, sha)
 	}
 	if n := phone.Count("nav, [data-testid=sign-out], [data-live]"); n != 0 {

@@ -10,9 +10,10 @@ import (
 )
 
 // At phone width, the page of an ask an approval rule covers shows the rule
-// by name, who has signed and who may still sign; after ada signs it reads
-// "1 of 2 approved (ada) · waiting for: bob, carol". The Rules page passes
-// axe-core and holds on the phone.
+// by name, who has signed and who may still sign; after ada signs, "Your
+// approval is in · waiting for bob, carol" takes the place of the answers
+// and of "If you approve", on the first screen, and no name repeats. The
+// Rules page passes axe-core and holds on the phone.
 func TestTheAskPageShowsTheRuleTheSignersAndWhoMayStillSignOnThePhone(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := start(t, db)
@@ -35,7 +36,7 @@ func TestTheAskPageShowsTheRuleTheSignersAndWhoMayStillSignOnThePhone(t *testing
 		if got := s.page.Text("[data-testid=signed]"); got != "0 of 2 approved" {
 			t.Errorf("before any signature the page says %q", got)
 		}
-		if got := s.page.Text("[data-testid=waiting-for]"); got != "waiting for: ada, bob, carol" {
+		if got := s.page.Text("[data-testid=waiting-for]"); got != "waiting for ada, bob, carol" {
 			t.Errorf("before any signature it waits for %q", got)
 		}
 
@@ -44,17 +45,24 @@ func TestTheAskPageShowsTheRuleTheSignersAndWhoMayStillSignOnThePhone(t *testing
 		if got := s.page.Attr("[data-testid=status]", "data-status"); got != "pending" {
 			t.Fatalf("after one signature of two the ask is %s", got)
 		}
-		if got := s.page.Text("[data-testid=quorum] p:nth-child(2)"); got != "1 of 2 approved (ada) · waiting for: bob, carol" {
-			t.Errorf("after ada signed the page says %q", got)
+		if got := s.page.Text("[data-testid=you-signed]"); got != "Your approval is in · waiting for bob, carol" {
+			t.Errorf("after ada signed her page says %q, want Your approval is in · waiting for bob, carol", got)
 		}
-		if got := s.page.Text("[data-testid=you-signed]"); !youApproved.MatchString(got) || !strings.HasSuffix(got, " · waiting for: bob, carol") {
-			t.Errorf("ada is told %q, want when she approved and whom it waits for", got)
+		inView(s.page, "[data-testid=you-signed]", "your approval is in")
+		if got := s.page.Text("[data-testid=signed]"); got != "1 of 2 approved (you)" {
+			t.Errorf("after ada signed the quorum reads %q to her", got)
 		}
-		if n := s.page.Count("[data-testid=answer-bar]"); n != 0 {
-			t.Errorf("ada, whose approval is in, is offered %d answer bars", n)
+		if got := s.page.Text("[data-testid=you-signed-note]"); !youApproved.MatchString(got) || !strings.Contains(got, "counts once") {
+			t.Errorf("ada is told %q, want when she approved and that it counts once", got)
 		}
-		if got := s.page.Text("[data-testid=why-no-answer]"); !strings.HasPrefix(got, "Your approval is in") {
-			t.Errorf("ada is told %q of why she cannot answer", got)
+		if n := s.page.Count("[data-testid=answer-bar], [data-testid=means], [data-testid=why-no-answer], [data-testid=waiting-for]"); n != 0 {
+			t.Errorf("ada, whose approval is in, is still shown %d of the answer bar, If you approve, why she cannot answer and a second waiting line", n)
+		}
+		head := s.page.Text(".ask-head")
+		for _, name := range []string{"bob", "carol"} {
+			if n := strings.Count(head, name); n != 1 {
+				t.Errorf("the head of ada's page names %s %d times, want once:\n%s", name, n, head)
+			}
 		}
 		if b, w := s.page.box("[data-testid=quorum]"), Eval[float64](s.page, `document.documentElement.clientWidth`); b == nil || b.Right > w {
 			t.Errorf("the quorum does not fit the phone's width (%v, width %v)", b, w)

@@ -64,6 +64,18 @@ func (h *Handlers) askPage(ctx context.Context, a *models.Approval, m *models.Me
 	if view.Quorum != nil && view.Quorum.You != nil {
 		view.CanDecide = false // their answer is in: the same person signs once
 	}
+	if rc := view.Payload.RuleChange; rc != nil {
+		if r, err := h.store.RuleByID(ctx, a.AccountID, rc.RuleID); err == nil {
+			view.RuleName = r.Name
+		} else if models.CodeOf(err) != models.NotFound {
+			return views.Ask{}, err
+		}
+	}
+	if view.CanDecide && view.MayBlock() {
+		if view.OpenAsksOfAgent, err = h.store.CountOpenAsksOf(ctx, a.AccountID, a.RequesterID); err != nil {
+			return views.Ask{}, err
+		}
+	}
 	return view, nil
 }
 
@@ -85,6 +97,9 @@ func (h *Handlers) quorumView(ctx context.Context, a *models.Approval, m *models
 				out.Waiting = append(out.Waiting, p)
 			}
 		}
+	}
+	if m != nil {
+		out.Viewer = m.Subject
 	}
 	for _, g := range sigs {
 		if m != nil && g.PersonID == m.ID {

@@ -110,7 +110,7 @@ func TestAnAwayPersonsAsksGoToTheirDelegateButNeverBelowThePoolNorToTheRequester
 		if req := requirementOf(t, w.env, id); !slices.Equal(req.People, []string{"dan", "erin"}) {
 			t.Errorf("the frozen people are %v, want erin in carol's place beside dan", req.People)
 		}
-		if body := htmlOf(t, erinB, "/approvals/"+id); !strings.Contains(body, `data-testid="answer-bar"`) || !strings.Contains(body, "waiting for: dan, erin") {
+		if body := htmlOf(t, erinB, "/approvals/"+id); !strings.Contains(body, `data-testid="answer-bar"`) || !strings.Contains(body, "waiting for dan, erin") {
 			t.Errorf("erin, the delegate, may not sign in carol's place, or the page does not say whom it waits for")
 		}
 

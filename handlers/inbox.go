@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/views"
 )
@@ -65,12 +66,25 @@ func (h *Handlers) Inbox(c echo.Context) error {
 	return h.render(c, http.StatusOK, views.Inbox(h.page(c, "Inbox", "inbox"), view))
 }
 
-// askRows is asks as lists show them.
+// askRows is asks as lists show them, with the badges the inbox's cards
+// carry: production or high risk, a check code to pick, how many people.
 func askRows(asks []models.Approval) []views.AskRow {
 	rows := make([]views.AskRow, len(asks))
 	for i, a := range asks {
 		rows[i] = views.AskRow{ID: a.ID, Kind: a.Kind, Title: a.Title, AgentLabel: a.AgentLabel, Requester: a.RequesterSubject,
-			AskedOf: a.AskedOf, Status: string(a.Status), CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt}
+			AskedOf: a.AskedOf, Status: string(a.Status), CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt,
+			NeedsCode: ask.NeedsCheckCode(a.Kind, a.Payload)}
+		// A payload or context that no longer reads has no badge; its page
+		// says why (askView logs it).
+		payload, _ := views.DecodePayload(a.Kind, a.Payload)
+		var actx views.Context
+		if a.Context != nil {
+			actx, _ = views.DecodeContext(*a.Context)
+		}
+		rows[i].Danger = views.Ask{Kind: a.Kind, Payload: payload, Context: actx}.Danger()
+		if r := a.RequirementOf(); r != nil {
+			rows[i].People = r.Count
+		}
 	}
 	return rows
 }

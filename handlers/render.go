@@ -48,6 +48,7 @@ var flashes = map[string]string{
 	"member-updated":      "Member updated.",
 	"member-removed":      "Member removed.",
 	"agent-disabled":      "Agent disabled: its token stops working and its open asks are cancelled.",
+	"agent-reenabled":     "Agent re-enabled: its token works again. The asks cancelled when it was blocked stay cancelled.",
 	"agent-deleted":       "Agent deleted.",
 	"runner-disabled":     "Runner disabled: its token stops working and its runs that had not ended failed.",
 	"client-disconnected": "Client disconnected: its tokens stop working and its open asks are cancelled.",

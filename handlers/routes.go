@@ -178,6 +178,8 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	admin.POST("/agents", h.AdminAgentCreate)
 	admin.POST("/agents/:name/disable", h.AdminAgentDisable)
 	admin.POST("/agents/:name/delete", h.AdminAgentDelete)
+	admin.POST("/agents/:name/reenable/begin", h.AdminAgentReenableBegin)
+	admin.POST("/agents/:name/reenable", h.AdminAgentReenable)
 	admin.GET("/runners", h.AdminRunners)
 	admin.POST("/runners", h.AdminRunnerEnroll)
 	admin.POST("/runners/:name/disable", h.AdminRunnerDisable)

@@ -75,8 +75,9 @@ func TestTheWorkBoardPage(t *testing.T) {
 				}
 				doc := parseHTML(t, body)
 				for _, path := range []string{"/work", "/sessions"} {
-					if len(elements(doc, func(n *html.Node) bool { return n.Data == "a" && attrOf(n, "href") == path && inNav(n) })) != 1 {
-						t.Errorf("no navigation link to %s", path)
+					// One in the header's menu, one under the phone's tab bar's More.
+					if len(elements(doc, func(n *html.Node) bool { return n.Data == "a" && attrOf(n, "href") == path && inNav(n) })) != 2 {
+						t.Errorf("no navigation link to %s in the menu and the tab bar", path)
 					}
 				}
 				if got := len(elements(doc, byAttr("data-testid", "add-column"))) == 1; got != tc.manage {

@@ -567,3 +567,13 @@ func applySet(a *Approval, set map[string]any) {
 		}
 	}
 }
+
+// CountOpenAsksOf counts the agent's open asks in the account: what
+// blocking it ("Not mine") would cancel. The approvals_open index serves it.
+func (s *Store) CountOpenAsksOf(ctx context.Context, accountID, agentID string) (int, error) {
+	var n int64
+	if err := s.db.WithContext(ctx).Table("approvals").Where("account_id = ? AND "+openAsks+" AND requester_id = ?", accountID, agentID).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count open asks: %w", err)
+	}
+	return int(n), nil
+}

@@ -21,7 +21,7 @@ var AuditSteps = []string{"created", string(EventApprove), string(EventAutoAppro
 	StepAutoApproveRequested, StepPolicyEnabled, StepPolicyReplaced, StepPolicyRevoked, StepPolicySkipped,
 	StepMemberJoined, StepPasskeyAdded, StepPasskeyRemoved, StepPersonRenamed,
 	string(EventRunnerDisabled), StepRunnerEnrolled, StepRunnerDisabled,
-	StepClientConnected, StepClientDisconnected}
+	StepClientConnected, StepClientDisconnected, StepAgentReenabled}
 
 // AuditFilter narrows the audit log. Empty and zero fields are no filter.
 type AuditFilter struct {

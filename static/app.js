@@ -221,6 +221,29 @@ function initRemovePasskeys() {
     });
   });
 }
+function initReenableAgents() {
+  const card = document.getElementById("agents");
+  if (!card) return;
+  card.querySelectorAll("form[data-reenable-agent]").forEach((form) => {
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const button = form.querySelector("button");
+      const errorBox = card.querySelector("[data-error]");
+      if (errorBox) errorBox.hidden = true;
+      busy(button, true);
+      try {
+        const base = `/admin/agents/${encodeURIComponent(form.dataset.reenableAgent)}/reenable`;
+        const begin = await postJSON(`${base}/begin`);
+        const credential = await getAssertion(begin);
+        const done = await postJSON(base, { ceremony: begin.ceremony, credential: credential.toJSON() });
+        location.assign(localPath(done.redirect || "/admin/agents"));
+      } catch (err) {
+        showError(card, err);
+        busy(button, false);
+      }
+    });
+  });
+}
 function initDeviceLink() {
   const form = document.getElementById("device-link");
   if (!form) return;
@@ -277,6 +300,7 @@ function initPush() {
     explain.hidden = !why;
     card.querySelectorAll("[data-push-show]").forEach((el) => el.hidden = el.dataset.pushShow !== (state === "on" ? "on" : "off"));
     enable.disabled = state !== "off";
+    initPushTab();
   };
   const errorBox = card.querySelector("[data-error]");
   const say = (text) => {
@@ -434,7 +458,7 @@ function initLive() {
       const words = (s) => (s || "").replaceAll("_", " ");
       const time = document.createElement("time");
       time.dateTime = e.at;
-      time.textContent = new Date(e.at).toISOString().slice(0, 16).replace("T", " ") + " UTC";
+      localTime(time);
       const what = document.createElement("span");
       what.textContent = ` ${e.actor} \xB7 ${words(e.step)}${e.to && e.to !== e.from ? " \u2192 " + words(e.to) : ""}`;
       li.append(time, what);
@@ -482,14 +506,44 @@ function initCountdowns() {
   setInterval(tick, 1e3);
 }
 function initLocalTimes() {
-  const today = (/* @__PURE__ */ new Date()).toDateString();
-  document.querySelectorAll("time[data-local]").forEach((t) => {
-    const at = new Date(t.dateTime);
-    if (Number.isNaN(at.getTime())) return;
-    const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-    t.textContent = at.toDateString() === today ? time : `${at.toLocaleDateString([], { weekday: "short", day: "numeric", month: "short" })} ${time}`;
-    t.title = at.toISOString().slice(0, 16).replace("T", " ") + " UTC";
-  });
+  document.querySelectorAll("time[data-local]").forEach(localTime);
+}
+function localTime(t) {
+  const at = new Date(t.dateTime);
+  if (Number.isNaN(at.getTime())) return;
+  const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  t.textContent = at.toDateString() === (/* @__PURE__ */ new Date()).toDateString() ? time : `${at.toLocaleDateString([], { weekday: "short", day: "numeric", month: "short" })} ${time}`;
+  t.title = at.toISOString().slice(0, 16).replace("T", " ") + " UTC";
+}
+function initNotMine() {
+  const sheet = document.querySelector("dialog[data-not-mine-sheet]");
+  if (!sheet) return;
+  document.querySelectorAll("[data-not-mine-open]").forEach((b) => b.addEventListener("click", () => {
+    b.closest("details")?.removeAttribute("open");
+    sheet.showModal();
+  }));
+  sheet.querySelectorAll("[data-sheet-close]").forEach((b) => b.addEventListener("click", () => sheet.close()));
+  sheet.querySelector("[data-decision]")?.addEventListener("click", () => sheet.close());
+}
+async function initPushTab() {
+  const tab = document.querySelector("[data-push-tab]");
+  if (!tab) return;
+  let on = false;
+  try {
+    if ("Notification" in window && Notification.permission === "granted" && "serviceWorker" in navigator) {
+      const reg = await navigator.serviceWorker.getRegistration();
+      on = !!(reg && await reg.pushManager.getSubscription());
+    }
+  } catch {
+    on = false;
+  }
+  const hidden = document.createElement("span");
+  hidden.className = "visually-hidden";
+  hidden.textContent = "notifications ";
+  tab.replaceChildren(hidden, on ? "on" : "off");
+  tab.dataset.pushTab = on ? "on" : "off";
+  tab.classList.toggle("off", !on);
+  tab.hidden = false;
 }
 function initConfirms() {
   document.querySelectorAll("form[data-confirm]").forEach((form) => {
@@ -508,12 +562,15 @@ initAcceptInvite();
 initSignIn();
 initDevices();
 initRemovePasskeys();
+initReenableAgents();
 initDeviceLink();
 initPush();
 initDecisions();
 initLive();
 initCountdowns();
 initLocalTimes();
+initNotMine();
+initPushTab();
 initConfirms();
 initServiceWorker();
 performance.mark("countersign:interactive");

@@ -3,6 +3,7 @@ package views
 import (
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -86,6 +87,10 @@ type AgentRow struct {
 	DisabledReason string
 	CreatedAt      time.Time
 }
+
+// Blocked says a person blocked the agent with "Not mine" (its reason
+// then reads "not mine: ada"), rather than an admin disabling it.
+func (r AgentRow) Blocked() bool { return strings.HasPrefix(r.DisabledReason, "not mine: ") }
 
 func agentPath(name, action string) templ.SafeURL {
 	return templ.SafeURL("/admin/agents/" + url.PathEscape(name) + "/" + action)

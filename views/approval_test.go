@@ -425,7 +425,7 @@ func TestTheAskPageShowsWhatThePageScriptReads(t *testing.T) {
 	if len(actions) != 1 {
 		t.Fatalf("%d action blocks, want 1", len(actions))
 	}
-	for _, d := range []struct{ decision, testid string }{{"approve", "approve"}, {"deny", "deny"}, {"not_mine", "not-mine"}} {
+	for _, d := range []struct{ decision, testid string }{{"approve", "approve"}, {"deny", "deny"}, {"not_mine", "not-mine-confirm"}} {
 		b := findAll(actions[0], hasAttr("data-decision", d.decision))
 		if len(b) != 1 || b[0].Data != "button" {
 			t.Fatalf("no button for %s", d.decision)

@@ -57,6 +57,12 @@ type Ask struct {
 	// Quorum is set on an ask an approval rule covers: the rule, who
 	// signed, who may still sign.
 	Quorum *Quorum
+	// RuleName is, on a rule change, the name of the rule it changes as
+	// the account has it now; "" for a rule it adds.
+	RuleName string
+	// OpenAsksOfAgent is how many open asks the requesting agent has, this
+	// one among them: what "Not mine" cancels.
+	OpenAsksOfAgent int
 }
 
 // Request is what the page says of an ask filed with approval_request: its
@@ -201,6 +207,7 @@ type Payload struct {
 	Run         *Run
 	AutoApprove *AutoApprove
 	ToolCall    *ToolCall
+	RuleChange  *RuleChange
 	Canonical   string // the canonical JSON, shown as text when no view fits, and beside a tool call's table
 }
 
@@ -223,6 +230,7 @@ type (
 	Effect          = ask.Effect
 	Risk            = ask.Risk
 	Evidence        = ask.Evidence
+	RuleChange      = models.RuleChange
 )
 
 // versionText says which version of a document is meant.
@@ -355,6 +363,9 @@ func DecodePayload(kind, canonical string) (Payload, error) {
 	case ask.KindToolCall:
 		p.ToolCall = &ToolCall{}
 		target = p.ToolCall
+	case ask.KindRuleChange:
+		p.RuleChange = &RuleChange{}
+		target = p.RuleChange
 	default:
 		return p, nil
 	}
@@ -496,7 +507,7 @@ func (a Ask) WhyNoButtons() string {
 	case s == models.StatusPending && !a.Now.Before(a.ExpiresAt):
 		return "This ask expired: it can no longer be answered."
 	case s == models.StatusPending && a.Quorum != nil && a.Quorum.You != nil:
-		return "Your approval is in: it counts once, whichever passkey signs, and cannot be taken back or turned into a deny. The ask waits for the others its rule needs."
+		return "" // the quorum says "Your approval is in" and whom it waits for
 	case s == models.StatusPending && a.Quorum != nil:
 		return "This ask's rule counts other people's signatures, not yours."
 	case s == models.StatusPending && a.AskedOf != "":

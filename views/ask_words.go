@@ -3,6 +3,7 @@ package views
 import (
 	"encoding/hex"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -83,19 +84,81 @@ func (a Ask) Who() (agent, from string) { return whoAsks(a.Kind, a.AgentLabel, a
 
 // whoAsks names who asks: the agent, and where it asks from, a session
 // ("Session: fixing login") or a device ("Device: ada's laptop"): these are
-// labels, never the requester. An approvals_create label is the agent's own
-// name for itself, shown before the identity its token proves.
+// labels, never the requester. The identity its token proves comes first;
+// an approvals_create label is only what the agent calls itself
+// ("agent:deploy-bot · calls itself gate: filesystem"). A rule change is
+// the person's own proposal, filed for them by the Rules page.
 func whoAsks(kind, label, requester string) (agent, from string) {
 	switch {
-	case label == "" || label == requester:
+	case kind == ask.KindRuleChange && label != "":
+		return label + ", on the Rules page", ""
+	case label == "" || label == requester || "agent:"+label == requester:
 		return requester, ""
 	case slices.Contains(ask.RequestKinds, kind):
 		return requester, "Session: " + label
 	case kind == ask.KindAutoApprove:
 		return requester, "Device: " + label
 	}
-	return label + " (" + requester + ")", ""
+	return requester, "calls itself " + label
 }
+
+// ApproveVerb is the approve button's words: the verb of the kind and what
+// it acts on ("Approve roll", "Allow write_file", "Run migrate.sh"), so
+// that the button says what the signature approves.
+func (a Ask) ApproveVerb() string {
+	p := a.Payload
+	switch {
+	case p.PullRequest != nil:
+		return "Approve merge"
+	case p.Roll != nil:
+		return "Approve roll"
+	case p.ToolCall != nil:
+		return "Allow " + p.ToolCall.Tool
+	case p.Run != nil && len(p.Run.Argv) > 0:
+		return "Run " + path.Base(p.Run.Argv[0])
+	case p.Review != nil:
+		return "Approve review"
+	case p.Document != nil:
+		return "Approve document"
+	case p.AutoApprove != nil:
+		return "Turn on auto-approve"
+	case p.RuleChange != nil:
+		return "Approve rule change"
+	case a.Request != nil && a.Request.Move != nil:
+		return "Approve move"
+	case a.Request != nil:
+		return "Approve proposal"
+	}
+	return "Approve"
+}
+
+// Heading is the ask's title as its page shows it: the agent's own, but a
+// rule change reads as words from the rule's name ("Remove the rule 'a
+// roll needs two people'"), not as the rule's id.
+func (a Ask) Heading() string {
+	rc := a.Payload.RuleChange
+	if rc == nil {
+		return a.Title
+	}
+	name := a.RuleName
+	if name == "" && rc.Rule != nil {
+		name = rc.Rule.Name
+	}
+	if name == "" {
+		name = rc.RuleID
+	}
+	if rc.Action == models.RuleChangeRemove {
+		return "Remove the rule '" + name + "'"
+	}
+	if a.RuleName == "" {
+		return "Add the rule '" + name + "'"
+	}
+	return "Change the rule '" + name + "'"
+}
+
+// MayBlock says whether the page offers "Not mine": an agent filed the ask.
+// A rule change is a person's own proposal; there is no agent to block.
+func (a Ask) MayBlock() bool { return a.Kind != ask.KindRuleChange }
 
 // IfApprove says what approving (or answering) does, in words: the
 // agent's own when it gave them, the service's for the asks whose agent
@@ -174,4 +237,30 @@ func evidenceLabel(ev Evidence) string {
 		return ev.Kind
 	}
 	return ev.Kind + ": " + name
+}
+
+// YourApprovalIn says the viewer's approval is in on an ask that still
+// waits for others: the page then says so in place of the answers and of
+// what approving would do.
+func (a Ask) YourApprovalIn() bool {
+	return a.Quorum != nil && a.Quorum.You != nil && a.Quorum.You.Approved && a.Status == string(models.StatusPending)
+}
+
+// NotMineText says what "Not mine" does: it denies this ask, blocks the
+// agent, and cancels its other open asks, counted.
+func (a Ask) NotMineText() string {
+	s := "This denies the ask and blocks " + a.Requester + ": its token stops working"
+	if others := a.OpenAsksOfAgent - 1; others > 0 {
+		s += " and " + plural(others, "other open ask", "other open asks") + " of it are cancelled"
+	}
+	return s + "."
+}
+
+// lowerFirst lowers the first letter: "Approve roll" reads "approve roll"
+// inside a sentence.
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
 }

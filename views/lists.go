@@ -24,10 +24,23 @@ type AskRow struct {
 	// Quorum is where an ask an approval rule covers stands, "1 of 2
 	// approved (ada)"; "" for other asks.
 	Quorum string
+	// Danger is "production" or "high risk" (Ask.Danger), "" for others.
+	Danger string
+	// NeedsCode: approving it takes the agent's check code.
+	NeedsCode bool
+	// People is how many people its rule needs, 0 when no rule covers it.
+	People int
 }
 
 // Who names who asks, as the ask's page does (see whoAsks).
 func (r AskRow) Who() (agent, from string) { return whoAsks(r.Kind, r.AgentLabel, r.Requester) }
+
+// Agent names the verified agent once, as an inbox card does: the
+// requester's subject (a rule change: the person who proposed it).
+func (r AskRow) Agent() string {
+	agent, _ := r.Who()
+	return agent
+}
 
 // Open says whether the ask still waits for an answer.
 func (r AskRow) Open() bool { return models.Status(r.Status).Open() }

@@ -21,6 +21,7 @@ type Quorum struct {
 	EscalateIn  time.Duration
 	EscalatedAt *time.Time
 	You         *Signed // the viewer's own signature, nil when they have not signed
+	Viewer      string  // the viewer's subject: "you" in the list of who approved
 }
 
 // Signed is the viewer's own signature on an ask a rule covers: once it is
@@ -39,22 +40,30 @@ func (s *Signed) Verb() string {
 	return "denied"
 }
 
-// Line is the quorum in one line: "1 of 2 approved (ada)".
+// Line is the quorum in one line: "1 of 2 approved (ada)"; the viewer
+// reads themself as "you".
 func (q *Quorum) Line() string {
 	s := strconv.Itoa(len(q.Approved)) + " of " + strconv.Itoa(q.Count) + " approved"
 	if len(q.Approved) > 0 {
-		s += " (" + strings.Join(q.Approved, ", ") + ")"
+		names := make([]string, len(q.Approved))
+		for i, n := range q.Approved {
+			if n == q.Viewer && q.Viewer != "" {
+				n = "you"
+			}
+			names[i] = n
+		}
+		s += " (" + strings.Join(names, ", ") + ")"
 	}
 	return s
 }
 
-// WaitingLine is who may still sign, "waiting for: bob, carol", or "" when
+// WaitingLine is who may still sign, "waiting for bob, carol", or "" when
 // nobody is awaited.
 func (q *Quorum) WaitingLine() string {
 	if len(q.Waiting) == 0 || q.DeniedBy != "" || len(q.Approved) >= q.Count {
 		return ""
 	}
-	return "waiting for: " + strings.Join(q.Waiting, ", ")
+	return "waiting for " + strings.Join(q.Waiting, ", ")
 }
 
 // RuleLabel names the rule: its name, or its id when it has none.

@@ -242,6 +242,33 @@ function initRemovePasskeys() {
   });
 }
 
+// Admin → Agents: re-enable a blocked agent. A session alone re-enables
+// none: one of the admin's passkeys signs a challenge that names the agent.
+// Without this script the form posts unsigned and the server refuses it.
+function initReenableAgents() {
+  const card = document.getElementById("agents");
+  if (!card) return;
+  card.querySelectorAll("form[data-reenable-agent]").forEach((form) => {
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const button = form.querySelector("button");
+      const errorBox = card.querySelector("[data-error]");
+      if (errorBox) errorBox.hidden = true;
+      busy(button, true);
+      try {
+        const base = `/admin/agents/${encodeURIComponent(form.dataset.reenableAgent)}/reenable`;
+        const begin = await postJSON(`${base}/begin`);
+        const credential = await getAssertion(begin);
+        const done = await postJSON(base, { ceremony: begin.ceremony, credential: credential.toJSON() });
+        location.assign(localPath(done.redirect || "/admin/agents"));
+      } catch (err) {
+        showError(card, err);
+        busy(button, false);
+      }
+    });
+  });
+}
+
 // A one-time device link, opened on the new device: make its passkey and
 // sign in.
 function initDeviceLink() {
@@ -309,6 +336,7 @@ function initPush() {
     explain.hidden = !why;
     card.querySelectorAll("[data-push-show]").forEach((el) => (el.hidden = el.dataset.pushShow !== (state === "on" ? "on" : "off")));
     enable.disabled = state !== "off";
+    initPushTab(); // the Devices tab says the same
   };
   const errorBox = card.querySelector("[data-error]");
   const say = (text) => {
@@ -482,11 +510,11 @@ function initLive() {
     if (list && !list.querySelector(`[data-seq="${e.seq}"]`)) {
       const li = document.createElement("li");
       li.dataset.seq = e.seq;
-      // The same words the server renders: UTC time, states without underscores.
+      // The same words the server renders: states without underscores.
       const words = (s) => (s || "").replaceAll("_", " ");
       const time = document.createElement("time");
       time.dateTime = e.at;
-      time.textContent = new Date(e.at).toISOString().slice(0, 16).replace("T", " ") + " UTC";
+      localTime(time); // one time format on the page: the viewer's own zone, as the rest of it
       const what = document.createElement("span");
       what.textContent = ` ${e.actor} · ${words(e.step)}${e.to && e.to !== e.from ? " → " + words(e.to) : ""}`;
       li.append(time, what);
@@ -539,14 +567,53 @@ function initCountdowns() {
 // Times in the viewer's own time zone: <time data-local datetime=…>, which
 // the server writes in UTC.
 function initLocalTimes() {
-  const today = new Date().toDateString();
-  document.querySelectorAll("time[data-local]").forEach((t) => {
-    const at = new Date(t.dateTime);
-    if (Number.isNaN(at.getTime())) return;
-    const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-    t.textContent = at.toDateString() === today ? time : `${at.toLocaleDateString([], { weekday: "short", day: "numeric", month: "short" })} ${time}`;
-    t.title = at.toISOString().slice(0, 16).replace("T", " ") + " UTC";
-  });
+  document.querySelectorAll("time[data-local]").forEach(localTime);
+}
+
+// localTime writes the <time> t in the viewer's zone: the time alone today,
+// with the day otherwise; the UTC stamp stays in its title.
+function localTime(t) {
+  const at = new Date(t.dateTime);
+  if (Number.isNaN(at.getTime())) return;
+  const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  t.textContent = at.toDateString() === new Date().toDateString() ? time : `${at.toLocaleDateString([], { weekday: "short", day: "numeric", month: "short" })} ${time}`;
+  t.title = at.toISOString().slice(0, 16).replace("T", " ") + " UTC";
+}
+
+// "Not mine" opens a sheet that names the agent it blocks and the asks it
+// cancels; only the sheet's own button signs (initDecisions binds it).
+function initNotMine() {
+  const sheet = document.querySelector("dialog[data-not-mine-sheet]");
+  if (!sheet) return;
+  document.querySelectorAll("[data-not-mine-open]").forEach((b) => b.addEventListener("click", () => {
+    b.closest("details")?.removeAttribute("open");
+    sheet.showModal();
+  }));
+  sheet.querySelectorAll("[data-sheet-close]").forEach((b) => b.addEventListener("click", () => sheet.close()));
+  sheet.querySelector("[data-decision]")?.addEventListener("click", () => sheet.close());
+}
+
+// The Devices tab says whether this browser gets notifications: on once
+// it is subscribed with permission, off otherwise.
+async function initPushTab() {
+  const tab = document.querySelector("[data-push-tab]");
+  if (!tab) return;
+  let on = false;
+  try {
+    if ("Notification" in window && Notification.permission === "granted" && "serviceWorker" in navigator) {
+      const reg = await navigator.serviceWorker.getRegistration();
+      on = !!(reg && (await reg.pushManager.getSubscription()));
+    }
+  } catch {
+    on = false;
+  }
+  const hidden = document.createElement("span");
+  hidden.className = "visually-hidden";
+  hidden.textContent = "notifications ";
+  tab.replaceChildren(hidden, on ? "on" : "off");
+  tab.dataset.pushTab = on ? "on" : "off";
+  tab.classList.toggle("off", !on);
+  tab.hidden = false;
 }
 
 // Forms that ask before they act: <form data-confirm="…">.
@@ -569,12 +636,15 @@ initAcceptInvite();
 initSignIn();
 initDevices();
 initRemovePasskeys();
+initReenableAgents();
 initDeviceLink();
 initPush();
 initDecisions();
 initLive();
 initCountdowns();
 initLocalTimes();
+initNotMine();
+initPushTab();
 initConfirms();
 initServiceWorker();
 
