@@ -133,6 +133,7 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	person.GET("/approvals/:id", h.ApprovalShow)
 	person.GET("/approvals/:id/events", h.ApprovalEvents)
 	person.GET("/approvals/:id/proof.json", h.ApprovalProof)
+	person.GET("/approvals/:id/receipt", h.ApprovalReceipt)
 	person.POST("/approvals/:id/challenge", h.DecisionChallenge)
 	person.POST("/approvals/:id/decide", h.Decide)
 	person.GET("/work", h.WorkBoard)
@@ -168,6 +169,7 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	person.POST("/push/subscribe", h.PushSubscribe)
 	person.POST("/push/unsubscribe", h.PushUnsubscribe)
 	person.POST("/push/test", h.PushTest)
+	person.POST("/test-ask", h.TestAskSend)
 
 	admin := person.Group("/admin", h.requireAdmin)
 	admin.GET("/members", h.AdminMembers)

@@ -260,8 +260,13 @@ function pushError(err) {
   if (err?.name === "AbortError") return new Error("The browser could not reach its push service. Try again in a moment.");
   return err;
 }
+function iosOutsideHomeScreen() {
+  const ios = /iPhone|iPad|iPod/.test(navigator.userAgent) || navigator.standalone !== void 0 && navigator.maxTouchPoints > 1;
+  const standalone = matchMedia("(display-mode: standalone)").matches || navigator.standalone === true;
+  return ios && !standalone;
+}
 function initPush() {
-  const card = document.querySelector("#notifications[data-vapid-key]");
+  const card = document.querySelector("[data-vapid-key]");
   if (!card) return;
   const key = base64urlBytes(card.dataset.vapidKey);
   const stateEl = card.querySelector("[data-push-state]");
@@ -284,12 +289,9 @@ function initPush() {
     status.hidden = !text;
     if (errorBox) errorBox.hidden = true;
   };
-  const ua = navigator.userAgent;
-  const ios = /iPhone|iPad|iPod/.test(ua) || navigator.standalone !== void 0 && navigator.maxTouchPoints > 1;
-  const standalone = matchMedia("(display-mode: standalone)").matches || navigator.standalone === true;
   const supported = "serviceWorker" in navigator && "PushManager" in window && "Notification" in window;
   const refresh = async () => {
-    if (ios && !standalone) {
+    if (iosOutsideHomeScreen()) {
       show(
         "home-screen",
         "needs the Home Screen",
@@ -309,6 +311,7 @@ function initPush() {
     const sub = await reg.pushManager.getSubscription();
     const mine = sub ? await sha256Hex(sub.endpoint) : "";
     const row = mine && card.querySelector(`[data-endpoint-sha256="${mine}"]`);
+    const known = !!row || !!mine && (card.dataset.pushEndpoints || "").split(" ").includes(mine);
     if (row && !row.querySelector("[data-this-browser]")) {
       const badge = document.createElement("span");
       badge.className = "badge";
@@ -316,7 +319,7 @@ function initPush() {
       badge.textContent = "this browser";
       row.querySelector("strong")?.after(" ", badge);
     }
-    const on = !!row && Notification.permission === "granted";
+    const on = known && Notification.permission === "granted";
     show(on ? "on" : "off", on ? "on" : "off");
   };
   enable.addEventListener("click", async () => {
@@ -377,11 +380,39 @@ function initPush() {
   });
   refresh().catch((err) => showError(card, pushError(err)));
 }
+function initHomeScreenStep() {
+  const step = document.querySelector("[data-home-screen]");
+  if (step) step.hidden = !iosOutsideHomeScreen();
+}
+function initCopy() {
+  document.querySelectorAll("button[data-copy]").forEach((button) => {
+    button.addEventListener("click", async () => {
+      const source = document.getElementById(button.dataset.copy);
+      const said = button.parentElement.querySelector("[data-copied]");
+      if (!source) return;
+      const text = source.value ?? source.textContent;
+      try {
+        await navigator.clipboard.writeText(text);
+        if (said) said.textContent = "Copied.";
+      } catch {
+        getSelection().selectAllChildren(source);
+        if (said) said.textContent = "Selected: copy it with your keyboard or menu.";
+      }
+    });
+  });
+}
+var armAfterMs = 600;
 function initDecisions() {
   const root = document.querySelector("[data-approval]");
   if (!root) return;
   const id = root.dataset.approval;
   const base = localPath(root.dataset.decide || `/approvals/${encodeURIComponent(id)}`);
+  let armed = false;
+  setTimeout(() => {
+    armed = true;
+    root.querySelectorAll("[data-actions]").forEach((b) => b.dataset.armed = "");
+  }, armAfterMs);
+  const early = () => !armed;
   const decide = async (decision, text, button, checkCode = "") => {
     busy(button, true);
     try {
@@ -390,14 +421,17 @@ function initDecisions() {
       const begin = await postJSON(`${base}/challenge`, body);
       const credential = await getAssertion(begin);
       const done = await postJSON(`${base}/decide`, { ceremony: begin.ceremony, credential: credential.toJSON() });
-      location.assign(done.redirect || location.href);
+      const to = done.receipt || done.redirect;
+      location.assign(to ? localPath(to) : location.href);
     } catch (err) {
       showError(root, err);
       busy(button, false);
     }
   };
   root.querySelectorAll("[data-decision]").forEach((button) => {
-    button.addEventListener("click", () => decide(button.dataset.decision, "", button, button.dataset.checkCode));
+    button.addEventListener("click", () => {
+      if (!early()) decide(button.dataset.decision, "", button, button.dataset.checkCode);
+    });
   });
   const qform = root.querySelector("form[data-question]");
   qform?.addEventListener("submit", (ev) => {
@@ -510,6 +544,8 @@ initDevices();
 initRemovePasskeys();
 initDeviceLink();
 initPush();
+initHomeScreenStep();
+initCopy();
 initDecisions();
 initLive();
 initCountdowns();

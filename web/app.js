@@ -291,8 +291,19 @@ function pushError(err) {
   return err;
 }
 
+// An iPhone or iPad outside the app added to its Home Screen, where Web
+// Push does not reach.
+function iosOutsideHomeScreen() {
+  const ios = /iPhone|iPad|iPod/.test(navigator.userAgent) || (navigator.standalone !== undefined && navigator.maxTouchPoints > 1);
+  const standalone = matchMedia("(display-mode: standalone)").matches || navigator.standalone === true;
+  return ios && !standalone;
+}
+
+// The Notifications card of the Devices page, and the same step of the
+// empty inbox's checklist. The person's subscribed endpoints are the rows
+// of the card's list (data-endpoint-sha256) or its data-push-endpoints.
 function initPush() {
-  const card = document.querySelector("#notifications[data-vapid-key]");
+  const card = document.querySelector("[data-vapid-key]");
   if (!card) return;
   const key = base64urlBytes(card.dataset.vapidKey);
   const stateEl = card.querySelector("[data-push-state]");
@@ -317,13 +328,10 @@ function initPush() {
     if (errorBox) errorBox.hidden = true;
   };
 
-  const ua = navigator.userAgent;
-  const ios = /iPhone|iPad|iPod/.test(ua) || (navigator.standalone !== undefined && navigator.maxTouchPoints > 1);
-  const standalone = matchMedia("(display-mode: standalone)").matches || navigator.standalone === true;
   const supported = "serviceWorker" in navigator && "PushManager" in window && "Notification" in window;
 
   const refresh = async () => {
-    if (ios && !standalone) {
+    if (iosOutsideHomeScreen()) {
       show("home-screen", "needs the Home Screen",
         "On iPhone and iPad, notifications work only in the app added to the Home Screen: tap Share, then Add to Home Screen, open Countersign from there and turn notifications on.");
       return;
@@ -342,6 +350,7 @@ function initPush() {
     const sub = await reg.pushManager.getSubscription();
     const mine = sub ? await sha256Hex(sub.endpoint) : "";
     const row = mine && card.querySelector(`[data-endpoint-sha256="${mine}"]`);
+    const known = !!row || (!!mine && (card.dataset.pushEndpoints || "").split(" ").includes(mine));
     if (row && !row.querySelector("[data-this-browser]")) {
       const badge = document.createElement("span");
       badge.className = "badge";
@@ -349,7 +358,7 @@ function initPush() {
       badge.textContent = "this browser";
       row.querySelector("strong")?.after(" ", badge);
     }
-    const on = !!row && Notification.permission === "granted";
+    const on = known && Notification.permission === "granted";
     show(on ? "on" : "off", on ? "on" : "off");
   };
 
@@ -417,6 +426,37 @@ function initPush() {
   refresh().catch((err) => showError(card, pushError(err)));
 }
 
+// The empty inbox's Add to Home Screen step shows only where it matters.
+function initHomeScreenStep() {
+  const step = document.querySelector("[data-home-screen]");
+  if (step) step.hidden = !iosOutsideHomeScreen();
+}
+
+// Copy buttons: <button data-copy="ID"> copies the text of the element ID
+// (a token, a link, a host's configuration) and says so beside it.
+function initCopy() {
+  document.querySelectorAll("button[data-copy]").forEach((button) => {
+    button.addEventListener("click", async () => {
+      const source = document.getElementById(button.dataset.copy);
+      const said = button.parentElement.querySelector("[data-copied]");
+      if (!source) return;
+      const text = source.value ?? source.textContent;
+      try {
+        await navigator.clipboard.writeText(text);
+        if (said) said.textContent = "Copied.";
+      } catch {
+        // No clipboard here (an http page, a refusal): select the text to copy by hand.
+        getSelection().selectAllChildren(source);
+        if (said) said.textContent = "Selected: copy it with your keyboard or menu.";
+      }
+    });
+  });
+}
+
+// A tap meant for the ask that was on screen must not land on the one that
+// replaced it: answers are ignored this long after an ask appears.
+const armAfterMs = 600;
+
 // An ask: every answer is a passkey signature over the ask, its payload hash,
 // the decision and a single-use nonce.
 function initDecisions() {
@@ -426,6 +466,14 @@ function initDecisions() {
   // In a session the answers post under the ask; opened from a push's
   // one-time link, under the link (data-decide), which is their authority.
   const base = localPath(root.dataset.decide || `/approvals/${encodeURIComponent(id)}`);
+  // The answer bar takes taps once the ask has been on screen armAfterMs;
+  // data-armed says when (browser tests wait for it).
+  let armed = false;
+  setTimeout(() => {
+    armed = true;
+    root.querySelectorAll("[data-actions]").forEach((b) => (b.dataset.armed = ""));
+  }, armAfterMs);
+  const early = () => !armed;
 
   // text is the question's words for "question", the answer's for "answer";
   // checkCode is the check code picked to approve one of the riskiest asks:
@@ -438,7 +486,9 @@ function initDecisions() {
       const begin = await postJSON(`${base}/challenge`, body);
       const credential = await getAssertion(begin);
       const done = await postJSON(`${base}/decide`, { ceremony: begin.ceremony, credential: credential.toJSON() });
-      location.assign(done.redirect || location.href);
+      // The receipt of the answer comes first; it leads on to the next ask.
+      const to = done.receipt || done.redirect;
+      location.assign(to ? localPath(to) : location.href);
     } catch (err) {
       showError(root, err);
       busy(button, false);
@@ -446,7 +496,9 @@ function initDecisions() {
   };
 
   root.querySelectorAll("[data-decision]").forEach((button) => {
-    button.addEventListener("click", () => decide(button.dataset.decision, "", button, button.dataset.checkCode));
+    button.addEventListener("click", () => {
+      if (!early()) decide(button.dataset.decision, "", button, button.dataset.checkCode);
+    });
   });
   const qform = root.querySelector("form[data-question]");
   qform?.addEventListener("submit", (ev) => {
@@ -571,6 +623,8 @@ initDevices();
 initRemovePasskeys();
 initDeviceLink();
 initPush();
+initHomeScreenStep();
+initCopy();
 initDecisions();
 initLive();
 initCountdowns();
