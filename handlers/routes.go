@@ -172,8 +172,10 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	person.POST("/test-ask", h.TestAskSend)
 
 	admin := person.Group("/admin", h.requireAdmin)
+	admin.GET("", h.AdminIndex)
 	admin.GET("/members", h.AdminMembers)
 	admin.POST("/invites", h.AdminInviteCreate)
+	admin.POST("/invites/:id/revoke", h.AdminInviteRevoke)
 	admin.POST("/members/:person/role", h.AdminMemberRole)
 	admin.POST("/members/:person/remove", h.AdminMemberRemove)
 	admin.GET("/agents", h.AdminAgents)
