@@ -100,11 +100,31 @@ func TestANewOwnerGoesFromTheSetupLinkToAVerifiedProofOfATestAsk(t *testing.T) {
 	}
 	p := browser.Open(t, env.URL)
 	s := &service{t: t, env: env, page: p}
+	t.Cleanup(func() {
+		for _, e := range p.ConsoleErrors() {
+			if s.expected == nil || !s.expected(e) {
+				t.Errorf("the pages reported an error in the browser console: %s", e)
+			}
+		}
+	})
 	endpoint, p256dh, auth := ps.Subscribe("phone")
 	stubPushSubscribe(p, endpoint, p256dh, auth)
 	setNotifications(p, cdpbrowser.PermissionSettingGranted)
 
 	p.Go(strings.TrimPrefix(setup, env.URL))
+	if n := p.Count("#register input[placeholder]"); n != 0 {
+		t.Errorf("the setup page has %d placeholders, which read as filled-in values", n)
+	}
+	accessibleInBothSchemes(p, "the setup page")
+	// A refusal shows at the field it is about.
+	p.Type("#subject", "agent:ada")
+	p.Click("[data-testid=register-passkey]")
+	p.WaitVisible("#subject-error")
+	if msg, inv := p.Text("#subject-error"), p.Attr("#subject", "aria-invalid"); !strings.Contains(msg, "agent:") || inv != "true" {
+		t.Errorf("the refused name shows %q at its field (aria-invalid %q), want the refusal there", msg, inv)
+	}
+	s.expected = func(e string) bool { return strings.Contains(e, "400") }
+	Eval[string](p, `document.getElementById("subject").value = ""`)
 	p.Type("#subject", "ada")
 	p.ClickToLoad("[data-testid=register-passkey]", "/", "[data-testid=sign-out]")
 	s.checkInbox()

@@ -35,12 +35,24 @@ async function postJSON(url, body) {
   if (!res.ok) {
     const err = new Error(data.message || `The server answered ${res.status}.`);
     err.code = data.error;
+    err.field = data.field;
     throw err;
   }
   return data;
 }
 function showError(scope, err) {
-  const box = scope.querySelector("[data-error]") ?? document.querySelector("[data-error]");
+  scope.querySelectorAll("[data-field-error]").forEach((el) => {
+    el.hidden = true;
+    document.getElementById(el.id.replace(/-error$/, ""))?.removeAttribute("aria-invalid");
+  });
+  const atField = err?.field && scope.querySelector(`[data-field-error="${CSS.escape(err.field)}"]`);
+  const box = atField || (scope.querySelector("[data-error]") ?? document.querySelector("[data-error]"));
+  if (atField) {
+    scope.querySelector("[data-error]")?.setAttribute("hidden", "");
+    const input = document.getElementById(atField.id.replace(/-error$/, ""));
+    input?.setAttribute("aria-invalid", "true");
+    input?.focus();
+  }
   let text = err?.message ?? String(err);
   if (err?.name === "NotAllowedError") text = "The passkey prompt was closed or timed out. Try again.";
   if (err?.name === "InvalidStateError") text = "This device already has a passkey here.";

@@ -1,9 +1,9 @@
 (() => {
   // <define:SHELL>
-  var define_SHELL_default = ["/offline.html", "/static/app.899f852ef01d.css", "/static/app.7289a4f59608.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
+  var define_SHELL_default = ["/offline.html", "/static/app.899f852ef01d.css", "/static/app.2f7192041b25.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
 
   // web/sw.js
-  var CACHE = `countersign-${"4947d6b941032519"}`;
+  var CACHE = `countersign-${"6a402e92d82d4ef8"}`;
   self.addEventListener("install", (event) => {
     event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(define_SHELL_default)).then(() => self.skipWaiting()));
   });
