@@ -413,6 +413,19 @@ function initCopy() {
     });
   });
 }
+function initRuleExamples() {
+  const form = document.getElementById("rule-form");
+  if (!form) return;
+  document.querySelectorAll("button[data-rule-example]").forEach((button) => {
+    button.addEventListener("click", () => {
+      const fill = JSON.parse(button.dataset.ruleExample);
+      form.querySelectorAll("input[name]:not([type=hidden]), select[name]").forEach((field) => {
+        field.value = fill[field.name] ?? "";
+      });
+      form.querySelector("#rule-id")?.focus();
+    });
+  });
+}
 var armAfterMs = 600;
 function initDecisions() {
   const root = document.querySelector("[data-approval]");
@@ -558,6 +571,7 @@ initDeviceLink();
 initPush();
 initHomeScreenStep();
 initCopy();
+initRuleExamples();
 initDecisions();
 initLive();
 initCountdowns();

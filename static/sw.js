@@ -1,9 +1,9 @@
 (() => {
   // <define:SHELL>
-  var define_SHELL_default = ["/offline.html", "/static/app.899f852ef01d.css", "/static/app.2f7192041b25.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
+  var define_SHELL_default = ["/offline.html", "/static/app.899f852ef01d.css", "/static/app.9b2e02d43f7b.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
 
   // web/sw.js
-  var CACHE = `countersign-${"6a402e92d82d4ef8"}`;
+  var CACHE = `countersign-${"0558628940bea934"}`;
   self.addEventListener("install", (event) => {
     event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(define_SHELL_default)).then(() => self.skipWaiting()));
   });

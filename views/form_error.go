@@ -27,3 +27,8 @@ func invalid(msg, at, field string) string {
 	}
 	return "false"
 }
+
+// ruleFormFields are the rule form's fields a refusal can be about; a
+// refusal about the pool shows above the pool's fields.
+var ruleFormFields = []string{"id", "name", "kinds", "effects", "servers", "tools", "requesters", "min_priority", "count",
+	"group", "people", "apply_from", "escalate_after", "remind_every", "pool"}

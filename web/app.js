@@ -467,6 +467,22 @@ function initCopy() {
   });
 }
 
+// The rule form's examples: a button fills the form in with its rule
+// (data-rule-example: the values by field name); every other field empties.
+function initRuleExamples() {
+  const form = document.getElementById("rule-form");
+  if (!form) return;
+  document.querySelectorAll("button[data-rule-example]").forEach((button) => {
+    button.addEventListener("click", () => {
+      const fill = JSON.parse(button.dataset.ruleExample);
+      form.querySelectorAll("input[name]:not([type=hidden]), select[name]").forEach((field) => {
+        field.value = fill[field.name] ?? "";
+      });
+      form.querySelector("#rule-id")?.focus();
+    });
+  });
+}
+
 // A tap meant for the ask that was on screen must not land on the one that
 // replaced it: answers are ignored this long after an ask appears.
 const armAfterMs = 600;
@@ -639,6 +655,7 @@ initDeviceLink();
 initPush();
 initHomeScreenStep();
 initCopy();
+initRuleExamples();
 initDecisions();
 initLive();
 initCountdowns();
