@@ -550,6 +550,26 @@ function initLocalTimes() {
     t.title = at.toISOString().slice(0, 16).replace("T", " ") + " UTC";
   });
 }
+function initLocalDatetimes() {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "your time zone";
+  const pad = (n) => String(n).padStart(2, "0");
+  const local = (d) => `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+  document.querySelectorAll("input[type=datetime-local][data-utc-local]").forEach((input) => {
+    const utc = /* @__PURE__ */ new Date(`${input.value}Z`);
+    if (input.value && !Number.isNaN(utc.getTime())) input.value = local(utc);
+    const label = input.form?.querySelector(`label[for="${input.id}"] [data-time-zone]`);
+    if (label) label.textContent = `(${zone} time)`;
+    const sent = document.createElement("input");
+    sent.type = "hidden";
+    sent.name = input.name;
+    input.removeAttribute("name");
+    input.after(sent);
+    input.form?.addEventListener("submit", () => {
+      const at = new Date(input.value);
+      sent.value = Number.isNaN(at.getTime()) ? input.value : at.toISOString();
+    });
+  });
+}
 function initConfirms() {
   document.querySelectorAll("form[data-confirm]").forEach((form) => {
     form.addEventListener("submit", (ev) => {
@@ -576,6 +596,7 @@ initDecisions();
 initLive();
 initCountdowns();
 initLocalTimes();
+initLocalDatetimes();
 initConfirms();
 initServiceWorker();
 performance.mark("countersign:interactive");

@@ -631,6 +631,32 @@ function initLocalTimes() {
   });
 }
 
+// Times typed in the viewer's own zone: <input type=datetime-local
+// data-utc-local name=…> holds UTC as the server writes and reads it; the
+// script shows it in local time with the zone named in the label
+// ([data-time-zone]), and the form sends the time as RFC 3339 UTC under
+// the field's name. Without the script the field stays in UTC, as labelled.
+function initLocalDatetimes() {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "your time zone";
+  const pad = (n) => String(n).padStart(2, "0");
+  const local = (d) => `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+  document.querySelectorAll("input[type=datetime-local][data-utc-local]").forEach((input) => {
+    const utc = new Date(`${input.value}Z`);
+    if (input.value && !Number.isNaN(utc.getTime())) input.value = local(utc);
+    const label = input.form?.querySelector(`label[for="${input.id}"] [data-time-zone]`);
+    if (label) label.textContent = `(${zone} time)`;
+    const sent = document.createElement("input");
+    sent.type = "hidden";
+    sent.name = input.name;
+    input.removeAttribute("name");
+    input.after(sent);
+    input.form?.addEventListener("submit", () => {
+      const at = new Date(input.value); // read in local time
+      sent.value = Number.isNaN(at.getTime()) ? input.value : at.toISOString();
+    });
+  });
+}
+
 // Forms that ask before they act: <form data-confirm="…">.
 function initConfirms() {
   document.querySelectorAll("form[data-confirm]").forEach((form) => {
@@ -660,6 +686,7 @@ initDecisions();
 initLive();
 initCountdowns();
 initLocalTimes();
+initLocalDatetimes();
 initConfirms();
 initServiceWorker();
 
