@@ -394,7 +394,7 @@ func TestEveryAskAnswersOnThePhoneFirstScreen(t *testing.T) {
 	})
 	p.Go("/approvals/" + pol["approval_id"].(string))
 	p.WaitVisible("[data-testid=approve]")
-	p.ClickToLoad("[data-testid=approve]", "/", "main h1")
+	p.ClickToLoad("[data-testid=approve]", "/approvals/"+pol["approval_id"].(string)+"/receipt", "[data-testid=receipt]")
 	kept, _ := s.ask(map[string]any{"kind": "review", "title": "Review the release notes of 2.4", "approve_means": "I publish them", "deny_means": "I rewrite them",
 		"payload": map[string]any{"review": map[string]any{"url": "https://docs.example.com/notes/2.4"}}})
 
@@ -485,7 +485,7 @@ func TestEveryAskAnswersOnThePhoneFirstScreen(t *testing.T) {
 	t.Run("every other page passes axe-core and holds on the phone", func(t *testing.T) {
 		p := p.For(t)
 		for _, path := range []string{"/", "/history", "/work", "/sessions", "/policies", "/devices",
-			"/admin/members", "/admin/agents", "/admin/runners", "/admin/policies", "/admin/rules", "/admin/audit", "/approvals/" + pol["approval_id"].(string)} {
+			"/admin", "/admin/members", "/admin/agents", "/admin/runners", "/admin/rules", "/admin/audit", "/approvals/" + pol["approval_id"].(string)} {
 			p.Go(path)
 			p.WaitVisible("main h1, main h2")
 			accessible(p, path)
@@ -531,9 +531,17 @@ func TestEveryAskAnswersOnThePhoneFirstScreen(t *testing.T) {
 		if got := s.get(tool.id); got["status"] != "pending" || got["check_code"] != right {
 			t.Fatalf("after a wrong pick approvals_get = %v, check_code %v; want pending, %s", got["status"], got["check_code"], right)
 		}
-		// The right pick signs once, and the page moves on to the ask with
-		// the soonest deadline: the production run.
-		p.ClickToLoad("[data-testid=check-code-"+right+"]", "/approvals/"+asks[5].id, "[data-testid=status]")
+		// The right pick signs once; its receipt names the check code, and
+		// leads on to the ask with the soonest deadline: the production run.
+		p.ClickToLoad("[data-testid=check-code-"+right+"]", "/approvals/"+tool.id+"/receipt", "[data-testid=receipt]")
+		if got := p.Text("[data-testid=receipt-check]"); !strings.Contains(got, "check code "+right) {
+			t.Errorf("the receipt's check says %q, want the check code %s", got, right)
+		}
+		p.WaitFor("the way on after the receipt", `getComputedStyle(document.querySelector("[data-testid=receipt-next]")).visibility === "visible"`)
+		if got := p.Text("[data-testid=receipt-go-on]"); !strings.HasPrefix(got, "Next: ") || !strings.HasSuffix(got, " waiting →") {
+			t.Errorf("the receipt leads on with %q, want Next: N waiting →", got)
+		}
+		p.ClickToLoad("[data-testid=receipt-go-on]", "/approvals/"+asks[5].id, "[data-testid=status]")
 		if got := signCount(); got != before+1 {
 			t.Errorf("the passkey signed %g times, want once", got-before)
 		}

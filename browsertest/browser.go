@@ -233,9 +233,13 @@ func (p *Page) Reload() {
 	p.Do("reload", chromedp.Reload())
 }
 
-// Click clicks the first element sel matches, once it is visible.
+// Click clicks the first element sel matches, once it is visible; in an
+// ask's answer bar, once the bar takes taps (it ignores them for a moment
+// after the ask appears).
 func (p *Page) Click(sel string) {
 	p.t.Helper()
+	p.WaitFor("the answer bar to take taps before a click on "+sel, fmt.Sprintf(
+		`(() => { const e = document.querySelector(%s); const bar = e && e.closest("[data-actions]"); return !!e && (!bar || bar.dataset.armed !== undefined); })()`, jsString(sel)))
 	p.Do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
 }
 

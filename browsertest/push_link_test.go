@@ -107,7 +107,10 @@ func TestAPushLinkOpenedInABrowserThatNeverSignedInDecidesWithOnePasskeyPrompt(t
 	}
 
 	before := signCount(t, phone)
-	phone.ClickToLoad("[data-testid=approve]", "/link/"+id+"/done", "[data-testid=link-done]")
+	phone.ClickToLoad("[data-testid=approve]", "/link/"+id+"/done", "[data-testid=receipt]")
+	if v, line := phone.Text("[data-testid=receipt-verdict]"), phone.Text("[data-testid=receipt-line]"); v != "Approved" || !strings.HasPrefix(line, "Approved · Merge acme/web#900 · ") {
+		t.Errorf("the done page's receipt says %q / %q, want Approved, the ask's title and the time", v, line)
+	}
 	if after := signCount(t, phone); after != before+1 {
 		t.Errorf("the passkey signed %v times, want exactly once (no separate sign-in)", after-before)
 	}

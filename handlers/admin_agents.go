@@ -55,7 +55,7 @@ func (h *Handlers) AdminAgentCreate(c echo.Context) error {
 	forSubject := strings.TrimSpace(form.Get("for"))
 	agent, token, err := h.store.CreateAgentFor(c.Request().Context(), viewerOf(c).account.ID, name, form["scopes"], forSubject)
 	if msg, status, ok := refusalOf(err); ok {
-		return h.agentsPage(c, status, views.AgentsView{Error: msg})
+		return h.agentsPage(c, status, views.AgentsView{Error: msg, ErrorField: models.FieldOf(err)})
 	}
 	if err != nil {
 		return err

@@ -10,6 +10,11 @@ import (
 	"github.com/countersign/countersign/views"
 )
 
+// AdminIndex is /admin: the admin pages, each with what it is for.
+func (h *Handlers) AdminIndex(c echo.Context) error {
+	return h.render(c, http.StatusOK, views.AdminIndex(h.page(c, "Admin", "admin")))
+}
+
 // AdminMembers lists the account's members and invites.
 func (h *Handlers) AdminMembers(c echo.Context) error {
 	return h.membersPage(c, http.StatusOK, views.MembersView{})
@@ -39,7 +44,7 @@ func (h *Handlers) membersPage(c echo.Context, status int, view views.MembersVie
 			Role: string(m.Role), Self: m.ID == v.member.ID})
 	}
 	for _, i := range invites {
-		view.Invites = append(view.Invites, views.InviteRow{AddRole: i.Kind == models.InviteAddRole, Role: string(i.Role), Subject: i.Subject, CreatedBy: i.CreatedBy,
+		view.Invites = append(view.Invites, views.InviteRow{ID: i.TokenHash, AddRole: i.Kind == models.InviteAddRole, Role: string(i.Role), Subject: i.Subject, CreatedBy: i.CreatedBy,
 			CreatedAt: i.CreatedAt, ExpiresAt: i.ExpiresAt, UsedAt: i.UsedAt, UsedBy: i.UsedBy, HeldBy: heldBy(i)})
 	}
 	return h.render(c, status, views.AdminMembers(h.page(c, "Members", "admin"), view))
@@ -64,7 +69,7 @@ func (h *Handlers) AdminInviteCreate(c echo.Context) error {
 			Subject: strings.TrimSpace(c.FormValue("subject")), By: v.member.AsInviter()})
 	}
 	if msg, status, ok := refusalOf(err); ok {
-		return h.membersPage(c, status, views.MembersView{Error: msg})
+		return h.membersPage(c, status, views.MembersView{Error: msg, ErrorField: models.FieldOf(err)})
 	}
 	if err != nil {
 		return err
@@ -148,4 +153,19 @@ func heldBy(i models.Invite) string {
 		return ""
 	}
 	return i.ApprovalID
+}
+
+// AdminInviteRevoke ends an unused invite now: its link stops working. The
+// store refuses a used or ended invite, and one whose role is above the
+// admin's own; the revocation goes on the audit chain.
+func (h *Handlers) AdminInviteRevoke(c echo.Context) error {
+	v := viewerOf(c)
+	err := h.store.RevokeInvite(c.Request().Context(), v.account.ID, c.Param("id"), v.member.AsInviter())
+	if msg, status, ok := refusalOf(err); ok {
+		return h.membersPage(c, status, views.MembersView{Error: msg})
+	}
+	if err != nil {
+		return err
+	}
+	return h.redirectWithFlash(c, "/admin/members", "invite-revoked")
 }

@@ -65,7 +65,7 @@ func (h *Handlers) AdminRulePropose(c echo.Context) error {
 			models.RuleChange{Action: models.RuleChangeSet, RuleID: f.ID, Rule: &spec})
 	}
 	if msg, status, ok := refusalOf(err); ok {
-		return h.rulesPage(c, status, views.RulesView{Error: msg, Form: f})
+		return h.rulesPage(c, status, views.RulesView{Error: msg, ErrorField: models.FieldOf(err), Form: f})
 	}
 	if err != nil {
 		return err

@@ -74,6 +74,14 @@ func TestTheRulesPageProposesAChangeThatAppliesOnlyOnceTheQuorumApproves(t *test
 			if status != http.StatusBadRequest || !strings.Contains(body, "a whole number") || ruleChangeAsks(t, env) != 0 {
 				t.Fatalf("count two: %d, %d rule_change asks; want 400 saying a whole number, none filed", status, ruleChangeAsks(t, env))
 			}
+			// The refusal shows at the field it is about, which says so to a screen reader.
+			doc := parseHTML(t, body)
+			at := elements(doc, byAttr("id", "rule-count-error"))
+			count := elements(doc, byAttr("id", "rule-count"))
+			if len(at) != 1 || !strings.Contains(textOf(at[0]), "a whole number") || len(count) != 1 || attrOf(count[0], "aria-invalid") != "true" ||
+				!strings.Contains(attrOf(count[0], "aria-describedby"), "rule-count-error") || len(elements(doc, byAttr("data-testid", "refusal"))) != 0 {
+				t.Errorf("the refusal of the count is not shown at the count field alone:\n%s", section(body, "rule-form"))
+			}
 			status, _, _ = postPageForm(t, ada, "/admin/rules", url.Values{"id": {"Bad Id"}, "count": {"1"}, "pool_kind": {"role"}, "pool_role": {"admins"}})
 			if status != http.StatusBadRequest || ruleChangeAsks(t, env) != 0 {
 				t.Fatalf("a bad id: %d, %d rule_change asks; want 400, none filed", status, ruleChangeAsks(t, env))

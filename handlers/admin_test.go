@@ -2,9 +2,11 @@ package handlers_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +21,7 @@ func TestAdminPagesRefuseAMember(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		f := newFixture(t, db)
 		b := signIn(t, f.env, f.member)
-		for _, path := range []string{"/admin/members", "/admin/agents", "/admin/audit"} {
+		for _, path := range []string{"/admin", "/admin/members", "/admin/agents", "/admin/audit"} {
 			t.Run("GET "+path+" is refused", func(t *testing.T) {
 				if res, _ := b.get(path); res.StatusCode != http.StatusForbidden {
 					t.Fatalf("GET %s as a member: %d", path, res.StatusCode)
@@ -37,7 +39,7 @@ func TestAdminPagesRefuseAMember(t *testing.T) {
 		})
 		t.Run("the nav has no admin link", func(t *testing.T) {
 			_, body := b.get("/")
-			if strings.Contains(body, `href="/admin/members"`) {
+			if strings.Contains(body, `href="/admin"`) || strings.Contains(body, `href="/admin/members"`) {
 				t.Fatalf("a member's nav links to the admin pages")
 			}
 		})
@@ -142,6 +144,47 @@ func TestMakingAnAgentShowsItsTokenOnceAndKeepsOnlyItsHash(t *testing.T) {
 		if !strings.Contains(body, "will not be shown again") {
 			t.Fatalf("the page does not say the token is shown once")
 		}
+		t.Run("the token comes with Copy and the configuration of the common MCP hosts", func(t *testing.T) {
+			doc := parseHTML(t, body)
+			if len(elements(doc, byAttr("data-copy", "agent-token"))) != 1 {
+				t.Errorf("the token has no Copy button")
+			}
+			mcpURL := f.env.App.Config.BaseURL + "/mcp"
+			text := func(id string) string {
+				found := elements(doc, byAttr("id", id))
+				if len(found) != 1 || len(elements(doc, byAttr("data-copy", id))) != 1 {
+					t.Fatalf("no %s with a Copy button", id)
+				}
+				return textOf(found[0])
+			}
+			if got, want := text("config-claude-code"), "claude mcp add --transport http countersign "+mcpURL+" --header 'Authorization: Bearer "+token+"'"; got != want {
+				t.Errorf("the Claude Code command is %q, want %q", got, want)
+			}
+			var direct struct {
+				MCPServers map[string]struct {
+					URL     string            `json:"url"`
+					Headers map[string]string `json:"headers"`
+				} `json:"mcpServers"`
+			}
+			if err := json.Unmarshal([]byte(text("config-streamable-http")), &direct); err != nil ||
+				direct.MCPServers["countersign"].URL != mcpURL || direct.MCPServers["countersign"].Headers["Authorization"] != "Bearer "+token {
+				t.Errorf("the streamable HTTP mcpServers entry reads %+v (%v), want the URL and the bearer header", direct, err)
+			}
+			var remote struct {
+				MCPServers map[string]struct {
+					Command string            `json:"command"`
+					Args    []string          `json:"args"`
+					Env     map[string]string `json:"env"`
+				} `json:"mcpServers"`
+			}
+			if err := json.Unmarshal([]byte(text("config-mcp-remote")), &remote); err != nil {
+				t.Fatalf("the mcp-remote entry is not JSON: %v", err)
+			}
+			if c := remote.MCPServers["countersign"]; c.Command != "npx" || !slices.Contains(c.Args, "mcp-remote") || !slices.Contains(c.Args, mcpURL) ||
+				!slices.Contains(c.Args, "Authorization:${COUNTERSIGN_AUTH}") || c.Env["COUNTERSIGN_AUTH"] != "Bearer "+token {
+				t.Errorf("the mcp-remote entry reads %+v, want npx mcp-remote with the URL and the header from its env", c)
+			}
+		})
 		agent, err := f.env.Store.AgentByName(ctx, f.env.Account.ID, "deploy-bot")
 		if err != nil {
 			t.Fatal(err)
@@ -192,8 +235,13 @@ func TestMakingAnAgentShowsItsTokenOnceAndKeepsOnlyItsHash(t *testing.T) {
 			if res.StatusCode != http.StatusConflict || !strings.Contains(body, "exists in this account") {
 				t.Fatalf("a second deploy-bot: %d", res.StatusCode)
 			}
-			if len(elements(parseHTML(t, body), byAttr("data-testid", "agent-token"))) != 0 {
+			doc := parseHTML(t, body)
+			if len(elements(doc, byAttr("data-testid", "agent-token"))) != 0 {
 				t.Fatalf("a refused agent shows a token")
+			}
+			at, name := elements(doc, byAttr("id", "agent-name-error")), elements(doc, byAttr("id", "agent-name"))
+			if len(at) != 1 || !strings.Contains(textOf(at[0]), "exists in this account") || len(name) != 1 || attrOf(name[0], "aria-invalid") != "true" {
+				t.Errorf("the refusal of the name is not shown at the name field")
 			}
 		})
 	})

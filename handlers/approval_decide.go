@@ -3,6 +3,7 @@ package handlers
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/labstack/echo/v4"
 
@@ -54,7 +55,12 @@ func (h *Handlers) Decide(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": string(decided.Status), "redirect": next})
+	out := map[string]string{"status": string(decided.Status), "redirect": next}
+	if decided.Status != models.StatusQuestion {
+		// The page shows the answer's receipt first, which leads on to next.
+		out["receipt"] = "/approvals/" + url.PathEscape(decided.ID) + "/receipt"
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // ApprovalProof downloads the proof that decided an ask.

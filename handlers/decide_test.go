@@ -753,6 +753,11 @@ func TestDecideRefusalsChangeNothing(t *testing.T) {
 			if r.Field() != "credential" {
 				t.Fatalf("field %q, want credential", r.Field())
 			}
+			// It says what happened and what to do.
+			if msg, _ := r.Body["message"].(string); !strings.Contains(msg, "Nothing was signed") || !strings.Contains(msg, "cloned") ||
+				!strings.Contains(msg, "remove it under Devices") || !strings.Contains(msg, "add it again") {
+				t.Errorf("the refusal says %q, want what happened and the next step (remove it under Devices, add it again)", msg)
+			}
 			s.unchanged(t, id, before)
 		})
 

@@ -36,22 +36,17 @@ func (h *Handlers) devicesPage(c echo.Context, status int, refusal string) error
 			names[k.ID] += " (removed since)"
 		}
 	}
-	subs, err := h.store.PushSubscriptions(c.Request().Context(), v.member.ID)
+	push, err := h.pushView(c.Request().Context(), v.member.ID)
 	if err != nil {
 		return err
 	}
-	view := views.DevicesView{Error: refusal, Push: views.PushView{PublicKey: h.push.PublicKey}}
+	view := views.DevicesView{Error: refusal, Push: push}
 	if view.Away, err = h.awayView(c.Request().Context(), v.member); err != nil {
 		return err
 	}
 	for _, k := range keys {
 		view.Keys = append(view.Keys, views.DeviceRow{ID: k.ID, Name: k.Name, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, BackedUp: k.BackedUp,
 			AddedBy: k.AddedBy, AddedByName: names[k.AddedBy]})
-	}
-	for _, s := range subs {
-		sum := sha256.Sum256([]byte(s.Endpoint))
-		view.Push.Devices = append(view.Push.Devices, views.PushDeviceRow{ID: s.ID, EndpointSHA256: hex.EncodeToString(sum[:]),
-			UserAgent: s.UserAgent, CreatedAt: s.CreatedAt, LastSuccessAt: s.LastSuccessAt, Failures: s.Failures})
 	}
 	clients, err := h.store.ConnectedClients(c.Request().Context(), viewerOf(c).account.ID, v.member.ID)
 	if err != nil {
@@ -103,5 +98,22 @@ func (h *Handlers) awayView(ctx context.Context, m *models.Member) (views.AwayVi
 		}
 	}
 	out.Suggest = h.store.Now().Add(24 * time.Hour).UTC().Format("2006-01-02T15:04")
+	return out, nil
+}
+
+// pushView is the person's notifications: the key a browser subscribes
+// with and their subscribed devices, for the Devices page and the empty
+// inbox.
+func (h *Handlers) pushView(ctx context.Context, personID string) (views.PushView, error) {
+	subs, err := h.store.PushSubscriptions(ctx, personID)
+	if err != nil {
+		return views.PushView{}, err
+	}
+	out := views.PushView{PublicKey: h.push.PublicKey}
+	for _, s := range subs {
+		sum := sha256.Sum256([]byte(s.Endpoint))
+		out.Devices = append(out.Devices, views.PushDeviceRow{ID: s.ID, EndpointSHA256: hex.EncodeToString(sum[:]),
+			UserAgent: s.UserAgent, CreatedAt: s.CreatedAt, LastSuccessAt: s.LastSuccessAt, Failures: s.Failures})
+	}
 	return out, nil
 }

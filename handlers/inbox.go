@@ -63,6 +63,11 @@ func (h *Handlers) Inbox(c echo.Context) error {
 			view.Others = append(view.Others, rows[i])
 		}
 	}
+	if len(view.Asks) == 0 && len(view.Others) == 0 {
+		if view.Push, err = h.pushView(c.Request().Context(), v.member.ID); err != nil {
+			return err
+		}
+	}
 	return h.render(c, http.StatusOK, views.Inbox(h.page(c, "Inbox", "inbox"), view))
 }
 

@@ -54,15 +54,24 @@ func TestTheInboxShowsOnlyOpenAsksForTheViewer(t *testing.T) {
 			})
 		}
 
-		t.Run("an empty inbox says what happens next", func(t *testing.T) {
+		t.Run("an empty inbox is the first-run checklist", func(t *testing.T) {
 			lone := f.env.Member(f.env.Account.ID, "dee", models.RoleMember)
 			_, body := signIn(t, f.env, lone).get("/")
-			empty := elements(parseHTML(t, body), byAttr("data-testid", "inbox-empty"))
+			doc := parseHTML(t, body)
+			empty := elements(doc, byAttr("data-testid", "inbox-empty"))
 			if len(empty) != 1 {
 				t.Fatalf("no empty state:\n%s", body)
 			}
-			if s := textOf(empty[0]); !strings.Contains(s, "phone buzzes") || !strings.Contains(s, f.env.App.Config.BaseURL+"/mcp") {
-				t.Fatalf("the empty state does not say what happens next: %s", s)
+			if s := textOf(empty[0]); !strings.Contains(s, "Turn on notifications") || !strings.Contains(s, f.env.App.Config.BaseURL+"/mcp") {
+				t.Fatalf("the empty state does not say how to get ready: %s", s)
+			}
+			for _, id := range []string{"enable-push", "send-test-ask", "home-screen-step"} {
+				if len(elements(empty[0], byAttr("data-testid", id))) != 1 {
+					t.Errorf("the checklist has no %s", id)
+				}
+			}
+			if n := len(elements(empty[0], byAttr("data-testid", "make-agent-token"))); n != 0 {
+				t.Errorf("a member's checklist offers to make an agent token, which only admins do")
 			}
 		})
 

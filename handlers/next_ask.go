@@ -15,9 +15,16 @@ func (h *Handlers) nextAsk(ctx context.Context, m *models.Member, done *models.A
 	if done.Status == models.StatusQuestion {
 		return "/approvals/" + done.ID, nil
 	}
+	next, _, err := h.waitingAfter(ctx, m, done)
+	return next, err
+}
+
+// waitingAfter is, once the person answered the ask done, the next open ask
+// they may answer now (or the inbox when none is left), and how many wait.
+func (h *Handlers) waitingAfter(ctx context.Context, m *models.Member, done *models.Approval) (next string, waiting int, err error) {
 	asks, err := h.store.Inbox(ctx, m, inboxSize)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	var covered []string
 	for _, a := range asks {
@@ -27,12 +34,16 @@ func (h *Handlers) nextAsk(ctx context.Context, m *models.Member, done *models.A
 	}
 	signed, err := h.store.SignedBy(ctx, m, covered)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
+	next = "/"
 	for _, a := range asks {
 		if a.ID != done.ID && a.Status == models.StatusPending && m.MayDecide(&a) && !signed[a.ID] {
-			return "/approvals/" + a.ID, nil
+			if waiting == 0 {
+				next = "/approvals/" + a.ID
+			}
+			waiting++
 		}
 	}
-	return "/", nil
+	return next, waiting, nil
 }

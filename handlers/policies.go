@@ -48,6 +48,23 @@ func (h *Handlers) policiesPage(c echo.Context, status int, view views.PoliciesV
 		return err
 	}
 	view.Requests = askRows(requests)
+	if v.isAdmin() {
+		all := views.AdminPoliciesView{State: c.QueryParam("state"), States: models.PolicyStates, Now: view.Now}
+		rows, next, err := h.store.PolicyList(ctx, v.account.ID, models.PolicyFilter{
+			State: all.State, PageSize: adminPoliciesSize, PageToken: c.QueryParam("page"),
+		})
+		if err != nil {
+			var ok bool
+			if all.Error, status, ok = refusalOf(err); !ok {
+				return err
+			}
+		}
+		all.Next = next
+		for _, r := range rows {
+			all.Policies = append(all.Policies, policyView(r))
+		}
+		view.All = &all
+	}
 	return h.render(c, status, views.Policies(h.page(c, "Auto-approve", "policies"), view))
 }
 

@@ -355,23 +355,45 @@ func TestTheAdminPolicyListIsForAdminsAndFilters(t *testing.T) {
 		}
 		bob := join(t, s.env, s.env.Account.ID, models.RoleMember, "bob")
 
-		t.Run("a member is refused and has no link to it", func(t *testing.T) {
+		t.Run("a member's Policies page has the pending requests and not the list of every policy", func(t *testing.T) {
 			status, _, _ := page(t, bob, "/admin/policies")
 			if status != http.StatusForbidden {
 				t.Fatalf("GET /admin/policies as a member: %d", status)
 			}
-			_, _, body := page(t, bob, "/policies")
+			_, doc, body := page(t, bob, "/policies")
 			if strings.Contains(body, `href="/admin/policies"`) || !strings.Contains(body, `href="/policies"`) {
 				t.Errorf("a member's policy page links to the admin list, or the nav has no Policies")
+			}
+			if len(elements(doc, byAttr("data-testid", "all-policies"))) != 0 || len(elements(doc, byAttr("data-testid", "policy-requests"))) != 1 {
+				t.Errorf("a member's Policies page shows every policy, or no pending requests")
+			}
+		})
+
+		t.Run("the admin's old address leads to the one Policies page, with its filter", func(t *testing.T) {
+			res, err := s.owner.HTTP.Get(s.owner.Origin + "/admin/policies?state=revoked")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/policies?state=revoked" {
+				t.Errorf("GET /admin/policies?state=revoked: %d to %q, want 303 to /policies?state=revoked", res.StatusCode, res.Header.Get("Location"))
+			}
+			_, doc, body := page(t, s.owner, "/policies")
+			if len(elements(doc, byAttr("data-testid", "policy-requests"))) != 1 || len(elements(doc, byAttr("data-testid", "all-policies"))) != 1 {
+				t.Errorf("the owner's Policies page lacks the pending requests or every policy:\n%s", body)
+			}
+			if strings.Count(body, `href="/admin/policies"`) != 0 {
+				t.Errorf("a page still links to a second Policies page")
 			}
 		})
 
 		listed := func(t *testing.T, query string) map[string]*html.Node {
 			t.Helper()
-			status, doc, _ := page(t, s.owner, "/admin/policies"+query)
+			status, doc, _ := page(t, s.owner, "/policies"+query)
 			if status != http.StatusOK {
-				t.Fatalf("GET /admin/policies%s: %d", query, status)
+				t.Fatalf("GET /policies%s: %d", query, status)
 			}
+			doc = one(t, doc, "all-policies")
 			rows := map[string]*html.Node{}
 			for _, li := range elements(doc, func(n *html.Node) bool { _, ok := attrIs(n, "data-policy"); return n.Data == "li" && ok }) {
 				rows[attrOf(li, "data-policy")] = li
@@ -417,7 +439,7 @@ func TestTheAdminPolicyListIsForAdminsAndFilters(t *testing.T) {
 			}
 		})
 		t.Run("an unknown state is refused on the page", func(t *testing.T) {
-			status, doc, _ := page(t, s.owner, "/admin/policies?state=bogus")
+			status, doc, _ := page(t, s.owner, "/policies?state=bogus")
 			if status != http.StatusBadRequest {
 				t.Fatalf("GET ?state=bogus: %d", status)
 			}

@@ -23,6 +23,10 @@ import (
 // secret its opened push link was swapped for.
 func pushLinkCookie(approvalID string) string { return "cs_link_" + approvalID }
 
+// pushReceiptCookie names the cookie that keeps, for the done page alone,
+// the secret of the push link an answer was just signed through.
+func pushReceiptCookie(approvalID string) string { return "cs_receipt_" + approvalID }
+
 // pushLinkPath is the ask under its push link.
 func pushLinkPath(approvalID string) string { return "/link/" + url.PathEscape(approvalID) }
 
@@ -129,17 +133,49 @@ func (h *Handlers) PushLinkDecide(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// The browser forgets the spent link, but keeps its secret a while for
+	// the done page alone (the cookie's path), which reads the answer's
+	// receipt with it.
+	if ck, err := c.Cookie(pushLinkCookie(id)); err == nil {
+		c.SetCookie(&http.Cookie{Name: pushReceiptCookie(id), Value: ck.Value, Path: pushLinkPath(id) + "/done",
+			MaxAge: int(models.PushLinkReceiptLife.Seconds()), HttpOnly: true, Secure: h.secure, SameSite: http.SameSiteLaxMode})
+	}
 	c.SetCookie(&http.Cookie{Name: pushLinkCookie(id), Path: "/", MaxAge: -1, HttpOnly: true, Secure: h.secure, SameSite: http.SameSiteLaxMode})
 	return c.JSON(http.StatusOK, map[string]string{"status": string(decided.Status), "redirect": pushLinkPath(id) + "/done"})
 }
 
-// PushLinkDone says that the answer was signed; it shows nothing of the ask.
+// PushLinkDone shows the browser that just signed an answer through a push
+// link the answer's receipt, read with the spent link's secret it still
+// holds for a while; to anyone else it says only that an answer was signed.
 func (h *Handlers) PushLinkDone(c echo.Context) error {
-	id := c.Param("id")
+	ctx, id := c.Request().Context(), c.Param("id")
 	if !models.ValidPushLinkApproval(id) {
 		id = ""
 	}
-	return h.render(c, http.StatusOK, views.PushLinkDone(h.page(c, "Answer signed", ""), askSignIn(id)))
+	var receipt *views.Receipt
+	if ck, err := c.Cookie(pushReceiptCookie(id)); id != "" && err == nil && ck.Value != "" {
+		a, l, err := h.store.SpentPushLinkReceipt(ctx, id, ck.Value)
+		if err != nil && models.CodeOf(err) != models.NotFound {
+			return err
+		}
+		if err == nil {
+			m, err := h.store.MemberByID(ctx, l.AccountID, l.PersonID)
+			if err != nil && models.CodeOf(err) != models.NotFound {
+				return err
+			}
+			if m != nil {
+				r, ok, err := h.receiptOf(ctx, a, m)
+				if err != nil {
+					return err
+				}
+				if ok {
+					r.SignIn = askSignIn(id)
+					receipt = &r
+				}
+			}
+		}
+	}
+	return h.render(c, http.StatusOK, views.PushLinkDone(h.page(c, "Answer signed", ""), askSignIn(id), receipt))
 }
 
 // pushLinkRefused answers a page that says why the link opens nothing, with

@@ -195,9 +195,22 @@ func TestAPushLinkDecidesItsAskWithOnePasskeyPromptOnceAndNothingElse(t *testing
 		if phone.Session() != "" {
 			t.Errorf("deciding through the link signed the browser in")
 		}
-		if status, body, _ := openPage(t, phone, "/link/"+id+"/done"); status != http.StatusOK || strings.Contains(body, "Merge acme/web#") {
-			t.Errorf("the done page: HTTP %d, want 200 showing nothing of the ask", status)
-		}
+		t.Run("the done page is the receipt to the browser that signed, and says nothing of the ask to another", func(t *testing.T) {
+			status, body, _ := openPage(t, phone, "/link/"+id+"/done")
+			if status != http.StatusOK || !strings.Contains(body, `data-testid="receipt"`) || !strings.Contains(body, "Approved") ||
+				!strings.Contains(body, "Merge acme/web#") || !strings.Contains(body, "/signin?next=%2Fapprovals%2F"+id) {
+				t.Errorf("the done page in the browser that signed: HTTP %d, want the receipt (Approved, the title, a sign-in to the ask):\n%s", status, body)
+			}
+			stranger := apptest.NewBrowser(t, s.env.URL)
+			if status, body, _ := openPage(t, stranger, "/link/"+id+"/done"); status != http.StatusOK || strings.Contains(body, "Merge acme/web#") ||
+				strings.Contains(body, `data-testid="receipt"`) {
+				t.Errorf("the done page in another browser: HTTP %d, want 200 showing nothing of the ask", status)
+			}
+			s.clock.advance(models.PushLinkReceiptLife)
+			if status, body, _ := openPage(t, phone, "/link/"+id+"/done"); status != http.StatusOK || strings.Contains(body, "Merge acme/web#") {
+				t.Errorf("the done page %s after the answer: HTTP %d, want 200 showing nothing of the ask", models.PushLinkReceiptLife, status)
+			}
+		})
 
 		t.Run("a spent link is refused", func(t *testing.T) {
 			if phone.Cookie("cs_link_"+id) != "" {

@@ -40,6 +40,7 @@ const flashCookie = "cs_flash"
 // never carries text of its own to render.
 var flashes = map[string]string{
 	"signed-in":           "Signed in.",
+	"invite-revoked":      "Invite revoked: its link no longer works.",
 	"passkey-added":       "Passkey added.",
 	"passkey-renamed":     "Passkey renamed.",
 	"passkey-removed":     "Passkey removed.",

@@ -19,7 +19,7 @@ var AuditSteps = []string{"created", string(EventApprove), string(EventAutoAppro
 	string(EventCancel), string(EventStarted), string(EventObservedChanged), string(EventStep), string(EventDone), string(EventFailed),
 	string(EventExecuted), string(EventNotExecuted), string(EventCountersigned), string(EventEscalated), StepRuleSet, StepRuleRemoved, StepAway, StepBack,
 	StepAutoApproveRequested, StepPolicyEnabled, StepPolicyReplaced, StepPolicyRevoked, StepPolicySkipped,
-	StepMemberJoined, StepPasskeyAdded, StepPasskeyRemoved, StepPersonRenamed,
+	StepMemberJoined, StepInviteRevoked, StepPasskeyAdded, StepPasskeyRemoved, StepPersonRenamed,
 	string(EventRunnerDisabled), StepRunnerEnrolled, StepRunnerDisabled,
 	StepClientConnected, StepClientDisconnected, StepAgentReenabled}
 

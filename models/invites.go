@@ -416,3 +416,53 @@ func (s *Store) AcceptRoleInvite(ctx context.Context, token string, use PasskeyU
 	}
 	return m, nil
 }
+
+// StepInviteRevoked records on the account's audit chain that an owner or
+// admin ended an unused invite before anyone used it.
+const StepInviteRevoked = "invite_revoked"
+
+// RevokeInvite ends, now, the unused and unexpired invite of the account
+// whose token hashes to tokenHash (the invites list names invites by it),
+// on the word of by, who must be allowed to grant its role; it is written to
+// the audit chain. A used, expired or unknown invite is refused and nothing
+// changes.
+func (s *Store) RevokeInvite(ctx context.Context, accountID, tokenHash string, by Inviter) error {
+	now := s.now()
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		var inv Invite
+		err := tx.Table("invites").Where("account_id = ? AND token_hash = ?", accountID, tokenHash).Take(&inv).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return Refuse(NotFound, "invite", "no such invite in this account")
+		}
+		if err != nil {
+			return err
+		}
+		if err := mayGrant(tx, accountID, by, inv.Role); err != nil {
+			return err
+		}
+		if inv.UsedAt != nil {
+			return Refuse(FailedPrecondition, "invite", "this invite was used by %s already: to undo it, remove them from the account", inv.UsedBy)
+		}
+		if !now.Before(inv.ExpiresAt) {
+			return Refuse(FailedPrecondition, "invite", "this invite has ended already: its link works no more")
+		}
+		res := tx.Exec(`UPDATE invites SET expires_at = ? WHERE token_hash = ? AND used_at IS NULL AND expires_at > ?`, now, tokenHash, now)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return Refuse(FailedPrecondition, "invite", "this invite was used or ended meanwhile; nothing was changed")
+		}
+		who := inv.Subject
+		if who == "" {
+			who = "anyone with the link"
+		}
+		return s.accountEvent(tx, now, accountID, ActorPerson, by.Name, StepInviteRevoked,
+			fmt.Sprintf("revoked the unused %s invite for %s made by %s", inv.Role, who, inv.CreatedBy),
+			map[string]string{"invite": string(inv.Kind), "role": string(inv.Role), "subject": inv.Subject, "invited_by": inv.CreatedBy})
+	})
+	if err != nil {
+		return fmt.Errorf("revoke invite: %w", err)
+	}
+	return nil
+}

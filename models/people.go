@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -324,6 +325,19 @@ func (s *Store) CheckDeviceKeyRemoval(ctx context.Context, personID, id string) 
 	return err
 }
 
+// CounterWentBack is the refusal of a passkey whose signature counter did
+// not grow: what happened, why it matters and what to do about it.
+func CounterWentBack(passkeyName string) string {
+	if passkeyName == "" {
+		passkeyName = "this passkey"
+	} else {
+		passkeyName = "the passkey " + strconv.Quote(passkeyName)
+	}
+	return "Nothing was signed: " + passkeyName + " counted fewer signatures than it had before, which a copied (cloned) passkey does. " +
+		"If you restored or moved it, remove it under Devices with another of your passkeys, then add it again; if you did not, remove it now, " +
+		"and tell an admin"
+}
+
 // useDeviceKey records, inside tx, that a passkey signed with counter
 // signCount. A counter that does not grow (when either is non-zero) means a
 // cloned authenticator and is refused.
@@ -337,7 +351,7 @@ func (s *Store) useDeviceKey(tx *gorm.DB, personID, id string, signCount uint32,
 		return err
 	}
 	if (signCount != 0 || k.SignCount != 0) && int64(signCount) <= k.SignCount {
-		return Refuse(PermissionDenied, "credential", "the passkey's signature counter went back: it may be cloned")
+		return Refuse(PermissionDenied, "credential", "%s", CounterWentBack(k.Name))
 	}
 	set := map[string]any{"sign_count": int64(signCount), "last_used_at": s.now()}
 	if credential != "" {

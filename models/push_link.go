@@ -178,3 +178,29 @@ func (s *Store) spendPushLink(tx *gorm.DB, linkID string, a *Approval, personID 
 	}
 	return nil
 }
+
+// PushLinkReceiptLife is how long after an answer signed through a push
+// link the browser that signed it may read that answer's receipt.
+const PushLinkReceiptLife = 10 * time.Minute
+
+// SpentPushLinkReceipt reads the ask that the push link whose secret a
+// browser holds was spent on, within PushLinkReceiptLife of its spending:
+// the done page shows that browser the receipt of its answer, and nothing
+// to anyone else.
+func (s *Store) SpentPushLinkReceipt(ctx context.Context, approvalID, secret string) (*Approval, *PushLink, error) {
+	var l PushLink
+	err := s.db.WithContext(ctx).Table("push_links").Where("token_hash = ?", HashToken(secret)).Take(&l).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return nil, nil, Refuse(NotFound, "link", "this browser signed no answer through a link to this ask")
+	case err != nil:
+		return nil, nil, fmt.Errorf("read push link: %w", err)
+	case l.ApprovalID != approvalID || l.SpentAt == nil || !s.now().Before(l.SpentAt.Add(PushLinkReceiptLife)):
+		return nil, nil, Refuse(NotFound, "link", "this browser signed no answer through a link to this ask lately")
+	}
+	a, err := s.GetApproval(ctx, l.AccountID, approvalID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, &l, nil
+}

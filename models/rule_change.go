@@ -37,11 +37,12 @@ type ruleChangePayload struct {
 	RuleChange RuleChange `json:"rule_change"`
 }
 
-// RulesAgentName is the name the service's own agent (Agent.Service) takes
-// when it is made: it files the changes proposed in the browser, one per
-// account, made on first use. It is found by its mark, never by this name,
+// ServiceAgentName is the name the service's own agent (Agent.Service) takes
+// when it is made: it files the rule and member changes proposed in the
+// browser and the test asks people send themselves, one per account, made on
+// first use (the name is kept from when it filed rule changes alone). It is found by its mark, never by this name,
 // and no token matches it: it files nothing over MCP.
-const RulesAgentName = "countersign-rules"
+const ServiceAgentName = "countersign-rules"
 
 // ProposeRuleChange files, for the owner or admin m, an ask to set or remove
 // a rule. Nothing changes until it is approved: the proposer may sign it as
@@ -114,7 +115,7 @@ func (s *Store) serviceAsk(agent *Agent, accountID, proposer, kind, title string
 }
 
 // serviceAgent finds or makes the account's service agent (Agent.Service).
-// It takes RulesAgentName, or the first free name after it when an agent
+// It takes ServiceAgentName, or the first free name after it when an agent
 // made before such names were reserved holds it.
 func (s *Store) serviceAgent(ctx context.Context, accountID string) (*Agent, error) {
 	var a Agent
@@ -132,13 +133,13 @@ func (s *Store) serviceAgent(ctx context.Context, accountID string) (*Agent, err
 	a = Agent{ID: id, AccountID: accountID, TokenHash: "service:" + id, Scopes: ScopeApprovalsRead, Service: true, CreatedAt: s.now()}
 	err = s.write(ctx, func(tx *gorm.DB) error {
 		var taken []string
-		if err := tx.Table("agents").Where("account_id = ? AND (name = ? OR name LIKE ?)", accountID, RulesAgentName, RulesAgentName+"-%").
+		if err := tx.Table("agents").Where("account_id = ? AND (name = ? OR name LIKE ?)", accountID, ServiceAgentName, ServiceAgentName+"-%").
 			Pluck("name", &taken).Error; err != nil {
 			return err
 		}
-		a.Name = RulesAgentName
+		a.Name = ServiceAgentName
 		for i := 2; slices.Contains(taken, a.Name); i++ {
-			a.Name = RulesAgentName + "-" + strconv.Itoa(i)
+			a.Name = ServiceAgentName + "-" + strconv.Itoa(i)
 		}
 		a.Subject = "agent:" + a.Name
 		return tx.Table("agents").Create(&a).Error

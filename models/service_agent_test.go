@@ -34,7 +34,7 @@ func TestMigration28MarksTheRulesAgentsMadeBeforeItAndNoSquatter(t *testing.T) {
 		}
 		gdb := s.DB()
 		for _, id := range []string{genuine.ID, squatter.ID} {
-			if err := gdb.Exec(`UPDATE agents SET name = ?, subject = ? WHERE id = ?`, models.RulesAgentName, "agent:"+models.RulesAgentName, id).Error; err != nil {
+			if err := gdb.Exec(`UPDATE agents SET name = ?, subject = ? WHERE id = ?`, models.ServiceAgentName, "agent:"+models.ServiceAgentName, id).Error; err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -19,7 +19,7 @@ func TestNoClientOrAgentPassesForTheServicesRulesAgent(t *testing.T) {
 	const redirect = "http://localhost:9/callback"
 
 	t.Run("registration refuses a name the service keeps", func(t *testing.T) {
-		for _, name := range []string{models.RulesAgentName, "Countersign Rules", "countersign"} {
+		for _, name := range []string{models.ServiceAgentName, "Countersign Rules", "countersign"} {
 			raw, _ := json.Marshal(map[string]any{"client_name": name, "redirect_uris": []string{redirect}})
 			res, err := http.Post(r.env.URL+oauth.RegisterPath, "application/json", strings.NewReader(string(raw)))
 			if err != nil {
@@ -34,22 +34,22 @@ func TestNoClientOrAgentPassesForTheServicesRulesAgent(t *testing.T) {
 		}
 	})
 	t.Run("consent refuses a client registered under such a name before", func(t *testing.T) {
-		c, err := r.env.Store.RegisterOAuthClient(ctx, models.RulesAgentName, []string{redirect})
+		c, err := r.env.Store.RegisterOAuthClient(ctx, models.ServiceAgentName, []string{redirect})
 		if err != nil {
 			t.Fatal(err)
 		}
 		res := r.consentIn(bob, r.authorizeQuery(c.ID, redirect, "verifier-verifier-verifier-verifier-verifier-1"), "mcp:read", "approvals:write")
 		if res.Status != http.StatusBadRequest || !strings.Contains(string(res.Raw), "reserved for the service") {
-			t.Errorf("bob connects a client named %s: %s; want 400 saying the name is reserved", models.RulesAgentName, res)
+			t.Errorf("bob connects a client named %s: %s; want 400 saying the name is reserved", models.ServiceAgentName, res)
 		}
-		if _, err := r.env.Store.AgentByName(ctx, r.env.Account.ID, models.RulesAgentName); models.CodeOf(err) != models.NotFound {
-			t.Errorf("an agent named %s was made: %v", models.RulesAgentName, err)
+		if _, err := r.env.Store.AgentByName(ctx, r.env.Account.ID, models.ServiceAgentName); models.CodeOf(err) != models.NotFound {
+			t.Errorf("an agent named %s was made: %v", models.ServiceAgentName, err)
 		}
 	})
 	t.Run("agent create refuses it", func(t *testing.T) {
-		res := r.ada.PostForm("/admin/agents", url.Values{"name": {models.RulesAgentName}, "scopes": {"approvals:read"}})
+		res := r.ada.PostForm("/admin/agents", url.Values{"name": {models.ServiceAgentName}, "scopes": {"approvals:read"}})
 		if res.Status != http.StatusBadRequest || !strings.Contains(string(res.Raw), "reserved for the service") {
-			t.Errorf("ada makes an agent named %s: %s; want 400 saying the name is reserved", models.RulesAgentName, res)
+			t.Errorf("ada makes an agent named %s: %s; want 400 saying the name is reserved", models.ServiceAgentName, res)
 		}
 	})
 
@@ -60,7 +60,7 @@ func TestNoClientOrAgentPassesForTheServicesRulesAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := r.env.Store.DB().Table("agents").Where("id = ?", squatter.ID).
-		Updates(map[string]any{"name": models.RulesAgentName, "subject": "agent:" + models.RulesAgentName}).Error; err != nil {
+		Updates(map[string]any{"name": models.ServiceAgentName, "subject": "agent:" + models.ServiceAgentName}).Error; err != nil {
 		t.Fatal(err)
 	}
 	res := r.ada.PostForm("/admin/rules/"+models.RuleRoll+"/remove", url.Values{})
@@ -76,7 +76,7 @@ func TestNoClientOrAgentPassesForTheServicesRulesAgent(t *testing.T) {
 	if err := r.env.Store.DB().Table("agents").Where("id = ?", a.RequesterID).Take(&requester).Error; err != nil {
 		t.Fatal(err)
 	}
-	if a.RequesterID == squatter.ID || !requester.Service || requester.ForPersonID != nil || a.RequesterSubject == "agent:"+models.RulesAgentName {
+	if a.RequesterID == squatter.ID || !requester.Service || requester.ForPersonID != nil || a.RequesterSubject == "agent:"+models.ServiceAgentName {
 		t.Fatalf("the rule change's requester is %+v (%s), want the service's own agent, not bob's %s", requester, a.RequesterSubject, squatter.ID)
 	}
 	out := r.env.Connect(token).Call("approvals_add_progress", map[string]any{"approval_id": id, "step": "stale", "note": "withdrawn"})

@@ -35,12 +35,24 @@ async function postJSON(url, body) {
   if (!res.ok) {
     const err = new Error(data.message || `The server answered ${res.status}.`);
     err.code = data.error;
+    err.field = data.field;
     throw err;
   }
   return data;
 }
 function showError(scope, err) {
-  const box = scope.querySelector("[data-error]") ?? document.querySelector("[data-error]");
+  scope.querySelectorAll("[data-field-error]").forEach((el) => {
+    el.hidden = true;
+    document.getElementById(el.id.replace(/-error$/, ""))?.removeAttribute("aria-invalid");
+  });
+  const atField = err?.field && scope.querySelector(`[data-field-error="${CSS.escape(err.field)}"]`);
+  const box = atField || (scope.querySelector("[data-error]") ?? document.querySelector("[data-error]"));
+  if (atField) {
+    scope.querySelector("[data-error]")?.setAttribute("hidden", "");
+    const input = document.getElementById(atField.id.replace(/-error$/, ""));
+    input?.setAttribute("aria-invalid", "true");
+    input?.focus();
+  }
   let text = err?.message ?? String(err);
   if (err?.name === "NotAllowedError") text = "The passkey prompt was closed or timed out. Try again.";
   if (err?.name === "InvalidStateError") text = "This device already has a passkey here.";
@@ -283,8 +295,13 @@ function pushError(err) {
   if (err?.name === "AbortError") return new Error("The browser could not reach its push service. Try again in a moment.");
   return err;
 }
+function iosOutsideHomeScreen() {
+  const ios = /iPhone|iPad|iPod/.test(navigator.userAgent) || navigator.standalone !== void 0 && navigator.maxTouchPoints > 1;
+  const standalone = matchMedia("(display-mode: standalone)").matches || navigator.standalone === true;
+  return ios && !standalone;
+}
 function initPush() {
-  const card = document.querySelector("#notifications[data-vapid-key]");
+  const card = document.querySelector("[data-vapid-key]");
   if (!card) return;
   const key = base64urlBytes(card.dataset.vapidKey);
   const stateEl = card.querySelector("[data-push-state]");
@@ -308,12 +325,9 @@ function initPush() {
     status.hidden = !text;
     if (errorBox) errorBox.hidden = true;
   };
-  const ua = navigator.userAgent;
-  const ios = /iPhone|iPad|iPod/.test(ua) || navigator.standalone !== void 0 && navigator.maxTouchPoints > 1;
-  const standalone = matchMedia("(display-mode: standalone)").matches || navigator.standalone === true;
   const supported = "serviceWorker" in navigator && "PushManager" in window && "Notification" in window;
   const refresh = async () => {
-    if (ios && !standalone) {
+    if (iosOutsideHomeScreen()) {
       show(
         "home-screen",
         "needs the Home Screen",
@@ -333,6 +347,7 @@ function initPush() {
     const sub = await reg.pushManager.getSubscription();
     const mine = sub ? await sha256Hex(sub.endpoint) : "";
     const row = mine && card.querySelector(`[data-endpoint-sha256="${mine}"]`);
+    const known = !!row || !!mine && (card.dataset.pushEndpoints || "").split(" ").includes(mine);
     if (row && !row.querySelector("[data-this-browser]")) {
       const badge = document.createElement("span");
       badge.className = "badge";
@@ -340,7 +355,7 @@ function initPush() {
       badge.textContent = "this browser";
       row.querySelector("strong")?.after(" ", badge);
     }
-    const on = !!row && Notification.permission === "granted";
+    const on = known && Notification.permission === "granted";
     show(on ? "on" : "off", on ? "on" : "off");
   };
   enable.addEventListener("click", async () => {
@@ -401,11 +416,52 @@ function initPush() {
   });
   refresh().catch((err) => showError(card, pushError(err)));
 }
+function initHomeScreenStep() {
+  const step = document.querySelector("[data-home-screen]");
+  if (step) step.hidden = !iosOutsideHomeScreen();
+}
+function initCopy() {
+  document.querySelectorAll("button[data-copy]").forEach((button) => {
+    button.addEventListener("click", async () => {
+      const source = document.getElementById(button.dataset.copy);
+      const said = button.parentElement.querySelector("[data-copied]");
+      if (!source) return;
+      const text = source.value ?? source.textContent;
+      try {
+        await navigator.clipboard.writeText(text);
+        if (said) said.textContent = "Copied.";
+      } catch {
+        getSelection().selectAllChildren(source);
+        if (said) said.textContent = "Selected: copy it with your keyboard or menu.";
+      }
+    });
+  });
+}
+function initRuleExamples() {
+  const form = document.getElementById("rule-form");
+  if (!form) return;
+  document.querySelectorAll("button[data-rule-example]").forEach((button) => {
+    button.addEventListener("click", () => {
+      const fill = JSON.parse(button.dataset.ruleExample);
+      form.querySelectorAll("input[name]:not([type=hidden]), select[name]").forEach((field) => {
+        field.value = fill[field.name] ?? "";
+      });
+      form.querySelector("#rule-id")?.focus();
+    });
+  });
+}
+var armAfterMs = 600;
 function initDecisions() {
   const root = document.querySelector("[data-approval]");
   if (!root) return;
   const id = root.dataset.approval;
   const base = localPath(root.dataset.decide || `/approvals/${encodeURIComponent(id)}`);
+  let armed = false;
+  setTimeout(() => {
+    armed = true;
+    root.querySelectorAll("[data-actions]").forEach((b) => b.dataset.armed = "");
+  }, armAfterMs);
+  const early = () => !armed;
   const decide = async (decision, text, button, checkCode = "") => {
     busy(button, true);
     try {
@@ -414,14 +470,17 @@ function initDecisions() {
       const begin = await postJSON(`${base}/challenge`, body);
       const credential = await getAssertion(begin);
       const done = await postJSON(`${base}/decide`, { ceremony: begin.ceremony, credential: credential.toJSON() });
-      location.assign(done.redirect || location.href);
+      const to = done.receipt || done.redirect;
+      location.assign(to ? localPath(to) : location.href);
     } catch (err) {
       showError(root, err);
       busy(button, false);
     }
   };
   root.querySelectorAll("[data-decision]").forEach((button) => {
-    button.addEventListener("click", () => decide(button.dataset.decision, "", button, button.dataset.checkCode));
+    button.addEventListener("click", () => {
+      if (!early()) decide(button.dataset.decision, "", button, button.dataset.checkCode);
+    });
   });
   const qform = root.querySelector("form[data-question]");
   qform?.addEventListener("submit", (ev) => {
@@ -545,6 +604,26 @@ async function initPushTab() {
   tab.classList.toggle("off", !on);
   tab.hidden = false;
 }
+function initLocalDatetimes() {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "your time zone";
+  const pad = (n) => String(n).padStart(2, "0");
+  const local = (d) => `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+  document.querySelectorAll("input[type=datetime-local][data-utc-local]").forEach((input) => {
+    const utc = /* @__PURE__ */ new Date(`${input.value}Z`);
+    if (input.value && !Number.isNaN(utc.getTime())) input.value = local(utc);
+    const label = input.form?.querySelector(`label[for="${input.id}"] [data-time-zone]`);
+    if (label) label.textContent = `(${zone} time)`;
+    const sent = document.createElement("input");
+    sent.type = "hidden";
+    sent.name = input.name;
+    input.removeAttribute("name");
+    input.after(sent);
+    input.form?.addEventListener("submit", () => {
+      const at = new Date(input.value);
+      sent.value = Number.isNaN(at.getTime()) ? input.value : at.toISOString();
+    });
+  });
+}
 function initConfirms() {
   document.querySelectorAll("form[data-confirm]").forEach((form) => {
     form.addEventListener("submit", (ev) => {
@@ -565,12 +644,16 @@ initRemovePasskeys();
 initReenableAgents();
 initDeviceLink();
 initPush();
+initHomeScreenStep();
+initCopy();
+initRuleExamples();
 initDecisions();
 initLive();
 initCountdowns();
 initLocalTimes();
 initNotMine();
 initPushTab();
+initLocalDatetimes();
 initConfirms();
 initServiceWorker();
 performance.mark("countersign:interactive");

@@ -22,7 +22,8 @@ type MembersView struct {
 	// InviteHeldBy is the ask the new invite waits for: a rule asks two
 	// people for an owner or admin, and it works once they have signed.
 	InviteHeldBy string
-	Error        string // a refusal to show above the lists
+	Error        string // a refusal, shown at its field (ErrorField) or above the lists
+	ErrorField   string
 	Now          time.Time
 }
 
@@ -37,7 +38,8 @@ type MemberRow struct {
 
 // InviteRow is one invite, pending or used.
 type InviteRow struct {
-	AddRole   bool // for an existing person, who accepts by signing in; else for a new person
+	ID        string // the hash of its token: what its revoke form names
+	AddRole   bool   // for an existing person, who accepts by signing in; else for a new person
 	Role      string
 	Subject   string
 	CreatedBy string
@@ -62,19 +64,25 @@ func (i InviteRow) State(now time.Time) string {
 	return "pending"
 }
 
+// invitePath is where an invite's form posts.
+func invitePath(id, action string) templ.SafeURL {
+	return templ.SafeURL("/admin/invites/" + url.PathEscape(id) + "/" + action)
+}
+
 func memberPath(personID, action string) templ.SafeURL {
 	return templ.SafeURL("/admin/members/" + url.PathEscape(personID) + "/" + action)
 }
 
 // AgentsView is the account's agents.
 type AgentsView struct {
-	Agents   []AgentRow
-	Scopes   []string
-	NewAgent string // the name of an agent just made
-	Token    string // its bearer token, shown once
-	MCPURL   string
-	Error    string
-	Members  []string // the subjects an agent can be made for
+	Agents     []AgentRow
+	Scopes     []string
+	NewAgent   string // the name of an agent just made
+	Token      string // its bearer token, shown once
+	MCPURL     string
+	Error      string // a refusal, shown at its field (ErrorField) or above the lists
+	ErrorField string
+	Members    []string // the subjects an agent can be made for
 }
 
 // AgentRow is one agent.

@@ -568,13 +568,16 @@ func TestInboxEmptyStateSaysWhatHappensNext(t *testing.T) {
 				t.Fatalf("no empty state")
 			}
 			s := text(empty[0])
-			for _, w := range []string{"appears here", "phone buzzes", "https://cs.example.com/mcp"} {
+			for _, w := range []string{"appears here", "Turn on notifications", "Send me a test ask", "https://cs.example.com/mcp"} {
 				if !strings.Contains(s, w) {
 					t.Errorf("the empty state does not say %q: %s", w, s)
 				}
 			}
 			if got := len(findAll(empty[0], hasAttr("href", "/admin/agents"))) == 1; got != admin {
 				t.Errorf("link to the agents page shown: %t, want %t", got, admin)
+			}
+			if got := len(findAll(empty[0], hasAttr("data-testid", "make-agent-token"))) == 1; got != admin {
+				t.Errorf("the make-a-token form shown: %t, want %t (only admins make agents)", got, admin)
 			}
 		})
 	}

@@ -141,7 +141,7 @@ func Layout(p Page) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if p.Viewer.IsAdmin() {
-				templ_7745c5c3_Err = navLink("/admin/members", "Admin", p.Nav == "admin").Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = navLink("/admin", "Admin", p.Nav == "admin").Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

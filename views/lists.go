@@ -56,6 +56,8 @@ type InboxView struct {
 	// not the viewer's: those an approval rule covers that the viewer
 	// signed already, or may not sign.
 	Others []AskRow
+	// Push is this person's notifications, for the empty inbox's checklist.
+	Push PushView
 }
 
 // HistoryView is the account's asks, filtered, one page at a time.

@@ -928,7 +928,7 @@ func adminNav(current string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = navLink("/admin/policies", "Policies", current == "policies").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = navLink("/policies", "Policies", current == "policies").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -87,6 +87,8 @@ type PoliciesView struct {
 	Error    string // a refusal of the revoke form
 	Note     string // the note the refused form carried
 	Now      time.Time
+	// All is, for an owner or admin, every policy of the account; nil for others.
+	All *AdminPoliciesView
 }
 
 // AdminPoliciesView is every policy of the account, filtered by state.
@@ -106,5 +108,5 @@ func (v AdminPoliciesView) OlderLink() templ.SafeURL {
 		q.Set("state", v.State)
 	}
 	q.Set("page", v.Next)
-	return localLink("/admin/policies", q)
+	return localLink("/policies", q)
 }

@@ -79,7 +79,8 @@ func TestPolicyTextIsRenderedAsText(t *testing.T) {
 	pages := map[string]string{}
 	pages["policies"], _ = render(t, views.Policies(views.Page{Title: "p"}, views.PoliciesView{Policy: &pol, Now: now,
 		Approved: []views.PolicyAskRow{{ID: "appr_2", Title: xss, Kind: "review", Requester: xss, Status: "approved", At: now}}}))
-	pages["admin"], _ = render(t, views.AdminPolicies(views.Page{Title: "p"}, views.AdminPoliciesView{Policies: []views.PolicyView{pol}, Now: now}))
+	pages["admin"], _ = render(t, views.Policies(views.Page{Title: "p"}, views.PoliciesView{Now: now, IsAdmin: true,
+		All: &views.AdminPoliciesView{Policies: []views.PolicyView{pol}, Now: now}}))
 	for name, src := range pages {
 		if strings.Contains(src, "<script>alert(1)</script>") {
 			t.Errorf("the %s page renders a policy's text as markup", name)

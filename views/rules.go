@@ -1,6 +1,7 @@
 package views
 
 import (
+	"encoding/json"
 	"net/url"
 	"strings"
 
@@ -12,7 +13,34 @@ import (
 type RulesView struct {
 	Rules []RuleRow
 	Form  RuleForm // the form's values: empty, a rule to edit, or what was refused
-	Error string
+	Error string   // a refusal, shown at its field (ErrorField) or above the form
+	// ErrorField is the form field the refusal is about ("" for none).
+	ErrorField string
+}
+
+// RuleExample is a rule the form offers to start from: a button that fills
+// the form in (the page script reads Fill, the form's values by field name).
+type RuleExample struct {
+	Label string
+	Fill  string // JSON: {"id": "…", "kinds": "…", …}
+}
+
+// RuleExamples are the rules the form leads with.
+var RuleExamples = []RuleExample{
+	ruleExample("Production runs need two people", map[string]string{"id": "production-runs-need-two", "name": "Production runs need two people",
+		"kinds": "run", "effects": "production", "count": "2", "pool_kind": "role", "pool_role": "admins"}),
+	ruleExample("Deleting tools need an owner", map[string]string{"id": "deletes-need-an-owner", "name": "Tool calls that delete need an owner",
+		"kinds": "tool_call", "tools": "delete_*", "count": "1", "pool_kind": "role", "pool_role": "owners"}),
+	ruleExample("Rolls need two, owners after 30 minutes", map[string]string{"id": "rolls-need-two", "name": "Rolls need two people",
+		"kinds": "roll", "count": "2", "pool_kind": "role", "pool_role": "admins", "escalate_role": "owners", "escalate_after": "30m"}),
+}
+
+func ruleExample(label string, fill map[string]string) RuleExample {
+	b, err := json.Marshal(fill)
+	if err != nil {
+		panic(err) // a map of strings always marshals
+	}
+	return RuleExample{Label: label, Fill: string(b)}
 }
 
 // RuleRow is one rule as the page lists it.

@@ -348,7 +348,7 @@ func inviteRegister(inv InviteView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "\" novalidate><label for=\"subject\">Your name in Countersign (agents ask you by it)</label> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "\" novalidate><label for=\"subject\">Name (used to sign in)</label> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -366,17 +366,17 @@ func inviteRegister(inv InviteView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "\" readonly> ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "\" readonly aria-describedby=\"subject-help subject-error\"><p class=\"muted\" id=\"subject-help\">Chosen for you by the invite. Agents ask you by it.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "<input id=\"subject\" name=\"subject\" required maxlength=\"128\" autocomplete=\"username\" autocapitalize=\"none\" spellcheck=\"false\" placeholder=\"ada\"> ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "<input id=\"subject\" name=\"subject\" required maxlength=\"128\" autocomplete=\"username\" autocapitalize=\"none\" spellcheck=\"false\" aria-describedby=\"subject-help subject-error\"><p class=\"muted\" id=\"subject-help\">Lower case, for example ada or ada.lovelace. Agents ask you by it.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "<label for=\"display_name\">Display name</label> <input id=\"display_name\" name=\"display_name\" maxlength=\"64\" autocomplete=\"name\" placeholder=\"Ada Lovelace\"> <label for=\"device_name\">This device</label> <input id=\"device_name\" name=\"device_name\" maxlength=\"64\" placeholder=\"iPhone\"> <button type=\"submit\" class=\"primary wide\" data-testid=\"register-passkey\">Create passkey</button><p class=\"error\" role=\"alert\" data-error hidden></p></form>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "<p class=\"error field-error\" id=\"subject-error\" role=\"alert\" data-field-error=\"subject\" hidden></p><label for=\"display_name\">Display name (optional)</label> <input id=\"display_name\" name=\"display_name\" maxlength=\"64\" autocomplete=\"name\" aria-describedby=\"display_name-help display_name-error\"><p class=\"muted\" id=\"display_name-help\">How others see you, for example Ada Lovelace.</p><p class=\"error field-error\" id=\"display_name-error\" role=\"alert\" data-field-error=\"display_name\" hidden></p><label for=\"device_name\">This device (optional)</label> <input id=\"device_name\" name=\"device_name\" maxlength=\"64\" aria-describedby=\"device_name-help device_name-error\"><p class=\"muted\" id=\"device_name-help\">So that you know its passkey under Devices, for example iPhone.</p><p class=\"error field-error\" id=\"device_name-error\" role=\"alert\" data-field-error=\"device_name\" hidden></p><button type=\"submit\" class=\"primary wide\" data-testid=\"register-passkey\">Create passkey</button><p class=\"error\" role=\"alert\" data-error hidden></p></form>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

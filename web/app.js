@@ -24,13 +24,27 @@ export async function postJSON(url, body) {
   if (!res.ok) {
     const err = new Error(data.message || `The server answered ${res.status}.`);
     err.code = data.error;
+    err.field = data.field;
     throw err;
   }
   return data;
 }
 
+// showError shows a refusal in scope: at the field it is about when the
+// scope has a place for it (data-field-error), else in its error box.
 function showError(scope, err) {
-  const box = scope.querySelector("[data-error]") ?? document.querySelector("[data-error]");
+  scope.querySelectorAll("[data-field-error]").forEach((el) => {
+    el.hidden = true;
+    document.getElementById(el.id.replace(/-error$/, ""))?.removeAttribute("aria-invalid");
+  });
+  const atField = err?.field && scope.querySelector(`[data-field-error="${CSS.escape(err.field)}"]`);
+  const box = atField || (scope.querySelector("[data-error]") ?? document.querySelector("[data-error]"));
+  if (atField) {
+    scope.querySelector("[data-error]")?.setAttribute("hidden", "");
+    const input = document.getElementById(atField.id.replace(/-error$/, ""));
+    input?.setAttribute("aria-invalid", "true");
+    input?.focus();
+  }
   let text = err?.message ?? String(err);
   if (err?.name === "NotAllowedError") text = "The passkey prompt was closed or timed out. Try again.";
   if (err?.name === "InvalidStateError") text = "This device already has a passkey here.";
@@ -318,8 +332,19 @@ function pushError(err) {
   return err;
 }
 
+// An iPhone or iPad outside the app added to its Home Screen, where Web
+// Push does not reach.
+function iosOutsideHomeScreen() {
+  const ios = /iPhone|iPad|iPod/.test(navigator.userAgent) || (navigator.standalone !== undefined && navigator.maxTouchPoints > 1);
+  const standalone = matchMedia("(display-mode: standalone)").matches || navigator.standalone === true;
+  return ios && !standalone;
+}
+
+// The Notifications card of the Devices page, and the same step of the
+// empty inbox's checklist. The person's subscribed endpoints are the rows
+// of the card's list (data-endpoint-sha256) or its data-push-endpoints.
 function initPush() {
-  const card = document.querySelector("#notifications[data-vapid-key]");
+  const card = document.querySelector("[data-vapid-key]");
   if (!card) return;
   const key = base64urlBytes(card.dataset.vapidKey);
   const stateEl = card.querySelector("[data-push-state]");
@@ -345,13 +370,10 @@ function initPush() {
     if (errorBox) errorBox.hidden = true;
   };
 
-  const ua = navigator.userAgent;
-  const ios = /iPhone|iPad|iPod/.test(ua) || (navigator.standalone !== undefined && navigator.maxTouchPoints > 1);
-  const standalone = matchMedia("(display-mode: standalone)").matches || navigator.standalone === true;
   const supported = "serviceWorker" in navigator && "PushManager" in window && "Notification" in window;
 
   const refresh = async () => {
-    if (ios && !standalone) {
+    if (iosOutsideHomeScreen()) {
       show("home-screen", "needs the Home Screen",
         "On iPhone and iPad, notifications work only in the app added to the Home Screen: tap Share, then Add to Home Screen, open Countersign from there and turn notifications on.");
       return;
@@ -370,6 +392,7 @@ function initPush() {
     const sub = await reg.pushManager.getSubscription();
     const mine = sub ? await sha256Hex(sub.endpoint) : "";
     const row = mine && card.querySelector(`[data-endpoint-sha256="${mine}"]`);
+    const known = !!row || (!!mine && (card.dataset.pushEndpoints || "").split(" ").includes(mine));
     if (row && !row.querySelector("[data-this-browser]")) {
       const badge = document.createElement("span");
       badge.className = "badge";
@@ -377,7 +400,7 @@ function initPush() {
       badge.textContent = "this browser";
       row.querySelector("strong")?.after(" ", badge);
     }
-    const on = !!row && Notification.permission === "granted";
+    const on = known && Notification.permission === "granted";
     show(on ? "on" : "off", on ? "on" : "off");
   };
 
@@ -445,6 +468,53 @@ function initPush() {
   refresh().catch((err) => showError(card, pushError(err)));
 }
 
+// The empty inbox's Add to Home Screen step shows only where it matters.
+function initHomeScreenStep() {
+  const step = document.querySelector("[data-home-screen]");
+  if (step) step.hidden = !iosOutsideHomeScreen();
+}
+
+// Copy buttons: <button data-copy="ID"> copies the text of the element ID
+// (a token, a link, a host's configuration) and says so beside it.
+function initCopy() {
+  document.querySelectorAll("button[data-copy]").forEach((button) => {
+    button.addEventListener("click", async () => {
+      const source = document.getElementById(button.dataset.copy);
+      const said = button.parentElement.querySelector("[data-copied]");
+      if (!source) return;
+      const text = source.value ?? source.textContent;
+      try {
+        await navigator.clipboard.writeText(text);
+        if (said) said.textContent = "Copied.";
+      } catch {
+        // No clipboard here (an http page, a refusal): select the text to copy by hand.
+        getSelection().selectAllChildren(source);
+        if (said) said.textContent = "Selected: copy it with your keyboard or menu.";
+      }
+    });
+  });
+}
+
+// The rule form's examples: a button fills the form in with its rule
+// (data-rule-example: the values by field name); every other field empties.
+function initRuleExamples() {
+  const form = document.getElementById("rule-form");
+  if (!form) return;
+  document.querySelectorAll("button[data-rule-example]").forEach((button) => {
+    button.addEventListener("click", () => {
+      const fill = JSON.parse(button.dataset.ruleExample);
+      form.querySelectorAll("input[name]:not([type=hidden]), select[name]").forEach((field) => {
+        field.value = fill[field.name] ?? "";
+      });
+      form.querySelector("#rule-id")?.focus();
+    });
+  });
+}
+
+// A tap meant for the ask that was on screen must not land on the one that
+// replaced it: answers are ignored this long after an ask appears.
+const armAfterMs = 600;
+
 // An ask: every answer is a passkey signature over the ask, its payload hash,
 // the decision and a single-use nonce.
 function initDecisions() {
@@ -454,6 +524,14 @@ function initDecisions() {
   // In a session the answers post under the ask; opened from a push's
   // one-time link, under the link (data-decide), which is their authority.
   const base = localPath(root.dataset.decide || `/approvals/${encodeURIComponent(id)}`);
+  // The answer bar takes taps once the ask has been on screen armAfterMs;
+  // data-armed says when (browser tests wait for it).
+  let armed = false;
+  setTimeout(() => {
+    armed = true;
+    root.querySelectorAll("[data-actions]").forEach((b) => (b.dataset.armed = ""));
+  }, armAfterMs);
+  const early = () => !armed;
 
   // text is the question's words for "question", the answer's for "answer";
   // checkCode is the check code picked to approve one of the riskiest asks:
@@ -466,7 +544,9 @@ function initDecisions() {
       const begin = await postJSON(`${base}/challenge`, body);
       const credential = await getAssertion(begin);
       const done = await postJSON(`${base}/decide`, { ceremony: begin.ceremony, credential: credential.toJSON() });
-      location.assign(done.redirect || location.href);
+      // The receipt of the answer comes first; it leads on to the next ask.
+      const to = done.receipt || done.redirect;
+      location.assign(to ? localPath(to) : location.href);
     } catch (err) {
       showError(root, err);
       busy(button, false);
@@ -474,7 +554,9 @@ function initDecisions() {
   };
 
   root.querySelectorAll("[data-decision]").forEach((button) => {
-    button.addEventListener("click", () => decide(button.dataset.decision, "", button, button.dataset.checkCode));
+    button.addEventListener("click", () => {
+      if (!early()) decide(button.dataset.decision, "", button, button.dataset.checkCode);
+    });
   });
   const qform = root.querySelector("form[data-question]");
   qform?.addEventListener("submit", (ev) => {
@@ -616,6 +698,32 @@ async function initPushTab() {
   tab.hidden = false;
 }
 
+// Times typed in the viewer's own zone: <input type=datetime-local
+// data-utc-local name=…> holds UTC as the server writes and reads it; the
+// script shows it in local time with the zone named in the label
+// ([data-time-zone]), and the form sends the time as RFC 3339 UTC under
+// the field's name. Without the script the field stays in UTC, as labelled.
+function initLocalDatetimes() {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "your time zone";
+  const pad = (n) => String(n).padStart(2, "0");
+  const local = (d) => `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+  document.querySelectorAll("input[type=datetime-local][data-utc-local]").forEach((input) => {
+    const utc = new Date(`${input.value}Z`);
+    if (input.value && !Number.isNaN(utc.getTime())) input.value = local(utc);
+    const label = input.form?.querySelector(`label[for="${input.id}"] [data-time-zone]`);
+    if (label) label.textContent = `(${zone} time)`;
+    const sent = document.createElement("input");
+    sent.type = "hidden";
+    sent.name = input.name;
+    input.removeAttribute("name");
+    input.after(sent);
+    input.form?.addEventListener("submit", () => {
+      const at = new Date(input.value); // read in local time
+      sent.value = Number.isNaN(at.getTime()) ? input.value : at.toISOString();
+    });
+  });
+}
+
 // Forms that ask before they act: <form data-confirm="…">.
 function initConfirms() {
   document.querySelectorAll("form[data-confirm]").forEach((form) => {
@@ -639,12 +747,16 @@ initRemovePasskeys();
 initReenableAgents();
 initDeviceLink();
 initPush();
+initHomeScreenStep();
+initCopy();
+initRuleExamples();
 initDecisions();
 initLive();
 initCountdowns();
 initLocalTimes();
 initNotMine();
 initPushTab();
+initLocalDatetimes();
 initConfirms();
 initServiceWorker();
 
