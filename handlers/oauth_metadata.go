@@ -56,6 +56,10 @@ func noContent(c echo.Context) error { return c.NoContent(http.StatusNoContent) 
 
 // OAuthMetadata serves the authorization server metadata (RFC 8414).
 func (h *Handlers) OAuthMetadata(c echo.Context) error {
+	doc, err := h.oauth.MetadataDocument()
+	if err != nil {
+		return err
+	}
 	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
-	return c.JSON(http.StatusOK, h.oauth.Metadata())
+	return c.JSON(http.StatusOK, doc)
 }

@@ -219,6 +219,30 @@ func TestTheMetadataNamesCountersignAsTheAuthorizationServer(t *testing.T) {
 	}
 }
 
+func TestTheAuthorizationServerMetadataLeavesOutWhatIsNotServed(t *testing.T) {
+	env := apptest.StartWeb(t, apptest.SQLite, nil)
+	res, err := http.Get(env.URL + oauth.MetadataPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var doc map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&doc); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("HTTP %d, %v", res.StatusCode, err)
+	}
+	if _, ok := doc["jwks_uri"]; ok {
+		t.Errorf("jwks_uri is present (%q), but no JWK Set is served", doc["jwks_uri"])
+	}
+	for name, v := range doc {
+		if v == nil || v == "" || v == false || fmt.Sprint(v) == "[]" {
+			t.Errorf("member %s is empty (%#v): leave it out", name, v)
+		}
+	}
+	if doc["issuer"] != env.URL || doc["token_endpoint"] != env.URL+oauth.TokenPath {
+		t.Errorf("issuer %v, token_endpoint %v: the document lost what it serves", doc["issuer"], doc["token_endpoint"])
+	}
+}
+
 func TestADynamicallyRegisteredClientConnectsScopedRefreshesAndIsRevoked(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
@@ -348,25 +372,24 @@ func TestEachBadRequestIsRefused(t *testing.T) {
 		status, body := r.exchange(client, redirect, oauth2.GenerateVerifier(), code)
 		grantError(t, "exchange", status, body, "invalid_grant", "code_verifier does not match")
 	})
+	// The client registered itself, so nobody vetted its redirect URI:
+	// errors are shown on the page, never sent there (RFC 9700 §4.11.2).
 	t.Run("PKCE plain, or none", func(t *testing.T) {
 		for _, method := range []string{"plain", ""} {
 			q := r.authorizeQuery(client, redirect, oauth2.GenerateVerifier())
 			q.Set("code_challenge_method", method)
-			res := r.ada.Page(oauth.AuthorizePath + "?" + q.Encode())
-			loc, _ := url.Parse(res.Header.Get("Location"))
-			if res.Status != http.StatusSeeOther || loc.Query().Get("error") != "invalid_request" || !strings.Contains(loc.Query().Get("error_description"), "S256") || loc.Query().Get("state") != "st-1" {
-				t.Errorf("method %q: %s Location %s, want a redirect with invalid_request naming S256", method, res, loc)
-			}
+			refusedOnPage(t, r.ada.Page(oauth.AuthorizePath+"?"+q.Encode()), "code_challenge_method S256")
 		}
 	})
 	t.Run("a wrong resource when authorizing", func(t *testing.T) {
 		q := r.authorizeQuery(client, redirect, oauth2.GenerateVerifier())
 		q.Set("resource", "https://elsewhere.example/mcp")
-		res := r.ada.Page(oauth.AuthorizePath + "?" + q.Encode())
-		loc, _ := url.Parse(res.Header.Get("Location"))
-		if res.Status != http.StatusSeeOther || loc.Query().Get("error") != "invalid_target" || loc.Host != "127.0.0.1:9" {
-			t.Errorf("%s Location %s, want a redirect to the client with invalid_target", res, loc)
-		}
+		refusedOnPage(t, r.ada.Page(oauth.AuthorizePath+"?"+q.Encode()), "resource must be this service&#39;s MCP endpoint")
+	})
+	t.Run("a parameter sent twice", func(t *testing.T) {
+		q := r.authorizeQuery(client, redirect, oauth2.GenerateVerifier())
+		q.Add("scope", "mcp:read")
+		refusedOnPage(t, r.ada.Page(oauth.AuthorizePath+"?"+q.Encode()), "the parameter scope is sent more than once")
 	})
 	t.Run("a wrong resource when exchanging", func(t *testing.T) {
 		verifier := oauth2.GenerateVerifier()
@@ -430,11 +453,7 @@ func TestEachBadRequestIsRefused(t *testing.T) {
 	t.Run("an unknown scope", func(t *testing.T) {
 		q := r.authorizeQuery(client, redirect, oauth2.GenerateVerifier())
 		q.Set("scope", "mcp:read admin")
-		res := r.ada.Page(oauth.AuthorizePath + "?" + q.Encode())
-		loc, _ := url.Parse(res.Header.Get("Location"))
-		if res.Status != http.StatusSeeOther || loc.Query().Get("error") != "invalid_scope" {
-			t.Errorf("%s Location %s, want invalid_scope", res, loc)
-		}
+		refusedOnPage(t, r.ada.Page(oauth.AuthorizePath+"?"+q.Encode()), "unknown scope &#34;admin&#34;")
 	})
 	t.Run("a consent that keeps no scope changes nothing", func(t *testing.T) {
 		before, _ := r.env.Store.ListAgents(context.Background(), r.env.Account.ID)
@@ -445,7 +464,7 @@ func TestEachBadRequestIsRefused(t *testing.T) {
 		}
 		res := r.ada.PostForm(oauth.AuthorizePath, form)
 		after, _ := r.env.Store.ListAgents(context.Background(), r.env.Account.ID)
-		if res.Status != http.StatusBadRequest || !strings.Contains(string(res.Raw), "keep at least one scope") || len(after) != len(before) {
+		if res.Status != http.StatusBadRequest || !strings.Contains(string(res.Raw), "the client&#39;s tools need one of these pairs") || len(after) != len(before) {
 			t.Errorf("%s; agents %d → %d, want a 400 consent page and no new agent", res, len(before), len(after))
 		}
 	})
@@ -522,6 +541,15 @@ func TestEachBadRequestIsRefused(t *testing.T) {
 	})
 }
 
+// refusedOnPage checks that an authorization request was refused on the
+// service's own page, saying says, and not redirected anywhere.
+func refusedOnPage(t *testing.T, res apptest.Response, says string) {
+	t.Helper()
+	if res.Status != http.StatusBadRequest || res.Header.Get("Location") != "" || !strings.Contains(string(res.Raw), says) {
+		t.Errorf("%s (Location %q), want a 400 page saying %q and no redirect", res, res.Header.Get("Location"), says)
+	}
+}
+
 // documentServer serves a client's metadata document over TLS and counts
 // the fetches.
 type documentServer struct {
@@ -587,8 +615,17 @@ func TestAClientWithAMetadataDocumentConnectsAndItsDocumentIsCached(t *testing.T
 			t.Errorf("CSP %q does not let the form go on to the redirect URI", csp)
 		}
 	})
+	t.Run("an error goes back to the client, whose metadata document vouches for its redirect URI", func(t *testing.T) {
+		q := r.authorizeQuery(clientID, redirect, oauth2.GenerateVerifier())
+		q.Set("scope", "mcp:read admin")
+		res := r.ada.Page(oauth.AuthorizePath + "?" + q.Encode())
+		loc, _ := url.Parse(res.Header.Get("Location"))
+		if res.Status != http.StatusSeeOther || loc.Host != "localhost:9" || loc.Query().Get("error") != "invalid_scope" || loc.Query().Get("state") != "st-1" {
+			t.Errorf("%s Location %s, want a redirect to the client with invalid_scope", res, loc)
+		}
+	})
 	if n := docs.fetches.Load(); n != 1 {
-		t.Errorf("the document was fetched %d times for two authorizations, want once (cached)", n)
+		t.Errorf("the document was fetched %d times for three authorizations, want once (cached)", n)
 	}
 }
 
@@ -600,13 +637,24 @@ func TestAMetadataDocumentOverItsSizeOrAtAPrivateAddressIsRefused(t *testing.T) 
 	})
 	big.allow(r)
 	for name, tc := range map[string]struct{ clientID, says string }{
-		"over the size limit":       {big.srv.URL + "/client.json", fmt.Sprintf("over %d bytes", oauth.DocumentMaxBytes)},
-		"at a loopback address":     {"https://127.0.0.1:1/client.json", "not a public address"},
-		"at a private address":      {"https://10.1.2.3/client.json", "not a public address"},
-		"at a link-local address":   {"https://169.254.169.254/latest/meta-data", "not a public address"},
-		"named localhost":           {"https://localhost/client.json", "not a public address"},
-		"not https":                 {"http://93.184.216.34/client.json", "no client is registered"},
-		"at the root, with no path": {"https://93.184.216.34/", "with a path"},
+		"over the size limit":     {big.srv.URL + "/client.json", fmt.Sprintf("over %d bytes", oauth.DocumentMaxBytes)},
+		"at a loopback address":   {"https://127.0.0.1:1/client.json", "not a public address"},
+		"at a private address":    {"https://10.1.2.3/client.json", "not a public address"},
+		"at a link-local address": {"https://169.254.169.254/latest/meta-data", "not a public address"},
+		"named localhost":         {"https://localhost/client.json", "not a public address"},
+		// IPv6 forms that reach an IPv4 address are judged by that address.
+		"IPv4-mapped, link-local":         {"https://[::ffff:169.254.169.254]/client.json", "not a public address"},
+		"IPv4-compatible, private":        {"https://[::10.1.2.3]/client.json", "not a public address"},
+		"IPv4-compatible, loopback":       {"https://[::127.0.0.1]/client.json", "not a public address"},
+		"IPv4-translated (SIIT), private": {"https://[::ffff:0:10.1.2.3]/client.json", "not a public address"},
+		"NAT64 of loopback":               {"https://[64:ff9b::127.0.0.1]/client.json", "not a public address"},
+		"NAT64 of a private address":      {"https://[64:ff9b::c0a8:1]/client.json", "not a public address"},
+		"local-use NAT64":                 {"https://[64:ff9b:1::5db8:d822]/client.json", "not a public address"},
+		"6to4 of a private address":       {"https://[2002:a01:203::1]/client.json", "not a public address"},
+		"6to4 of the metadata service":    {"https://[2002:a9fe:a9fe::1]/client.json", "not a public address"},
+		"Teredo":                          {"https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/client.json", "not a public address"},
+		"not https":                       {"http://93.184.216.34/client.json", "no client is registered"},
+		"at the root, with no path":       {"https://93.184.216.34/", "with a path"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			q := r.authorizeQuery(tc.clientID, redirect, oauth2.GenerateVerifier())
@@ -773,7 +821,7 @@ func TestConnectingAClientAgainKeepsItsAgentAndTheAuditLogRecordsEachStep(t *tes
 	const redirect = "http://127.0.0.1:9/cb"
 	client := r.register("Again", redirect)
 	r.code(client, redirect, oauth2.GenerateVerifier())
-	loc := r.consent(r.authorizeQuery(client, redirect, oauth2.GenerateVerifier()), "mcp:read")
+	loc := r.consent(r.authorizeQuery(client, redirect, oauth2.GenerateVerifier()), "mcp:write", "approvals:write")
 	if loc.Query().Get("code") == "" {
 		t.Fatalf("the second consent gave no code: %s", loc)
 	}
@@ -782,7 +830,7 @@ func TestConnectingAClientAgainKeepsItsAgentAndTheAuditLogRecordsEachStep(t *tes
 	for _, a := range agents {
 		names = append(names, a.Name+" "+a.Scopes)
 	}
-	if !slices.Equal(names, []string{"Again mcp:read"}) {
+	if !slices.Equal(names, []string{"Again mcp:write approvals:write"}) {
 		t.Errorf("agents = %v, want the one agent Again with the scopes chosen last", names)
 	}
 	var agentID string
@@ -808,10 +856,50 @@ func TestConnectingAClientAgainKeepsItsAgentAndTheAuditLogRecordsEachStep(t *tes
 	want := []string{ // newest first
 		"client_connected: ada: connected Again as agent Again-2 with mcp:read approvals:read",
 		"client_disconnected: ada: disconnected Again (agent Again)",
-		"client_connected: ada: connected Again again as agent Again with mcp:read",
+		"client_connected: ada: connected Again again as agent Again with mcp:write approvals:write",
 		"client_connected: ada: connected Again as agent Again with mcp:read approvals:read",
 	}
 	if !slices.Equal(steps, want) {
 		t.Errorf("audit steps =\n  %s\nwant\n  %s", strings.Join(steps, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+func TestALoopbackRedirectURIMatchesOnAnyPort(t *testing.T) {
+	r := newRig(t)
+	client := r.register("Native", "http://127.0.0.1:9/cb", "http://[::1]:9/cb", "http://localhost/cb", "https://app.example:8443/cb")
+	for _, tc := range []struct {
+		redirect string
+		matches  bool
+	}{
+		{"http://127.0.0.1:9/cb", true},
+		{"http://127.0.0.1:51234/cb", true},
+		{"http://127.0.0.1/cb", true},
+		{"http://[::1]:61000/cb", true},
+		{"http://localhost:40000/cb", true},
+		{"http://127.0.0.1:51234/cb/other", false},
+		{"http://127.0.0.1:51234/cb?x=1", false},
+		{"http://127.0.0.2:51234/cb", false},
+		{"http://localhost:40000/CB", false},
+		{"http://user@127.0.0.1:51234/cb", false},
+		{"http://127.0.0.1:051234/cb", false},
+		{"https://127.0.0.1:51234/cb", false},
+		{"https://app.example:8444/cb", false},
+	} {
+		t.Run(tc.redirect, func(t *testing.T) {
+			verifier := oauth2.GenerateVerifier()
+			q := r.authorizeQuery(client, tc.redirect, verifier)
+			if !tc.matches {
+				refusedOnPage(t, r.ada.Page(oauth.AuthorizePath+"?"+q.Encode()), "not one the client registered")
+				return
+			}
+			loc := r.consent(q, "mcp:read", "approvals:read")
+			if got := loc.Scheme + "://" + loc.Host + loc.Path; got != tc.redirect || loc.Query().Get("code") == "" {
+				t.Fatalf("the code went to %s, want %s", loc, tc.redirect)
+			}
+			status, body := r.exchange(client, tc.redirect, verifier, loc.Query().Get("code"))
+			if status != http.StatusOK {
+				t.Errorf("exchange with the port used: HTTP %d %v", status, body)
+			}
+		})
 	}
 }
