@@ -479,6 +479,17 @@ func TestEachBadRequestIsRefused(t *testing.T) {
 			t.Errorf("%s Location %v; agents %d → %d", res, loc, len(before), len(after))
 		}
 	})
+	t.Run("a consent with two decisions is refused and changes nothing", func(t *testing.T) {
+		before, _ := r.env.Store.ListAgents(context.Background(), r.env.Account.ID)
+		form := r.authorizeQuery(client, redirect, oauth2.GenerateVerifier())
+		form["decision"] = []string{"approve", "deny"}
+		form["grant"] = []string{"mcp:read", "approvals:read"}
+		res := r.ada.PostForm(oauth.AuthorizePath, form)
+		after, _ := r.env.Store.ListAgents(context.Background(), r.env.Account.ID)
+		if res.Status != http.StatusBadRequest || res.Header.Get("Location") != "" || !strings.Contains(string(res.Raw), "exactly one of Connect or Cancel") || len(after) != len(before) {
+			t.Errorf("%s; agents %d → %d, want a 400 page and no new agent", res, len(before), len(after))
+		}
+	})
 	t.Run("a consent posted from another site", func(t *testing.T) {
 		form := r.authorizeQuery(client, redirect, oauth2.GenerateVerifier())
 		form.Set("decision", "approve")
