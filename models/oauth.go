@@ -278,18 +278,29 @@ func (s *Store) insertOAuthAgent(tx *gorm.DB, a *Agent, in NewConnection, now ti
 		ClientID: in.ClientID, ClientName: in.ClientName, RedirectHost: in.RedirectHost, Verified: in.Verified, CreatedAt: now}).Error
 }
 
-// TakeOAuthCode spends an authorization code, once: a second use revokes
-// every token issued from it and answers ErrOAuthReuse. The caller checks
-// the code's bindings (client, redirect URI, PKCE, resource, expiry).
-func (s *Store) TakeOAuthCode(ctx context.Context, code string) (*OAuthCode, error) {
-	var c OAuthCode
-	reused := false
+// ExchangeOAuthCode spends an authorization code for a grant's first
+// tokens, in one transaction on the locked code. check (the caller's
+// bindings: client, redirect URI, PKCE, resource, expiry) runs first, and
+// its refusal spends nothing, so whoever intercepts a code without its
+// verifier cannot deny the real client. A code used before revokes every
+// token issued from it (RFC 6749 §4.1.2) and answers ErrOAuthReuse; two
+// exchanges at once take turns, so exactly one wins and the other revokes
+// what it got.
+func (s *Store) ExchangeOAuthCode(ctx context.Context, code string, check func(*OAuthCode) error, accessLife, refreshLife time.Duration) (*OAuthTokens, error) {
+	var (
+		out    *OAuthTokens
+		reused bool
+	)
 	err := s.write(ctx, func(tx *gorm.DB) error {
+		var c OAuthCode
 		err := s.lock(tx.Table("oauth_codes")).Where("code_hash = ?", HashToken(code)).Take(&c).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return Refuse(NotFound, "code", "no such authorization code")
 		}
 		if err != nil {
+			return err
+		}
+		if err := check(&c); err != nil {
 			return err
 		}
 		now := s.now()
@@ -301,15 +312,16 @@ func (s *Store) TakeOAuthCode(ctx context.Context, code string) (*OAuthCode, err
 			reused = true
 			return s.revokeFamily(tx, c.ID, now)
 		}
-		return nil
+		out, err = s.issueOAuthTokens(tx, OAuthGrant{FamilyID: c.ID, AgentID: c.AgentID, ClientID: c.ClientID, Resource: c.Resource, Scopes: c.Scopes}, accessLife, refreshLife)
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("take oauth code: %w", err)
+		return nil, fmt.Errorf("exchange oauth code: %w", err)
 	}
 	if reused {
-		return nil, fmt.Errorf("take oauth code: %w", ErrOAuthReuse)
+		return nil, fmt.Errorf("exchange oauth code: %w", ErrOAuthReuse)
 	}
-	return &c, nil
+	return out, nil
 }
 
 func (s *Store) revokeFamily(tx *gorm.DB, familyID string, now time.Time) error {
@@ -364,9 +376,11 @@ func (s *Store) issueOAuthTokens(tx *gorm.DB, g OAuthGrant, accessLife, refreshL
 }
 
 // RefreshOAuthTokens spends a refresh token of clientID for a new pair of
-// the same grant (rotation). A refresh token used before revokes the whole
-// family (its thief and its owner both lose it) and answers ErrOAuthReuse.
-func (s *Store) RefreshOAuthTokens(ctx context.Context, refresh, clientID string, accessLife, refreshLife time.Duration) (*OAuthTokens, *OAuthToken, error) {
+// the same grant (rotation). check (the caller's rules of the request, such
+// as its scope) runs on the locked token before it is spent: its refusal
+// changes nothing. A refresh token used before revokes the whole family (its
+// thief and its owner both lose it) and answers ErrOAuthReuse.
+func (s *Store) RefreshOAuthTokens(ctx context.Context, refresh, clientID string, check func(*OAuthToken) error, accessLife, refreshLife time.Duration) (*OAuthTokens, error) {
 	var (
 		out    *OAuthTokens
 		t      OAuthToken
@@ -387,6 +401,9 @@ func (s *Store) RefreshOAuthTokens(ctx context.Context, refresh, clientID string
 		if t.RevokedAt != nil {
 			return Refuse(FailedPrecondition, "refresh_token", "the refresh token is revoked")
 		}
+		if err := check(&t); err != nil {
+			return err
+		}
 		res := tx.Table("oauth_tokens").Where("id = ? AND used_at IS NULL", t.ID).Update("used_at", now)
 		if res.Error != nil {
 			return res.Error
@@ -402,12 +419,12 @@ func (s *Store) RefreshOAuthTokens(ctx context.Context, refresh, clientID string
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("refresh oauth tokens: %w", err)
+		return nil, fmt.Errorf("refresh oauth tokens: %w", err)
 	}
 	if reused {
-		return nil, nil, fmt.Errorf("refresh oauth tokens: %w", ErrOAuthReuse)
+		return nil, fmt.Errorf("refresh oauth tokens: %w", ErrOAuthReuse)
 	}
-	return out, &t, nil
+	return out, nil
 }
 
 // RevokeOAuthToken revokes a token of clientID (RFC 7009): a refresh token

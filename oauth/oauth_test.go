@@ -914,3 +914,101 @@ func TestALoopbackRedirectURIMatchesOnAnyPort(t *testing.T) {
 		})
 	}
 }
+
+func TestACodeExchangedTwiceAtOnceIsSpentOnceAndItsTokensRevoked(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		r := newRigOn(t, db)
+		const redirect = "http://127.0.0.1:9/cb"
+		client := r.register("Twice", redirect)
+		for round := range 5 {
+			verifier := oauth2.GenerateVerifier()
+			code := r.code(client, redirect, verifier)
+			type reply struct {
+				status int
+				body   map[string]any
+			}
+			replies := make(chan reply, 2)
+			start := make(chan struct{})
+			for range 2 {
+				go func() {
+					<-start
+					form := url.Values{"grant_type": {"authorization_code"}, "client_id": {client},
+						"redirect_uri": {redirect}, "code_verifier": {verifier}, "code": {code}}
+					res, err := http.PostForm(r.env.URL+oauth.TokenPath, form)
+					if err != nil {
+						replies <- reply{}
+						return
+					}
+					defer res.Body.Close()
+					var body map[string]any
+					_ = json.NewDecoder(res.Body).Decode(&body)
+					replies <- reply{res.StatusCode, body}
+				}()
+			}
+			close(start)
+			a, b := <-replies, <-replies
+			if a.status != http.StatusOK {
+				a, b = b, a
+			}
+			if a.status != http.StatusOK || b.status != http.StatusBadRequest || b.body["error"] != "invalid_grant" ||
+				!strings.Contains(fmt.Sprint(b.body["error_description"]), "used before") {
+				t.Fatalf("round %d: two exchanges at once answered HTTP %d %v and HTTP %d %v, want one 200 and one invalid_grant used before",
+					round, a.status, a.body, b.status, b.body)
+			}
+			if s, _ := r.mcpStatus(a.body["access_token"].(string)); s != http.StatusUnauthorized {
+				t.Errorf("round %d: the winner's access token after the second exchange: HTTP %d, want 401 (RFC 6749 §4.1.2)", round, s)
+			}
+			status, body := r.postForm(oauth.TokenPath, url.Values{"grant_type": {"refresh_token"}, "client_id": {client}, "refresh_token": {a.body["refresh_token"].(string)}})
+			grantError(t, "the winner's refresh token", status, body, "invalid_grant", "revoked")
+		}
+		var live int64
+		r.env.Store.DB().Table("oauth_tokens").Where("client_id = ? AND revoked_at IS NULL", client).Count(&live)
+		if live != 0 {
+			t.Errorf("%d tokens of the twice-spent codes are live, want none", live)
+		}
+	})
+}
+
+func TestAFailedExchangeLeavesTheCodeToTheRealClient(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		r := newRigOn(t, db)
+		const redirect = "http://127.0.0.1:9/cb"
+		client := r.register("Intercepted", redirect)
+		verifier := oauth2.GenerateVerifier()
+		code := r.code(client, redirect, verifier)
+		status, body := r.exchange(client, redirect, oauth2.GenerateVerifier(), code)
+		grantError(t, "an exchange with another verifier", status, body, "invalid_grant", "code_verifier does not match")
+		status, body = r.exchange(client, "http://127.0.0.1:9/elsewhere", verifier, code)
+		grantError(t, "an exchange with another redirect URI", status, body, "invalid_grant", "redirect_uri differs")
+		status, body = r.exchange(client, redirect, verifier, code)
+		if status != http.StatusOK {
+			t.Fatalf("the real client's exchange after the failed ones: HTTP %d %v, want 200", status, body)
+		}
+		if s, _ := r.mcpStatus(body["access_token"].(string)); s != http.StatusOK {
+			t.Errorf("the real client's token: HTTP %d", s)
+		}
+	})
+}
+
+func TestARefreshForAnUngrantedScopeIsRefusedBeforeTheTokenIsSpent(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		r := newRigOn(t, db)
+		const redirect = "http://127.0.0.1:9/cb"
+		client := r.register("Wider", redirect)
+		verifier := oauth2.GenerateVerifier()
+		status, tok := r.exchange(client, redirect, verifier, r.code(client, redirect, verifier)) // mcp:read approvals:read
+		if status != http.StatusOK {
+			t.Fatalf("exchange: %d %v", status, tok)
+		}
+		refresh := tok["refresh_token"].(string)
+		status, body := r.postForm(oauth.TokenPath, url.Values{"grant_type": {"refresh_token"}, "client_id": {client}, "refresh_token": {refresh}, "scope": {"mcp:read approvals:write"}})
+		grantError(t, "a refresh asking for approvals:write", status, body, "invalid_scope", `"approvals:write" was not granted`)
+		status, body = r.postForm(oauth.TokenPath, url.Values{"grant_type": {"refresh_token"}, "client_id": {client}, "refresh_token": {refresh}})
+		if status != http.StatusOK || body["scope"] != "mcp:read approvals:read" {
+			t.Fatalf("the same refresh token after the refusal: HTTP %d %v, want a new pair (the refusal spent nothing)", status, body)
+		}
+		if s, _ := r.mcpStatus(body["access_token"].(string)); s != http.StatusOK {
+			t.Errorf("the refreshed access token: HTTP %d", s)
+		}
+	})
+}

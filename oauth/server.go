@@ -413,17 +413,20 @@ func (s *Server) Token(ctx context.Context, form url.Values, clientID string) (*
 	case "authorization_code":
 		return s.exchange(ctx, form, clientID)
 	case "refresh_token":
-		if _, e := checkScopes(form.Get("scope")); e != nil {
+		asked, e := checkScopes(form.Get("scope"))
+		if e != nil {
 			return nil, e
 		}
-		t, old, err := s.store.RefreshOAuthTokens(ctx, form.Get("refresh_token"), clientID, AccessLife, RefreshLife)
+		t, err := s.store.RefreshOAuthTokens(ctx, form.Get("refresh_token"), clientID, func(old *models.OAuthToken) error {
+			for _, sc := range asked { // refused before the token is spent (RFC 6749 §6)
+				if !slices.Contains(strings.Fields(old.Scopes), sc) {
+					return oauthError(http.StatusBadRequest, "invalid_scope", "scope %q was not granted", sc)
+				}
+			}
+			return nil
+		}, AccessLife, RefreshLife)
 		if err != nil {
 			return nil, grantError(err)
-		}
-		for _, sc := range strings.Fields(form.Get("scope")) {
-			if !slices.Contains(strings.Fields(old.Scopes), sc) {
-				return nil, oauthError(http.StatusBadRequest, "invalid_scope", "scope %q was not granted", sc)
-			}
 		}
 		return answer(t), nil
 	case "":
@@ -437,34 +440,35 @@ func (s *Server) exchange(ctx context.Context, form url.Values, clientID string)
 	if !codeVerifier.MatchString(verifier) {
 		return nil, oauthError(http.StatusBadRequest, "invalid_request", "code_verifier must be 43 to 128 unreserved characters (PKCE)")
 	}
-	code, err := s.store.TakeOAuthCode(ctx, form.Get("code"))
-	if err != nil {
-		return nil, grantError(err)
-	}
-	switch {
-	case code.ClientID != clientID:
-		return nil, oauthError(http.StatusBadRequest, "invalid_grant", "the code was issued to another client")
-	case code.RedirectURI != form.Get("redirect_uri"):
-		return nil, oauthError(http.StatusBadRequest, "invalid_grant", "redirect_uri differs from the authorization request's")
-	case !s.store.Now().Before(code.ExpiresAt):
-		return nil, oauthError(http.StatusBadRequest, "invalid_grant", "the code has expired; authorize again")
-	case subtle.ConstantTimeCompare([]byte(oauth2.S256ChallengeFromVerifier(verifier)), []byte(code.CodeChallenge)) != 1:
-		return nil, oauthError(http.StatusBadRequest, "invalid_grant", "the code_verifier does not match the code_challenge (PKCE S256)")
-	case form.Get("resource") != "" && code.Resource != s.resource:
-		return nil, oauthError(http.StatusBadRequest, "invalid_target", "resource differs from the authorization request's")
-	}
-	t, err := s.store.IssueOAuthTokens(ctx, models.OAuthGrant{FamilyID: code.ID, AgentID: code.AgentID, ClientID: code.ClientID,
-		Resource: code.Resource, Scopes: code.Scopes}, AccessLife, RefreshLife)
+	t, err := s.store.ExchangeOAuthCode(ctx, form.Get("code"), func(code *models.OAuthCode) error {
+		switch { // refused before the code is spent: a wrong guess leaves it to the real client
+		case code.ClientID != clientID:
+			return oauthError(http.StatusBadRequest, "invalid_grant", "the code was issued to another client")
+		case code.RedirectURI != form.Get("redirect_uri"):
+			return oauthError(http.StatusBadRequest, "invalid_grant", "redirect_uri differs from the authorization request's")
+		case !s.store.Now().Before(code.ExpiresAt):
+			return oauthError(http.StatusBadRequest, "invalid_grant", "the code has expired; authorize again")
+		case subtle.ConstantTimeCompare([]byte(oauth2.S256ChallengeFromVerifier(verifier)), []byte(code.CodeChallenge)) != 1:
+			return oauthError(http.StatusBadRequest, "invalid_grant", "the code_verifier does not match the code_challenge (PKCE S256)")
+		case form.Get("resource") != "" && code.Resource != s.resource:
+			return oauthError(http.StatusBadRequest, "invalid_target", "resource differs from the authorization request's")
+		}
+		return nil
+	}, AccessLife, RefreshLife)
 	if err != nil {
 		return nil, grantError(err)
 	}
 	return answer(t), nil
 }
 
-// grantError turns a store refusal about a code or token into invalid_grant;
-// anything else is a server error.
+// grantError turns a store refusal about a code or token into invalid_grant,
+// passes on a refusal of the checks run inside the store, and makes
+// anything else a server error.
 func grantError(err error) *Error {
+	var refused *Error
 	switch {
+	case errors.As(err, &refused):
+		return refused
 	case errors.Is(err, models.ErrOAuthReuse):
 		return oauthError(http.StatusBadRequest, "invalid_grant", "this code or refresh token was used before: every token of the grant is revoked; authorize again")
 	case models.CodeOf(err) != "":
