@@ -9,8 +9,9 @@ import (
 	"github.com/countersign/countersign/oauth"
 )
 
-// The cap on dynamic client registrations per client address: anyone may
-// register a client, so a few at once and then one a minute.
+// The cap on dynamic client registrations per client network (see
+// registrationKey): anyone may register a client, so a few at once and then
+// one a minute.
 const (
 	registrationRate  = rate.Limit(1.0 / 60)
 	registrationBurst = 5

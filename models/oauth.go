@@ -35,13 +35,24 @@ const (
 )
 
 // OAuthClient is a client registered by dynamic client registration
-// (RFC 7591): anyone may register one, so its name is unverified.
+// (RFC 7591): anyone may register one, so its name is unverified. Until a
+// person connects it, it lives OAuthClientUnusedLife from CreatedAt, the
+// last time it was registered.
 type OAuthClient struct {
 	ID           string
 	Name         string
 	RedirectURIs string // one per line
 	CreatedAt    time.Time
 }
+
+// OAuthClientUnusedLife is how long a registered client that no person has
+// connected is kept: registration is open to anyone, so what nobody uses
+// goes.
+const OAuthClientUnusedLife = 24 * time.Hour
+
+// unconnectedClient is the condition of a registered client no person has
+// connected, on the oauth_clients table.
+const unconnectedClient = "NOT EXISTS (SELECT 1 FROM oauth_connections c WHERE c.client_id = oauth_clients.id)"
 
 // RedirectList returns the client's redirect URIs.
 func (c *OAuthClient) RedirectList() []string { return strings.Split(c.RedirectURIs, "\n") }
@@ -127,21 +138,49 @@ func secret(prefix string) (string, error) {
 	return prefix + idEncoding.EncodeToString(raw), nil
 }
 
-// RegisterOAuthClient keeps a client that registered itself (RFC 7591).
-func (s *Store) RegisterOAuthClient(ctx context.Context, name string, redirectURIs []string) (*OAuthClient, error) {
-	c := &OAuthClient{ID: newID("dcr"), Name: name, RedirectURIs: strings.Join(redirectURIs, "\n"), CreatedAt: s.now()}
-	if err := s.write(ctx, func(tx *gorm.DB) error { return tx.Table("oauth_clients").Create(c).Error }); err != nil {
+// RegisterOAuthClient keeps a client that registered itself (RFC 7591). A
+// client registered before with the same name and redirect URIs is that
+// client again, its life renewed: a host that registers on every start
+// gets one client_id, and so one agent when its person connects it. A new
+// client is refused with RESOURCE_EXHAUSTED while maxUnconnected clients
+// that nobody connected are live.
+func (s *Store) RegisterOAuthClient(ctx context.Context, name string, redirectURIs []string, maxUnconnected int) (*OAuthClient, error) {
+	now := s.now()
+	c := &OAuthClient{ID: newID("dcr"), Name: name, RedirectURIs: strings.Join(redirectURIs, "\n"), CreatedAt: now}
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		var same OAuthClient
+		err := tx.Table("oauth_clients").Where("name = ? AND redirect_uris = ?", c.Name, c.RedirectURIs).Order("created_at DESC").Take(&same).Error
+		if err == nil {
+			*c = same
+			c.CreatedAt = now
+			return tx.Table("oauth_clients").Where("id = ?", c.ID).Update("created_at", now).Error
+		}
+		if !errors.Is(err, gorm.ErrRecordNotFound) {
+			return err
+		}
+		var waiting int64
+		if err := tx.Table("oauth_clients").Where("created_at > ? AND "+unconnectedClient, now.Add(-OAuthClientUnusedLife)).Count(&waiting).Error; err != nil {
+			return err
+		}
+		if waiting >= int64(maxUnconnected) {
+			return Refuse(ResourceExhausted, "client", "%d registered clients are waiting for a person to connect them, the most there may be; try again later", waiting)
+		}
+		return tx.Table("oauth_clients").Create(c).Error
+	})
+	if err != nil {
 		return nil, fmt.Errorf("register oauth client: %w", err)
 	}
 	return c, nil
 }
 
-// OAuthClientByID finds a registered client.
+// OAuthClientByID finds a registered client: one that a person connected,
+// or that was registered within OAuthClientUnusedLife.
 func (s *Store) OAuthClientByID(ctx context.Context, id string) (*OAuthClient, error) {
 	var c OAuthClient
-	err := s.db.WithContext(ctx).Table("oauth_clients").Where("id = ?", id).Take(&c).Error
+	err := s.db.WithContext(ctx).Table("oauth_clients").Where("id = ?", id).
+		Where("created_at > ? OR NOT "+unconnectedClient, s.now().Add(-OAuthClientUnusedLife)).Take(&c).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, Refuse(NotFound, "client_id", "no client is registered as %q", id)
+		return nil, Refuse(NotFound, "client_id", "no client is registered as %q (a client nobody connects is kept a day; register again)", id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("find oauth client: %w", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -1011,4 +1012,97 @@ func TestARefreshForAnUngrantedScopeIsRefusedBeforeTheTokenIsSpent(t *testing.T)
 			t.Errorf("the refreshed access token: HTTP %d", s)
 		}
 	})
+}
+
+// registerFrom posts a registration from the local address from and
+// returns the HTTP status and the client_id given.
+func (r *rig) registerFrom(from, name string, redirects ...string) (int, string) {
+	r.t.Helper()
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	client := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
+	defer client.CloseIdleConnections()
+	raw, _ := json.Marshal(map[string]any{"client_name": name, "redirect_uris": redirects})
+	res, err := client.Post(r.env.URL+oauth.RegisterPath, "application/json", strings.NewReader(string(raw)))
+	if err != nil {
+		r.t.Fatalf("register from %s: %v", from, err)
+	}
+	defer res.Body.Close()
+	var out oauthex.ClientRegistrationResponse
+	_ = json.NewDecoder(res.Body).Decode(&out)
+	return res.StatusCode, out.ClientID
+}
+
+func TestDynamicRegistrationIsCappedAndForgetsWhatNobodyConnects(t *testing.T) {
+	const redirect = "http://127.0.0.1:9/cb"
+	t.Run("the loopback addresses of one machine share one limit", func(t *testing.T) {
+		r := newRig(t)
+		created := 0
+		for i := 2; i <= 41; i++ {
+			if status, _ := r.registerFrom(fmt.Sprintf("127.0.0.%d", i), fmt.Sprintf("spam %d", i), redirect); status == http.StatusCreated {
+				created++
+			} else if status != http.StatusTooManyRequests {
+				t.Fatalf("registration %d: HTTP %d, want 201 or 429", i, status)
+			}
+		}
+		var kept int64
+		r.env.Store.DB().Table("oauth_clients").Count(&kept)
+		if created != 5 || kept != 5 {
+			t.Errorf("40 registrations from 40 loopback addresses made %d clients (%d kept), want the burst of 5", created, kept)
+		}
+	})
+	t.Run("a host registering on every start gets one client and, connected, one agent", func(t *testing.T) {
+		r := newRig(t)
+		var ids []string
+		for range 3 {
+			id := r.register("Restarting Host", redirect, "http://localhost:9/cb")
+			r.code(id, redirect, oauth2.GenerateVerifier())
+			ids = append(ids, id)
+		}
+		if ids[1] != ids[0] || ids[2] != ids[0] {
+			t.Errorf("the same metadata registered three times gave client_ids %v, want one", ids)
+		}
+		agents, _ := r.env.Store.ListAgents(context.Background(), r.env.Account.ID)
+		if len(agents) != 1 || agents[0].Disabled {
+			t.Errorf("agents after three registrations and consents = %+v, want one enabled", agents)
+		}
+		if id := r.register("Restarting Host", "http://localhost:9/cb"); id == ids[0] {
+			t.Error("other redirect URIs were taken as the same client")
+		}
+	})
+	t.Run("clients nobody connects are capped, expire after a day and are swept", func(t *testing.T) {
+		r := newRig(t)
+		r.env.App.OAuth.MaxUnconnectedClients = 2
+		first, second := r.register("Waiting 1", redirect), r.register("Waiting 2", redirect)
+		status, body := r.registerJSON(`{"client_name":"Waiting 3","redirect_uris":["` + redirect + `"]}`)
+		if status != http.StatusTooManyRequests || body["error"] != "too_many_requests" || !strings.Contains(fmt.Sprint(body["error_description"]), "2 registered clients are waiting") {
+			t.Errorf("a third client while two wait: HTTP %d %v, want 429 naming the cap", status, body)
+		}
+		r.code(second, redirect, oauth2.GenerateVerifier()) // ada connects it: it no longer waits
+		r.register("Waiting 3", redirect)
+		// A day on for the clients (not for ada's session).
+		r.env.Store.DB().Table("oauth_clients").Where("1 = 1").Update("created_at", time.Now().Add(-models.OAuthClientUnusedLife-time.Minute))
+		refusedOnPage(t, r.ada.Page(oauth.AuthorizePath+"?"+r.authorizeQuery(first, redirect, oauth2.GenerateVerifier()).Encode()), "no client is registered")
+		if _, err := r.env.Store.SweepExpired(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		r.env.Store.DB().Table("oauth_clients").Order("name").Pluck("name", &names)
+		if !slices.Equal(names, []string{"Waiting 2"}) {
+			t.Errorf("clients kept after a day = %v, want only the connected Waiting 2", names)
+		}
+		r.code(second, redirect, oauth2.GenerateVerifier()) // the connected client lives on
+	})
+}
+
+// registerJSON posts a raw registration and reads the JSON answer.
+func (r *rig) registerJSON(raw string) (int, map[string]any) {
+	r.t.Helper()
+	res, err := http.Post(r.env.URL+oauth.RegisterPath, "application/json", strings.NewReader(raw))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var body map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&body)
+	return res.StatusCode, body
 }

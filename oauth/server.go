@@ -48,18 +48,26 @@ const (
 	MetadataPath  = "/.well-known/oauth-authorization-server"
 )
 
+// MaxUnconnectedClients is how many registered clients nobody has connected
+// may live at once (each for models.OAuthClientUnusedLife): registration is
+// open to anyone, so this bounds what strangers can make the service keep.
+const MaxUnconnectedClients = 500
+
 // Server is the authorization server.
 type Server struct {
 	store     *models.Store
 	issuer    string // the service's base URL
 	resource  string // the MCP endpoint's URL: the only audience of its tokens
 	Documents *Documents
+	// MaxUnconnectedClients caps registration (MaxUnconnectedClients unless
+	// a test sets another).
+	MaxUnconnectedClients int
 }
 
 // New makes the authorization server of the service at issuer, for the MCP
 // endpoint at resource.
 func New(store *models.Store, issuer, resource string) *Server {
-	return &Server{store: store, issuer: issuer, resource: resource, Documents: NewDocuments()}
+	return &Server{store: store, issuer: issuer, resource: resource, Documents: NewDocuments(), MaxUnconnectedClients: MaxUnconnectedClients}
 }
 
 // Issuer is the server's issuer identifier.
@@ -492,7 +500,9 @@ func (s *Server) Revoke(ctx context.Context, token, clientID string) *Error {
 
 // Register registers a client (RFC 7591). Every client is public: it gets
 // token_endpoint_auth_method none and no secret. Its name is its own word,
-// so the consent page calls it unverified.
+// so the consent page calls it unverified. The same metadata registered
+// again is the same client; a client nobody connects expires (see
+// models.RegisterOAuthClient).
 func (s *Server) Register(ctx context.Context, m *oauthex.ClientRegistrationMetadata) (*oauthex.ClientRegistrationResponse, *Error) {
 	bad := func(format string, args ...any) *Error {
 		return oauthError(http.StatusBadRequest, "invalid_client_metadata", format, args...)
@@ -522,7 +532,12 @@ func (s *Server) Register(ctx context.Context, m *oauthex.ClientRegistrationMeta
 	if name == "" {
 		return nil, bad("client_name is required: the person is shown it")
 	}
-	c, err := s.store.RegisterOAuthClient(ctx, name, m.RedirectURIs)
+	c, err := s.store.RegisterOAuthClient(ctx, name, m.RedirectURIs, s.MaxUnconnectedClients)
+	if models.CodeOf(err) == models.ResourceExhausted {
+		var r *models.Error
+		errors.As(err, &r)
+		return nil, oauthError(http.StatusTooManyRequests, "too_many_requests", "%s", r.Msg)
+	}
 	if err != nil {
 		return nil, oauthError(http.StatusServiceUnavailable, "server_error", "the client could not be registered now; try again")
 	}
