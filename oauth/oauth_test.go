@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -158,6 +160,12 @@ func grantError(t *testing.T, what string, status int, body map[string]any, code
 // token the client got.
 func (r *rig) connectWithSDK(cfg *auth.AuthorizationCodeHandlerConfig, grants ...string) (*sdk.ClientSession, *oauth2.Token) {
 	r.t.Helper()
+	return r.connectWithSDKTo(r.mcpURL, cfg, grants...)
+}
+
+// connectWithSDKTo is connectWithSDK to the endpoint written as endpoint.
+func (r *rig) connectWithSDKTo(endpoint string, cfg *auth.AuthorizationCodeHandlerConfig, grants ...string) (*sdk.ClientSession, *oauth2.Token) {
+	r.t.Helper()
 	var got *oauth2.Token
 	cfg.AuthorizationCodeFetcher = func(_ context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 		u, err := url.Parse(args.URL)
@@ -176,7 +184,7 @@ func (r *rig) connectWithSDK(cfg *auth.AuthorizationCodeHandlerConfig, grants ..
 		r.t.Fatal(err)
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "oauth-test", Version: "1"}, nil)
-	s, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: r.mcpURL, OAuthHandler: h, MaxRetries: -1}, nil)
+	s, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: endpoint, OAuthHandler: h, MaxRetries: -1}, nil)
 	if err != nil {
 		r.t.Fatalf("connect with OAuth: %v", err)
 	}
@@ -1105,4 +1113,106 @@ func (r *rig) registerJSON(raw string) (int, map[string]any) {
 	var body map[string]any
 	_ = json.NewDecoder(res.Body).Decode(&body)
 	return res.StatusCode, body
+}
+
+// originResource reads the origin's protected-resource metadata, where a
+// host given only the service's address starts, and returns the resource
+// it names.
+func (r *rig) originResource() string {
+	r.t.Helper()
+	res, err := http.Get(r.env.URL + "/.well-known/oauth-protected-resource")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var prm oauthex.ProtectedResourceMetadata
+	if err := json.NewDecoder(res.Body).Decode(&prm); err != nil || prm.Resource != r.mcpURL {
+		r.t.Fatalf("the origin's metadata names resource %q (%v), want the MCP endpoint %s", prm.Resource, err, r.mcpURL)
+	}
+	return prm.Resource
+}
+
+func TestTheGoSDKConnectsFromTheOriginsMetadataWithOrWithoutASlash(t *testing.T) {
+	r := newRig(t)
+	resource := r.originResource()
+	for _, endpoint := range []string{resource, resource + "/"} {
+		t.Run(endpoint, func(t *testing.T) {
+			session, tok := r.connectWithSDKTo(endpoint, &auth.AuthorizationCodeHandlerConfig{
+				DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+					ClientName: "Go SDK Host", RedirectURIs: []string{"http://127.0.0.1:9/callback"},
+					GrantTypes: []string{"authorization_code", "refresh_token"},
+				}},
+			}, models.AllScopes...)
+			if res, err := apptest.CallTool(context.Background(), session, "approvals_list", map[string]any{}); err != nil || res.IsError {
+				t.Errorf("approvals_list: %+v %v", res, err)
+			}
+			var audience string
+			r.env.Store.DB().Table("oauth_tokens").Where("token_hash = ?", models.HashToken(tok.AccessToken)).Select("resource").Scan(&audience)
+			if audience != r.mcpURL {
+				t.Errorf("the token is for %q, want the one resource %s", audience, r.mcpURL)
+			}
+		})
+	}
+}
+
+func TestTheTypeScriptSDKConnectsFromTheOriginsMetadataWithOrWithoutASlash(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node is not on PATH")
+		}
+		t.Skip("node is not on PATH")
+	}
+	if _, err := os.Stat("../node_modules/@modelcontextprotocol/sdk/package.json"); err != nil {
+		t.Fatal("node_modules/@modelcontextprotocol/sdk is missing: run npm ci")
+	}
+	r := newRig(t)
+	// The person: opens the authorization URL the host shows, consents with
+	// every scope, and answers with where their browser is sent.
+	consent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		u, err := url.Parse(req.URL.Query().Get("u"))
+		if err != nil || u.Path != oauth.AuthorizePath {
+			http.Error(w, "not the service's authorization URL", http.StatusBadRequest)
+			return
+		}
+		fmt.Fprint(w, r.consent(u.Query(), models.AllScopes...).String())
+	}))
+	t.Cleanup(consent.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "testdata/ts_sdk_oauth_host.mjs", r.env.URL, consent.URL)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the TypeScript SDK host: %v\n%s", err, stderr.String())
+	}
+	var out struct {
+		OriginResource string `json:"origin_resource"`
+		Endpoints      map[string]struct {
+			ClientID  string `json:"client_id"`
+			Resource  string `json:"resource"`
+			Scope     string `json:"scope"`
+			Tools     int    `json:"tools"`
+			CallError bool   `json:"call_error"`
+		} `json:"endpoints"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("the host printed %q: %v", raw, err)
+	}
+	if out.OriginResource != r.mcpURL {
+		t.Errorf("the origin's metadata named %q, want %s", out.OriginResource, r.mcpURL)
+	}
+	for _, endpoint := range []string{r.mcpURL, r.mcpURL + "/"} {
+		got, ok := out.Endpoints[endpoint]
+		if !ok || got.Resource != r.mcpURL || got.Tools == 0 || got.CallError || len(strings.Fields(got.Scope)) != len(models.AllScopes) {
+			t.Errorf("%s: %+v (%v), want a token for %s with every scope, tools listed and approvals_list answered", endpoint, got, ok, r.mcpURL)
+		}
+	}
+	if a, b := out.Endpoints[r.mcpURL].ClientID, out.Endpoints[r.mcpURL+"/"].ClientID; a == "" || a != b {
+		t.Errorf("client_ids %q and %q: the same metadata registered twice is one client", a, b)
+	}
+	agents, _ := r.env.Store.ListAgents(context.Background(), r.env.Account.ID)
+	if len(agents) != 1 || agents[0].Name != "TS-SDK-Host" {
+		t.Errorf("agents = %+v, want the one agent TS-SDK-Host", agents)
+	}
 }
