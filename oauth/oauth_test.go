@@ -1061,20 +1061,26 @@ func TestDynamicRegistrationIsCappedAndForgetsWhatNobodyConnects(t *testing.T) {
 	t.Run("a host registering on every start gets one client and, connected, one agent", func(t *testing.T) {
 		r := newRig(t)
 		var ids []string
-		for range 3 {
+		for range 2 {
 			id := r.register("Restarting Host", redirect, "http://localhost:9/cb")
 			r.code(id, redirect, oauth2.GenerateVerifier())
 			ids = append(ids, id)
 		}
-		if ids[1] != ids[0] || ids[2] != ids[0] {
-			t.Errorf("the same metadata registered three times gave client_ids %v, want one", ids)
+		if ids[1] != ids[0] {
+			t.Errorf("the same metadata registered twice gave client_ids %v, want one", ids)
 		}
 		agents, _ := r.env.Store.ListAgents(context.Background(), r.env.Account.ID)
 		if len(agents) != 1 || agents[0].Disabled {
-			t.Errorf("agents after three registrations and consents = %+v, want one enabled", agents)
+			t.Errorf("agents after two registrations and consents = %+v, want one enabled", agents)
+		}
+		if id := r.register("Restarting Host", "http://127.0.0.1:53117/cb", "http://localhost:40001/cb"); id != ids[0] {
+			t.Errorf("the host registering again on new loopback ports got %s, want the same client %s", id, ids[0])
 		}
 		if id := r.register("Restarting Host", "http://localhost:9/cb"); id == ids[0] {
 			t.Error("other redirect URIs were taken as the same client")
+		}
+		if id := r.register("Restarting Host", "http://127.0.0.1:9/other", "http://localhost:9/cb"); id == ids[0] {
+			t.Error("another loopback path was taken as the same client")
 		}
 	})
 	t.Run("clients nobody connects are capped, expire after a day and are swept", func(t *testing.T) {

@@ -231,6 +231,19 @@ func redirectMatches(registered, requested string) bool {
 	return req.Scheme == reg.Scheme && req.User == nil && reg.String() == req.String()
 }
 
+// withoutLoopbackPort is a redirect URI as kept at registration: a loopback
+// one without its port, which any port matches (redirectMatches), so that a
+// native host registering again on each start, on a new port, is the same
+// client.
+func withoutLoopbackPort(redirect string) string {
+	u, err := url.Parse(redirect)
+	if err != nil || u.Scheme != "http" || !loopbackHost(u.Hostname()) || u.Port() == "" {
+		return redirect
+	}
+	u.Host = strings.TrimSuffix(u.Host, ":"+u.Port())
+	return u.String()
+}
+
 // loopbackHost says whether a redirect URI's host is this machine.
 func loopbackHost(h string) bool { return h == "localhost" || h == "127.0.0.1" || h == "::1" }
 
@@ -500,8 +513,9 @@ func (s *Server) Revoke(ctx context.Context, token, clientID string) *Error {
 
 // Register registers a client (RFC 7591). Every client is public: it gets
 // token_endpoint_auth_method none and no secret. Its name is its own word,
-// so the consent page calls it unverified. The same metadata registered
-// again is the same client; a client nobody connects expires (see
+// so the consent page calls it unverified. The same name and redirect URIs
+// registered again are the same client (a loopback redirect URI's port does
+// not count); a client nobody connects expires (see
 // models.RegisterOAuthClient).
 func (s *Server) Register(ctx context.Context, m *oauthex.ClientRegistrationMetadata) (*oauthex.ClientRegistrationResponse, *Error) {
 	bad := func(format string, args ...any) *Error {
@@ -532,7 +546,11 @@ func (s *Server) Register(ctx context.Context, m *oauthex.ClientRegistrationMeta
 	if name == "" {
 		return nil, bad("client_name is required: the person is shown it")
 	}
-	c, err := s.store.RegisterOAuthClient(ctx, name, m.RedirectURIs, s.MaxUnconnectedClients)
+	kept := make([]string, len(m.RedirectURIs))
+	for i, r := range m.RedirectURIs {
+		kept[i] = withoutLoopbackPort(r)
+	}
+	c, err := s.store.RegisterOAuthClient(ctx, name, kept, s.MaxUnconnectedClients)
 	if models.CodeOf(err) == models.ResourceExhausted {
 		var r *models.Error
 		errors.As(err, &r)
