@@ -3,10 +3,12 @@ package handlers
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/oauth"
 	"github.com/countersign/countersign/views"
 )
@@ -28,34 +30,40 @@ func (h *Handlers) OAuthAuthorize(c echo.Context) error {
 	if e != nil {
 		return h.authorizeRefused(c, r, e)
 	}
-	return h.consentPage(c, http.StatusOK, r, q, "")
+	return h.consentPage(c, http.StatusOK, r, r.Scopes, "")
 }
 
 // OAuthConsent is the person's answer on the consent page: deny, or approve
 // with the scopes they kept, which connects the client as an agent for them
-// and sends the browser back with a code.
+// and sends the browser back with a code. Only the body is read: the
+// authorization request's own parameters, each once, exactly one decision,
+// and the grants the person left ticked.
 func (h *Handlers) OAuthConsent(c echo.Context) error {
 	ctx := c.Request().Context()
 	if err := c.Request().ParseForm(); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "the form could not be read")
 	}
+	form := c.Request().PostForm
+	if len(form["decision"]) != 1 {
+		return echo.NewHTTPError(http.StatusBadRequest, "The answer must be exactly one of Connect or Cancel: reload the page and choose again.")
+	}
 	q := url.Values{}
-	for k, v := range c.Request().PostForm {
-		if k != csrfField && k != "grant" && k != "decision" {
-			q[k] = v
+	for _, name := range oauth.AuthorizeParams {
+		if v, ok := form[name]; ok {
+			q[name] = v
 		}
 	}
 	r, e := h.oauth.ParseAuthorize(ctx, q)
 	if e != nil {
 		return h.authorizeRefused(c, r, e)
 	}
-	if c.FormValue("decision") != "approve" {
+	if form.Get("decision") != "approve" {
 		return c.Redirect(http.StatusSeeOther, r.ErrorRedirect(h.oauth.Issuer(), &oauth.Error{Code: "access_denied", Description: "the person did not connect the client"}))
 	}
 	v := viewerOf(c)
-	to, err := h.oauth.Approve(ctx, r, v.account.ID, v.member.Subject, c.Request().PostForm["grant"])
+	to, err := h.oauth.Approve(ctx, r, v.account.ID, v.member.Subject, form["grant"])
 	if msg, status, ok := refusalOf(err); ok {
-		return h.consentPage(c, status, r, q, msg)
+		return h.consentPage(c, status, r, form["grant"], msg)
 	}
 	if err != nil {
 		return err
@@ -64,20 +72,30 @@ func (h *Handlers) OAuthConsent(c echo.Context) error {
 }
 
 // authorizeRefused answers a bad authorization request: on the page when
-// there is no trusted redirect URI, else back to the client.
+// there is no trusted redirect URI, or when nobody vetted the client (it
+// registered itself, so its redirect URI is its own word: sending errors
+// there before the person has seen anything makes the service an open
+// redirector, RFC 9700 §4.11.2); else back to the client.
 func (h *Handlers) authorizeRefused(c echo.Context, r *oauth.Request, e *oauth.Error) error {
-	if r == nil {
+	if r == nil || !r.Client.Verified {
 		return echo.NewHTTPError(e.Status, "This app's sign-in request cannot be used: "+e.Description)
 	}
 	return c.Redirect(http.StatusSeeOther, r.ErrorRedirect(h.oauth.Issuer(), e))
 }
 
-func (h *Handlers) consentPage(c echo.Context, status int, r *oauth.Request, q url.Values, refusal string) error {
+// consentPage shows the consent page of r with the scopes of kept ticked
+// (all asked for, the first time; the person's choice, when it is shown
+// again with a refusal).
+func (h *Handlers) consentPage(c echo.Context, status int, r *oauth.Request, kept []string, refusal string) error {
 	v := viewerOf(c)
 	view := views.ConsentView{ClientName: r.Client.Name, RedirectHost: r.RedirectHost(), Unverified: !r.Client.Verified,
-		ClientHost: r.Client.Host, AccountName: v.account.Name, Subject: v.member.Subject, Query: q, Error: refusal}
+		ClientHost: r.Client.Host, AccountName: v.account.Name, Subject: v.member.Subject, Error: refusal,
+		ScopeRule: models.ToolScopeRule}
+	for _, f := range r.Form() {
+		view.Request = append(view.Request, views.HiddenField{Name: f[0], Value: f[1]})
+	}
 	for _, s := range r.Scopes {
-		view.Scopes = append(view.Scopes, views.ScopeChoice{Name: s, Means: views.ScopeMeaning(s)})
+		view.Scopes = append(view.Scopes, views.ScopeChoice{Name: s, Means: views.ScopeMeaning(s), Kept: slices.Contains(kept, s)})
 	}
 	// The form posts here and is answered with a redirect to the client:
 	// form-action must allow the redirect's origin as well, or the browser

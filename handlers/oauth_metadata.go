@@ -9,8 +9,9 @@ import (
 	"github.com/countersign/countersign/oauth"
 )
 
-// The cap on dynamic client registrations per client address: anyone may
-// register a client, so a few at once and then one a minute.
+// The cap on dynamic client registrations per client network (see
+// registrationKey): anyone may register a client, so a few at once and then
+// one a minute.
 const (
 	registrationRate  = rate.Limit(1.0 / 60)
 	registrationBurst = 5
@@ -56,6 +57,10 @@ func noContent(c echo.Context) error { return c.NoContent(http.StatusNoContent) 
 
 // OAuthMetadata serves the authorization server metadata (RFC 8414).
 func (h *Handlers) OAuthMetadata(c echo.Context) error {
+	doc, err := h.oauth.MetadataDocument()
+	if err != nil {
+		return err
+	}
 	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
-	return c.JSON(http.StatusOK, h.oauth.Metadata())
+	return c.JSON(http.StatusOK, doc)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"time"
@@ -75,11 +76,32 @@ func (h *Handlers) OAuthRevoke(c echo.Context) error {
 	return c.NoContent(http.StatusOK)
 }
 
+// registrationKey is the registration limit's key for a client address:
+// its network, not the address, for one machine holds many addresses (every
+// loopback address, an IPv6 /64 and more): all of 127.0.0.0/8 is one key,
+// another IPv4 address its /24, an IPv6 address its /48.
+func registrationKey(addr string) string {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr
+	}
+	ip = ip.Unmap()
+	bits := 48
+	switch {
+	case ip.IsLoopback():
+		return "loopback"
+	case ip.Is4():
+		bits = 24
+	}
+	p, _ := ip.Prefix(bits)
+	return p.String()
+}
+
 // OAuthRegister is dynamic client registration (RFC 7591), for clients that
 // have no metadata document: capped per client address, and every client so
 // registered is shown as unverified when a person is asked.
 func (h *Handlers) OAuthRegister(c echo.Context) error {
-	ok, wait := h.registrations.take(h.clientKey(c.Request()), time.Now())
+	ok, wait := h.registrations.take(registrationKey(h.clientAddress(c.Request())), time.Now())
 	if !ok {
 		secs := int(math.Ceil(wait.Seconds()))
 		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))

@@ -7,9 +7,11 @@ import (
 )
 
 // ProtectedResourcePath is where the OAuth protected-resource metadata
-// (RFC 9728) lives: of the whole service at this path, of the MCP endpoint at
-// this path followed by /mcp (RFC 9728 §3.1 inserts the well-known segment
-// before the resource's path).
+// (RFC 9728) lives: at this path followed by /mcp (RFC 9728 §3.1 inserts the
+// well-known segment before the resource's path), and at this path alone for
+// clients that look at the origin. Both name the one resource, the MCP
+// endpoint: a client that reads the origin's document asks for a token for
+// /mcp, the only audience the authorization server grants.
 const ProtectedResourcePath = "/.well-known/oauth-protected-resource"
 
 // AgentEndpoint is what agents reach: the MCP endpoint at /mcp, and the
@@ -26,8 +28,9 @@ type AgentEndpoint interface {
 // server metadata: they point to the metadata, whose endpoints are under
 // /oauth/, rather than answer with a CSRF refusal of the web pages.
 func (h *Handlers) wellKnownRoutes(e *echo.Echo, agents AgentEndpoint) {
-	e.Any(ProtectedResourcePath, echo.WrapHandler(agents.ResourceMetadata(h.baseURL)))
-	e.Any(ProtectedResourcePath+"/mcp", echo.WrapHandler(agents.ResourceMetadata(h.baseURL+"/mcp")))
+	metadata := echo.WrapHandler(agents.ResourceMetadata(h.baseURL + "/mcp"))
+	e.Any(ProtectedResourcePath, metadata)
+	e.Any(ProtectedResourcePath+"/mcp", metadata)
 	message := "nothing here: Countersign runs no OAuth authorization server; an admin gives each agent its token"
 	if h.oauth != nil {
 		message = "nothing here: Countersign's OAuth endpoints are named in /.well-known/oauth-authorization-server"

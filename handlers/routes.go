@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 
 	"github.com/labstack/echo/v4"
@@ -98,6 +99,7 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	e.GET("/healthz", h.Health)
 	e.GET("/readyz", h.Ready)
 	e.Any("/mcp", echo.WrapHandler(agents))
+	e.Any("/mcp/", echo.WrapHandler(mcpWithoutSlash(agents)))
 	h.oauthRoutes(e)
 	h.wellKnownRoutes(e, agents)
 	h.staticRoutes(e)
@@ -193,6 +195,18 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	admin.POST("/rules/:id/remove", h.AdminRuleRemove)
 	admin.GET("/audit", h.AdminAudit)
 	return e
+}
+
+// mcpWithoutSlash serves /mcp/ as /mcp: hosts given the endpoint with a
+// trailing slash must reach the MCP endpoint, with its Bearer challenge,
+// rather than fall into the web group, whose CSRF refusal starts no OAuth
+// discovery.
+func mcpWithoutSlash(agents http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r2 := r.Clone(r.Context())
+		r2.URL.Path, r2.URL.RawPath = "/mcp", ""
+		agents.ServeHTTP(w, r2)
+	})
 }
 
 // hstsMaxAge is how long a browser keeps to https once it has seen the

@@ -114,7 +114,13 @@ type rawReply struct {
 // (none when empty) and the session id and protocol version when given.
 func rawPost(t *testing.T, env *apptest.Env, token, session, protocol string, body []byte) rawReply {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, env.URL+"/mcp", bytes.NewReader(body))
+	return rawPostTo(t, env, "/mcp", token, session, protocol, body)
+}
+
+// rawPostTo is rawPost to another path of the service.
+func rawPostTo(t *testing.T, env *apptest.Env, path, token, session, protocol string, body []byte) rawReply {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, env.URL+path, bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("new request: %v", err)
 	}
@@ -131,7 +137,7 @@ func rawPost(t *testing.T, env *apptest.Env, token, session, protocol string, bo
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("POST /mcp: %v", err)
+		t.Fatalf("POST %s: %v", path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

@@ -108,8 +108,11 @@ func strs(v any) []string {
 func TestTheProtectedResourceMetadataValidatesAndNeverRedirects(t *testing.T) {
 	env := apptest.Start(t, apptest.SQLite, nil)
 	base := env.App.Config.BaseURL // the public origin, which the test server stands in for
+	// Both documents name the one resource, the MCP endpoint: a client that
+	// reads the origin's document asks for a token for /mcp, the only
+	// audience the authorization server grants.
 	for path, resource := range map[string]string{
-		"/.well-known/oauth-protected-resource":     base,
+		"/.well-known/oauth-protected-resource":     base + "/mcp",
 		"/.well-known/oauth-protected-resource/mcp": base + "/mcp",
 	} {
 		t.Run(path+" describes "+resource, func(t *testing.T) {
@@ -267,5 +270,37 @@ func TestATokenWithoutTheScopesOfAnHTTPOperationGets403InsufficientScope(t *test
 	// 409 past the scope check; what matters is that no challenge came.)
 	if r := get(all, reader.Session.ID()); r.Status == http.StatusForbidden || r.Header.Get("WWW-Authenticate") != "" {
 		t.Errorf("a reading token opening the stream: HTTP %d, %q: %s", r.Status, r.Header.Get("WWW-Authenticate"), r.Body)
+	}
+}
+
+// TestTheEndpointWithATrailingSlashIsTheEndpoint: a host given /mcp/ reaches
+// the MCP endpoint, with its Bearer challenge when it has no token (which
+// starts OAuth discovery), never the web pages' CSRF refusal.
+func TestTheEndpointWithATrailingSlashIsTheEndpoint(t *testing.T) {
+	env := apptest.Start(t, apptest.SQLite, nil)
+	base := env.App.Config.BaseURL
+	r := rawPostTo(t, env, "/mcp/", "", "", "", initializeBody())
+	mustBe401(t, r, "POST /mcp/ without a token")
+	if p := challengeParams(t, r.Header.Get("WWW-Authenticate")); p["resource_metadata"] != base+"/.well-known/oauth-protected-resource/mcp" {
+		t.Errorf("challenge %v, want the resource metadata of /mcp", p)
+	}
+	_, token := env.Agent(env.Account.ID, "slash")
+	r = rawPostTo(t, env, "/mcp/", token, "", "", initializeBody())
+	session := r.Header.Get("Mcp-Session-Id")
+	if r.Status != http.StatusOK || session == "" {
+		t.Fatalf("initialize on /mcp/ with a token: HTTP %d (session %q): %s", r.Status, session, r.Body)
+	}
+	if res := rpcResult(t, r); res["result"] == nil {
+		t.Fatalf("initialize on /mcp/: %v", res)
+	}
+	protocol := "2025-06-18"
+	rawPostTo(t, env, "/mcp/", token, session, protocol, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	for _, path := range []string{"/mcp/", "/mcp"} {
+		r = rawPostTo(t, env, path, token, session, protocol, []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`))
+		res := rpcResult(t, r)
+		tools, _ := res["result"].(map[string]any)["tools"].([]any)
+		if r.Status != http.StatusOK || len(tools) == 0 {
+			t.Errorf("tools/list on %s in the session begun on /mcp/: HTTP %d %v", path, r.Status, res)
+		}
 	}
 }

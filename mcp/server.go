@@ -183,8 +183,8 @@ type toolDef struct {
 }
 
 var (
-	readScopes  = []string{models.ScopeMCPRead, models.ScopeApprovalsRead}
-	writeScopes = []string{models.ScopeMCPWrite, models.ScopeApprovalsWrite}
+	readScopes  = models.ReadToolScopes
+	writeScopes = models.WriteToolScopes
 )
 
 // accountScoped is an input that names an account.

@@ -38,13 +38,24 @@ const (
 )
 
 // OAuthClient is a client registered by dynamic client registration
-// (RFC 7591): anyone may register one, so its name is unverified.
+// (RFC 7591): anyone may register one, so its name is unverified. Until a
+// person connects it, it lives OAuthClientUnusedLife from CreatedAt, the
+// last time it was registered.
 type OAuthClient struct {
 	ID           string
 	Name         string
 	RedirectURIs string // one per line
 	CreatedAt    time.Time
 }
+
+// OAuthClientUnusedLife is how long a registered client that no person has
+// connected is kept: registration is open to anyone, so what nobody uses
+// goes.
+const OAuthClientUnusedLife = 24 * time.Hour
+
+// unconnectedClient is the condition of a registered client no person has
+// connected, on the oauth_clients table.
+const unconnectedClient = "NOT EXISTS (SELECT 1 FROM oauth_connections c WHERE c.client_id = oauth_clients.id)"
 
 // RedirectList returns the client's redirect URIs.
 func (c *OAuthClient) RedirectList() []string { return strings.Split(c.RedirectURIs, "\n") }
@@ -130,21 +141,49 @@ func secret(prefix string) (string, error) {
 	return prefix + idEncoding.EncodeToString(raw), nil
 }
 
-// RegisterOAuthClient keeps a client that registered itself (RFC 7591).
-func (s *Store) RegisterOAuthClient(ctx context.Context, name string, redirectURIs []string) (*OAuthClient, error) {
-	c := &OAuthClient{ID: newID("dcr"), Name: name, RedirectURIs: strings.Join(redirectURIs, "\n"), CreatedAt: s.now()}
-	if err := s.write(ctx, func(tx *gorm.DB) error { return tx.Table("oauth_clients").Create(c).Error }); err != nil {
+// RegisterOAuthClient keeps a client that registered itself (RFC 7591). A
+// client registered before with the same name and redirect URIs is that
+// client again, its life renewed: a host that registers on every start
+// gets one client_id, and so one agent when its person connects it. A new
+// client is refused with RESOURCE_EXHAUSTED while maxUnconnected clients
+// that nobody connected are live.
+func (s *Store) RegisterOAuthClient(ctx context.Context, name string, redirectURIs []string, maxUnconnected int) (*OAuthClient, error) {
+	now := s.now()
+	c := &OAuthClient{ID: newID("dcr"), Name: name, RedirectURIs: strings.Join(redirectURIs, "\n"), CreatedAt: now}
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		var same OAuthClient
+		err := tx.Table("oauth_clients").Where("name = ? AND redirect_uris = ?", c.Name, c.RedirectURIs).Order("created_at DESC").Take(&same).Error
+		if err == nil {
+			*c = same
+			c.CreatedAt = now
+			return tx.Table("oauth_clients").Where("id = ?", c.ID).Update("created_at", now).Error
+		}
+		if !errors.Is(err, gorm.ErrRecordNotFound) {
+			return err
+		}
+		var waiting int64
+		if err := tx.Table("oauth_clients").Where("created_at > ? AND "+unconnectedClient, now.Add(-OAuthClientUnusedLife)).Count(&waiting).Error; err != nil {
+			return err
+		}
+		if waiting >= int64(maxUnconnected) {
+			return Refuse(ResourceExhausted, "client", "%d registered clients are waiting for a person to connect them, the most there may be; try again later", waiting)
+		}
+		return tx.Table("oauth_clients").Create(c).Error
+	})
+	if err != nil {
 		return nil, fmt.Errorf("register oauth client: %w", err)
 	}
 	return c, nil
 }
 
-// OAuthClientByID finds a registered client.
+// OAuthClientByID finds a registered client: one that a person connected,
+// or that was registered within OAuthClientUnusedLife.
 func (s *Store) OAuthClientByID(ctx context.Context, id string) (*OAuthClient, error) {
 	var c OAuthClient
-	err := s.db.WithContext(ctx).Table("oauth_clients").Where("id = ?", id).Take(&c).Error
+	err := s.db.WithContext(ctx).Table("oauth_clients").Where("id = ?", id).
+		Where("created_at > ? OR NOT "+unconnectedClient, s.now().Add(-OAuthClientUnusedLife)).Take(&c).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, Refuse(NotFound, "client_id", "no client is registered as %q", id)
+		return nil, Refuse(NotFound, "client_id", "no client is registered as %q (a client nobody connects is kept a day; register again)", id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("find oauth client: %w", err)
@@ -284,18 +323,29 @@ func (s *Store) insertOAuthAgent(tx *gorm.DB, a *Agent, in NewConnection, now ti
 		ClientID: in.ClientID, ClientName: in.ClientName, RedirectHost: in.RedirectHost, Verified: in.Verified, CreatedAt: now}).Error
 }
 
-// TakeOAuthCode spends an authorization code, once: a second use revokes
-// every token issued from it and answers ErrOAuthReuse. The caller checks
-// the code's bindings (client, redirect URI, PKCE, resource, expiry).
-func (s *Store) TakeOAuthCode(ctx context.Context, code string) (*OAuthCode, error) {
-	var c OAuthCode
-	reused := false
+// ExchangeOAuthCode spends an authorization code for a grant's first
+// tokens, in one transaction on the locked code. check (the caller's
+// bindings: client, redirect URI, PKCE, resource, expiry) runs first, and
+// its refusal spends nothing, so whoever intercepts a code without its
+// verifier cannot deny the real client. A code used before revokes every
+// token issued from it (RFC 6749 §4.1.2) and answers ErrOAuthReuse; two
+// exchanges at once take turns, so exactly one wins and the other revokes
+// what it got.
+func (s *Store) ExchangeOAuthCode(ctx context.Context, code string, check func(*OAuthCode) error, accessLife, refreshLife time.Duration) (*OAuthTokens, error) {
+	var (
+		out    *OAuthTokens
+		reused bool
+	)
 	err := s.write(ctx, func(tx *gorm.DB) error {
+		var c OAuthCode
 		err := s.lock(tx.Table("oauth_codes")).Where("code_hash = ?", HashToken(code)).Take(&c).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return Refuse(NotFound, "code", "no such authorization code")
 		}
 		if err != nil {
+			return err
+		}
+		if err := check(&c); err != nil {
 			return err
 		}
 		now := s.now()
@@ -307,15 +357,16 @@ func (s *Store) TakeOAuthCode(ctx context.Context, code string) (*OAuthCode, err
 			reused = true
 			return s.revokeFamily(tx, c.ID, now)
 		}
-		return nil
+		out, err = s.issueOAuthTokens(tx, OAuthGrant{FamilyID: c.ID, AgentID: c.AgentID, ClientID: c.ClientID, Resource: c.Resource, Scopes: c.Scopes}, accessLife, refreshLife)
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("take oauth code: %w", err)
+		return nil, fmt.Errorf("exchange oauth code: %w", err)
 	}
 	if reused {
-		return nil, fmt.Errorf("take oauth code: %w", ErrOAuthReuse)
+		return nil, fmt.Errorf("exchange oauth code: %w", ErrOAuthReuse)
 	}
-	return &c, nil
+	return out, nil
 }
 
 func (s *Store) revokeFamily(tx *gorm.DB, familyID string, now time.Time) error {
@@ -370,9 +421,11 @@ func (s *Store) issueOAuthTokens(tx *gorm.DB, g OAuthGrant, accessLife, refreshL
 }
 
 // RefreshOAuthTokens spends a refresh token of clientID for a new pair of
-// the same grant (rotation). A refresh token used before revokes the whole
-// family (its thief and its owner both lose it) and answers ErrOAuthReuse.
-func (s *Store) RefreshOAuthTokens(ctx context.Context, refresh, clientID string, accessLife, refreshLife time.Duration) (*OAuthTokens, *OAuthToken, error) {
+// the same grant (rotation). check (the caller's rules of the request, such
+// as its scope) runs on the locked token before it is spent: its refusal
+// changes nothing. A refresh token used before revokes the whole family (its
+// thief and its owner both lose it) and answers ErrOAuthReuse.
+func (s *Store) RefreshOAuthTokens(ctx context.Context, refresh, clientID string, check func(*OAuthToken) error, accessLife, refreshLife time.Duration) (*OAuthTokens, error) {
 	var (
 		out    *OAuthTokens
 		t      OAuthToken
@@ -393,6 +446,9 @@ func (s *Store) RefreshOAuthTokens(ctx context.Context, refresh, clientID string
 		if t.RevokedAt != nil {
 			return Refuse(FailedPrecondition, "refresh_token", "the refresh token is revoked")
 		}
+		if err := check(&t); err != nil {
+			return err
+		}
 		res := tx.Table("oauth_tokens").Where("id = ? AND used_at IS NULL", t.ID).Update("used_at", now)
 		if res.Error != nil {
 			return res.Error
@@ -408,12 +464,12 @@ func (s *Store) RefreshOAuthTokens(ctx context.Context, refresh, clientID string
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("refresh oauth tokens: %w", err)
+		return nil, fmt.Errorf("refresh oauth tokens: %w", err)
 	}
 	if reused {
-		return nil, nil, fmt.Errorf("refresh oauth tokens: %w", ErrOAuthReuse)
+		return nil, fmt.Errorf("refresh oauth tokens: %w", ErrOAuthReuse)
 	}
-	return out, &t, nil
+	return out, nil
 }
 
 // RevokeOAuthToken revokes a token of clientID (RFC 7009): a refresh token

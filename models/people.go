@@ -486,6 +486,8 @@ func (s *Store) SweepExpired(ctx context.Context) (int64, error) {
 			// (kept that long so a late second use is still seen as one).
 			{`DELETE FROM oauth_tokens WHERE expires_at <= ?`, []any{now}},
 			{`DELETE FROM oauth_codes WHERE expires_at <= ?`, []any{now.Add(-24 * time.Hour)}},
+			// Registered OAuth clients no person connected, past their life.
+			{`DELETE FROM oauth_clients WHERE created_at <= ? AND ` + unconnectedClient, []any{now.Add(-OAuthClientUnusedLife)}},
 		} {
 			res := tx.Exec(q.sql, q.args...)
 			if res.Error != nil {

@@ -330,6 +330,32 @@ const (
 // AllScopes lists every scope, in the order they are shown.
 var AllScopes = []string{ScopeMCPRead, ScopeMCPWrite, ScopeApprovalsRead, ScopeApprovalsWrite}
 
+// The scopes the MCP endpoint's tools need: a read tool both read scopes, a
+// write tool both write scopes.
+var (
+	ReadToolScopes  = []string{ScopeMCPRead, ScopeApprovalsRead}
+	WriteToolScopes = []string{ScopeMCPWrite, ScopeApprovalsWrite}
+)
+
+// ToolScopeRule says, to the person choosing scopes for an OAuth client,
+// why a grant must open at least one tool.
+const ToolScopeRule = "Keep approvals:read with mcp:read, or approvals:write with mcp:write: " +
+	"the client's tools need one of these pairs, and without one it connects but can do nothing."
+
+// OpensATool says whether scopes hold every scope of the read tools or of
+// the write tools: a grant without either connects a client with no tools.
+func OpensATool(scopes []string) bool {
+	holds := func(need []string) bool {
+		for _, sc := range need {
+			if !slices.Contains(scopes, sc) {
+				return false
+			}
+		}
+		return true
+	}
+	return holds(ReadToolScopes) || holds(WriteToolScopes)
+}
+
 // Agent is a requester: software that files asks with a bearer token.
 type Agent struct {
 	ID             string

@@ -101,14 +101,59 @@ func refusePrivate(_, address string, _ syscall.RawConn) error {
 	return nil
 }
 
-var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
+// notPublic are the ranges refused beside those netip classifies as
+// private, loopback, link-local, multicast or unspecified.
+var notPublic = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),       // this network
+	netip.MustParsePrefix("100.64.0.0/10"),   // shared address space (CGNAT)
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and broadcast
+	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64 (RFC 8215)
+	netip.MustParsePrefix("100::/64"),        // discard
+	netip.MustParsePrefix("2001::/23"),       // IETF protocol assignments: Teredo, benchmarking, ORCHID
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation
+	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated)
+}
+
+// IPv6 ranges whose last 32 bits, or bits 16 to 47 for 6to4, are an IPv4
+// address that is reached through them.
+var (
+	ipv4Compatible = netip.MustParsePrefix("::/96")           // ::a.b.c.d (deprecated)
+	ipv4Translated = netip.MustParsePrefix("::ffff:0:0:0/96") // ::ffff:0:a.b.c.d (SIIT)
+	nat64          = netip.MustParsePrefix("64:ff9b::/96")    // well-known NAT64 prefix (RFC 6052)
+	sixToFour      = netip.MustParsePrefix("2002::/16")       // 6to4 (RFC 3056)
+)
 
 // publicAddr says whether a may be fetched from: a global unicast address
-// outside the private, shared (CGNAT) and documentation ranges.
+// outside the private, shared (CGNAT), documentation and other special
+// ranges. An IPv6 address that embeds an IPv4 address (IPv4-mapped,
+// IPv4-compatible, SIIT, NAT64, 6to4) is judged by the IPv4 address it
+// reaches, so ::ffff:0:10.0.0.1 or 64:ff9b::7f00:1 cannot name the
+// service's own network.
 func publicAddr(a netip.Addr) bool {
 	a = a.Unmap()
-	return a.IsGlobalUnicast() && !a.IsPrivate() && !sharedAddressSpace.Contains(a) &&
-		!netip.MustParsePrefix("192.0.2.0/24").Contains(a) && !netip.MustParsePrefix("2001:db8::/32").Contains(a)
+	if a.Is6() {
+		b := a.As16()
+		switch {
+		case ipv4Compatible.Contains(a), ipv4Translated.Contains(a), nat64.Contains(a):
+			return publicAddr(netip.AddrFrom4([4]byte(b[12:16])))
+		case sixToFour.Contains(a):
+			return publicAddr(netip.AddrFrom4([4]byte(b[2:6])))
+		}
+	}
+	if !a.IsGlobalUnicast() || a.IsPrivate() {
+		return false
+	}
+	for _, p := range notPublic {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	return true
 }
 
 // IsDocumentURL says whether a client_id names a metadata document: an

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -181,33 +184,7 @@ func grantError(t *testing.T, what string, status int, body map[string]any, code
 // token the client got.
 func (r *rig) connectWithSDK(cfg *auth.AuthorizationCodeHandlerConfig, grants ...string) (*sdk.ClientSession, *oauth2.Token) {
 	r.t.Helper()
-	var got *oauth2.Token
-	cfg.AuthorizationCodeFetcher = func(_ context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-		u, err := url.Parse(args.URL)
-		if err != nil || u.Path != oauth.AuthorizePath {
-			return nil, fmt.Errorf("authorization URL %q is not the service's", args.URL)
-		}
-		loc := r.consent(u.Query(), grants...)
-		return &auth.AuthorizationResult{Code: loc.Query().Get("code"), State: loc.Query().Get("state"), Iss: loc.Query().Get("iss")}, nil
-	}
-	cfg.NewTokenSource = func(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
-		got = tok
-		return c.TokenSource(ctx, tok), nil
-	}
-	h, err := auth.NewAuthorizationCodeHandler(cfg)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "oauth-test", Version: "1"}, nil)
-	s, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: r.mcpURL, OAuthHandler: h, MaxRetries: -1}, nil)
-	if err != nil {
-		r.t.Fatalf("connect with OAuth: %v", err)
-	}
-	r.t.Cleanup(func() { s.Close() })
-	if got == nil {
-		r.t.Fatal("the client got no token")
-	}
-	return s, got
+	return r.connectWithSDKTo(r.mcpURL, cfg, grants...)
 }
 
 func TestTheMetadataNamesCountersignAsTheAuthorizationServer(t *testing.T) {
@@ -372,25 +349,24 @@ func TestEachBadRequestIsRefused(t *testing.T) {
 		status, body := r.exchange(client, redirect, oauth2.GenerateVerifier(), code)
 		grantError(t, "exchange", status, body, "invalid_grant", "code_verifier does not match")
 	})
+	// The client registered itself, so nobody vetted its redirect URI:
+	// errors are shown on the page, never sent there (RFC 9700 §4.11.2).
 	t.Run("PKCE plain, or none", func(t *testing.T) {
 		for _, method := range []string{"plain", ""} {
 			q := r.authorizeQuery(client, redirect, oauth2.GenerateVerifier())
 			q.Set("code_challenge_method", method)
-			res := r.ada.Page(oauth.AuthorizePath + "?" + q.Encode())
-			loc, _ := url.Parse(res.Header.Get("Location"))
-			if res.Status != http.StatusSeeOther || loc.Query().Get("error") != "invalid_request" || !strings.Contains(loc.Query().Get("error_description"), "S256") || loc.Query().Get("state") != "st-1" {
-				t.Errorf("method %q: %s Location %s, want a redirect with invalid_request naming S256", method, res, loc)
-			}
+			refusedOnPage(t, r.ada.Page(oauth.AuthorizePath+"?"+q.Encode()), "code_challenge_method S256")
 		}
 	})
 	t.Run("a wrong resource when authorizing", func(t *testing.T) {
 		q := r.authorizeQuery(client, redirect, oauth2.GenerateVerifier())
 		q.Set("resource", "https://elsewhere.example/mcp")
-		res := r.ada.Page(oauth.AuthorizePath + "?" + q.Encode())
-		loc, _ := url.Parse(res.Header.Get("Location"))
-		if res.Status != http.StatusSeeOther || loc.Query().Get("error") != "invalid_target" || loc.Host != "127.0.0.1:9" {
-			t.Errorf("%s Location %s, want a redirect to the client with invalid_target", res, loc)
-		}
+		refusedOnPage(t, r.ada.Page(oauth.AuthorizePath+"?"+q.Encode()), "resource must be this service&#39;s MCP endpoint")
+	})
+	t.Run("a parameter sent twice", func(t *testing.T) {
+		q := r.authorizeQuery(client, redirect, oauth2.GenerateVerifier())
+		q.Add("scope", "mcp:read")
+		refusedOnPage(t, r.ada.Page(oauth.AuthorizePath+"?"+q.Encode()), "the parameter scope is sent more than once")
 	})
 	t.Run("a wrong resource when exchanging", func(t *testing.T) {
 		verifier := oauth2.GenerateVerifier()
@@ -454,11 +430,7 @@ func TestEachBadRequestIsRefused(t *testing.T) {
 	t.Run("an unknown scope", func(t *testing.T) {
 		q := r.authorizeQuery(client, redirect, oauth2.GenerateVerifier())
 		q.Set("scope", "mcp:read admin")
-		res := r.ada.Page(oauth.AuthorizePath + "?" + q.Encode())
-		loc, _ := url.Parse(res.Header.Get("Location"))
-		if res.Status != http.StatusSeeOther || loc.Query().Get("error") != "invalid_scope" {
-			t.Errorf("%s Location %s, want invalid_scope", res, loc)
-		}
+		refusedOnPage(t, r.ada.Page(oauth.AuthorizePath+"?"+q.Encode()), "unknown scope &#34;admin&#34;")
 	})
 	t.Run("a consent that keeps no scope changes nothing", func(t *testing.T) {
 		before, _ := r.env.Store.ListAgents(context.Background(), r.env.Account.ID)
@@ -469,7 +441,7 @@ func TestEachBadRequestIsRefused(t *testing.T) {
 		}
 		res := r.ada.PostForm(oauth.AuthorizePath, form)
 		after, _ := r.env.Store.ListAgents(context.Background(), r.env.Account.ID)
-		if res.Status != http.StatusBadRequest || !strings.Contains(string(res.Raw), "keep at least one scope") || len(after) != len(before) {
+		if res.Status != http.StatusBadRequest || !strings.Contains(string(res.Raw), "the client&#39;s tools need one of these pairs") || len(after) != len(before) {
 			t.Errorf("%s; agents %d → %d, want a 400 consent page and no new agent", res, len(before), len(after))
 		}
 	})
@@ -482,6 +454,17 @@ func TestEachBadRequestIsRefused(t *testing.T) {
 		after, _ := r.env.Store.ListAgents(context.Background(), r.env.Account.ID)
 		if loc == nil || loc.Query().Get("error") != "access_denied" || len(after) != len(before) {
 			t.Errorf("%s Location %v; agents %d → %d", res, loc, len(before), len(after))
+		}
+	})
+	t.Run("a consent with two decisions is refused and changes nothing", func(t *testing.T) {
+		before, _ := r.env.Store.ListAgents(context.Background(), r.env.Account.ID)
+		form := r.authorizeQuery(client, redirect, oauth2.GenerateVerifier())
+		form["decision"] = []string{"approve", "deny"}
+		form["grant"] = []string{"mcp:read", "approvals:read"}
+		res := r.ada.PostForm(oauth.AuthorizePath, form)
+		after, _ := r.env.Store.ListAgents(context.Background(), r.env.Account.ID)
+		if res.Status != http.StatusBadRequest || res.Header.Get("Location") != "" || !strings.Contains(string(res.Raw), "exactly one of Connect or Cancel") || len(after) != len(before) {
+			t.Errorf("%s; agents %d → %d, want a 400 page and no new agent", res, len(before), len(after))
 		}
 	})
 	t.Run("a consent posted from another site", func(t *testing.T) {
@@ -611,8 +594,17 @@ func TestAClientWithAMetadataDocumentConnectsAndItsDocumentIsCached(t *testing.T
 			t.Errorf("CSP %q does not let the form go on to the redirect URI", csp)
 		}
 	})
+	t.Run("an error goes back to the client, whose metadata document vouches for its redirect URI", func(t *testing.T) {
+		q := r.authorizeQuery(clientID, redirect, oauth2.GenerateVerifier())
+		q.Set("scope", "mcp:read admin")
+		res := r.ada.Page(oauth.AuthorizePath + "?" + q.Encode())
+		loc, _ := url.Parse(res.Header.Get("Location"))
+		if res.Status != http.StatusSeeOther || loc.Host != "localhost:9" || loc.Query().Get("error") != "invalid_scope" || loc.Query().Get("state") != "st-1" {
+			t.Errorf("%s Location %s, want a redirect to the client with invalid_scope", res, loc)
+		}
+	})
 	if n := docs.fetches.Load(); n != 1 {
-		t.Errorf("the document was fetched %d times for two authorizations, want once (cached)", n)
+		t.Errorf("the document was fetched %d times for three authorizations, want once (cached)", n)
 	}
 }
 
@@ -624,13 +616,24 @@ func TestAMetadataDocumentOverItsSizeOrAtAPrivateAddressIsRefused(t *testing.T) 
 	})
 	big.allow(r)
 	for name, tc := range map[string]struct{ clientID, says string }{
-		"over the size limit":       {big.srv.URL + "/client.json", fmt.Sprintf("over %d bytes", oauth.DocumentMaxBytes)},
-		"at a loopback address":     {"https://127.0.0.1:1/client.json", "not a public address"},
-		"at a private address":      {"https://10.1.2.3/client.json", "not a public address"},
-		"at a link-local address":   {"https://169.254.169.254/latest/meta-data", "not a public address"},
-		"named localhost":           {"https://localhost/client.json", "not a public address"},
-		"not https":                 {"http://93.184.216.34/client.json", "no client is registered"},
-		"at the root, with no path": {"https://93.184.216.34/", "with a path"},
+		"over the size limit":     {big.srv.URL + "/client.json", fmt.Sprintf("over %d bytes", oauth.DocumentMaxBytes)},
+		"at a loopback address":   {"https://127.0.0.1:1/client.json", "not a public address"},
+		"at a private address":    {"https://10.1.2.3/client.json", "not a public address"},
+		"at a link-local address": {"https://169.254.169.254/latest/meta-data", "not a public address"},
+		"named localhost":         {"https://localhost/client.json", "not a public address"},
+		// IPv6 forms that reach an IPv4 address are judged by that address.
+		"IPv4-mapped, link-local":         {"https://[::ffff:169.254.169.254]/client.json", "not a public address"},
+		"IPv4-compatible, private":        {"https://[::10.1.2.3]/client.json", "not a public address"},
+		"IPv4-compatible, loopback":       {"https://[::127.0.0.1]/client.json", "not a public address"},
+		"IPv4-translated (SIIT), private": {"https://[::ffff:0:10.1.2.3]/client.json", "not a public address"},
+		"NAT64 of loopback":               {"https://[64:ff9b::127.0.0.1]/client.json", "not a public address"},
+		"NAT64 of a private address":      {"https://[64:ff9b::c0a8:1]/client.json", "not a public address"},
+		"local-use NAT64":                 {"https://[64:ff9b:1::5db8:d822]/client.json", "not a public address"},
+		"6to4 of a private address":       {"https://[2002:a01:203::1]/client.json", "not a public address"},
+		"6to4 of the metadata service":    {"https://[2002:a9fe:a9fe::1]/client.json", "not a public address"},
+		"Teredo":                          {"https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/client.json", "not a public address"},
+		"not https":                       {"http://93.184.216.34/client.json", "no client is registered"},
+		"at the root, with no path":       {"https://93.184.216.34/", "with a path"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			q := r.authorizeQuery(tc.clientID, redirect, oauth2.GenerateVerifier())
@@ -797,7 +800,7 @@ func TestConnectingAClientAgainKeepsItsAgentAndTheAuditLogRecordsEachStep(t *tes
 	const redirect = "http://127.0.0.1:9/cb"
 	client := r.register("Again", redirect)
 	r.code(client, redirect, oauth2.GenerateVerifier())
-	loc := r.consent(r.authorizeQuery(client, redirect, oauth2.GenerateVerifier()), "mcp:read")
+	loc := r.consent(r.authorizeQuery(client, redirect, oauth2.GenerateVerifier()), "mcp:write", "approvals:write")
 	if loc.Query().Get("code") == "" {
 		t.Fatalf("the second consent gave no code: %s", loc)
 	}
@@ -806,7 +809,7 @@ func TestConnectingAClientAgainKeepsItsAgentAndTheAuditLogRecordsEachStep(t *tes
 	for _, a := range agents {
 		names = append(names, a.Name+" "+a.Scopes)
 	}
-	if !slices.Equal(names, []string{"Again mcp:read"}) {
+	if !slices.Equal(names, []string{"Again mcp:write approvals:write"}) {
 		t.Errorf("agents = %v, want the one agent Again with the scopes chosen last", names)
 	}
 	var agentID string
@@ -832,7 +835,7 @@ func TestConnectingAClientAgainKeepsItsAgentAndTheAuditLogRecordsEachStep(t *tes
 	want := []string{ // newest first
 		"client_connected: ada: connected Again as agent Again-2 with mcp:read approvals:read",
 		"client_disconnected: ada: disconnected Again (agent Again)",
-		"client_connected: ada: connected Again again as agent Again with mcp:read",
+		"client_connected: ada: connected Again again as agent Again with mcp:write approvals:write",
 		"client_connected: ada: connected Again as agent Again with mcp:read approvals:read",
 	}
 	if !slices.Equal(steps, want) {
@@ -930,5 +933,409 @@ func testAGrantEnds(t *testing.T, db apptest.Database) {
 				t.Errorf("the agent is disabled: %v, want %v (a person signed out may connect the client again)", disabled, i > 0)
 			}
 		})
+	}
+}
+
+// connectWithSDKTo is connectWithSDK to the endpoint written as endpoint.
+func (r *rig) connectWithSDKTo(endpoint string, cfg *auth.AuthorizationCodeHandlerConfig, grants ...string) (*sdk.ClientSession, *oauth2.Token) {
+	r.t.Helper()
+	var got *oauth2.Token
+	cfg.AuthorizationCodeFetcher = func(_ context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		u, err := url.Parse(args.URL)
+		if err != nil || u.Path != oauth.AuthorizePath {
+			return nil, fmt.Errorf("authorization URL %q is not the service's", args.URL)
+		}
+		loc := r.consent(u.Query(), grants...)
+		return &auth.AuthorizationResult{Code: loc.Query().Get("code"), State: loc.Query().Get("state"), Iss: loc.Query().Get("iss")}, nil
+	}
+	cfg.NewTokenSource = func(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+		got = tok
+		return c.TokenSource(ctx, tok), nil
+	}
+	h, err := auth.NewAuthorizationCodeHandler(cfg)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "oauth-test", Version: "1"}, nil)
+	s, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: endpoint, OAuthHandler: h, MaxRetries: -1}, nil)
+	if err != nil {
+		r.t.Fatalf("connect with OAuth: %v", err)
+	}
+	r.t.Cleanup(func() { s.Close() })
+	if got == nil {
+		r.t.Fatal("the client got no token")
+	}
+	return s, got
+}
+
+func TestTheAuthorizationServerMetadataLeavesOutWhatIsNotServed(t *testing.T) {
+	env := apptest.StartWeb(t, apptest.SQLite, nil)
+	res, err := http.Get(env.URL + oauth.MetadataPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var doc map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&doc); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("HTTP %d, %v", res.StatusCode, err)
+	}
+	if _, ok := doc["jwks_uri"]; ok {
+		t.Errorf("jwks_uri is present (%q), but no JWK Set is served", doc["jwks_uri"])
+	}
+	for name, v := range doc {
+		if v == nil || v == "" || v == false || fmt.Sprint(v) == "[]" {
+			t.Errorf("member %s is empty (%#v): leave it out", name, v)
+		}
+	}
+	if doc["issuer"] != env.URL || doc["token_endpoint"] != env.URL+oauth.TokenPath {
+		t.Errorf("issuer %v, token_endpoint %v: the document lost what it serves", doc["issuer"], doc["token_endpoint"])
+	}
+}
+
+// refusedOnPage checks that an authorization request was refused on the
+// service's own page, saying says, and not redirected anywhere.
+func refusedOnPage(t *testing.T, res apptest.Response, says string) {
+	t.Helper()
+	if res.Status != http.StatusBadRequest || res.Header.Get("Location") != "" || !strings.Contains(string(res.Raw), says) {
+		t.Errorf("%s (Location %q), want a 400 page saying %q and no redirect", res, res.Header.Get("Location"), says)
+	}
+}
+
+func TestALoopbackRedirectURIMatchesOnAnyPort(t *testing.T) {
+	r := newRig(t)
+	client := r.register("Native", "http://127.0.0.1:9/cb", "http://[::1]:9/cb", "http://localhost/cb", "https://app.example:8443/cb")
+	for _, tc := range []struct {
+		redirect string
+		matches  bool
+	}{
+		{"http://127.0.0.1:9/cb", true},
+		{"http://127.0.0.1:51234/cb", true},
+		{"http://127.0.0.1/cb", true},
+		{"http://[::1]:61000/cb", true},
+		{"http://localhost:40000/cb", true},
+		{"http://127.0.0.1:51234/cb/other", false},
+		{"http://127.0.0.1:51234/cb?x=1", false},
+		{"http://127.0.0.2:51234/cb", false},
+		{"http://localhost:40000/CB", false},
+		{"http://user@127.0.0.1:51234/cb", false},
+		{"http://127.0.0.1:051234/cb", false},
+		{"https://127.0.0.1:51234/cb", false},
+		{"https://app.example:8444/cb", false},
+	} {
+		t.Run(tc.redirect, func(t *testing.T) {
+			verifier := oauth2.GenerateVerifier()
+			q := r.authorizeQuery(client, tc.redirect, verifier)
+			if !tc.matches {
+				refusedOnPage(t, r.ada.Page(oauth.AuthorizePath+"?"+q.Encode()), "not one the client registered")
+				return
+			}
+			loc := r.consent(q, "mcp:read", "approvals:read")
+			if got := loc.Scheme + "://" + loc.Host + loc.Path; got != tc.redirect || loc.Query().Get("code") == "" {
+				t.Fatalf("the code went to %s, want %s", loc, tc.redirect)
+			}
+			status, body := r.exchange(client, tc.redirect, verifier, loc.Query().Get("code"))
+			if status != http.StatusOK {
+				t.Errorf("exchange with the port used: HTTP %d %v", status, body)
+			}
+		})
+	}
+}
+
+func TestACodeExchangedTwiceAtOnceIsSpentOnceAndItsTokensRevoked(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		r := newRigOn(t, db)
+		const redirect = "http://127.0.0.1:9/cb"
+		client := r.register("Twice", redirect)
+		for round := range 5 {
+			verifier := oauth2.GenerateVerifier()
+			code := r.code(client, redirect, verifier)
+			type reply struct {
+				status int
+				body   map[string]any
+			}
+			replies := make(chan reply, 2)
+			start := make(chan struct{})
+			for range 2 {
+				go func() {
+					<-start
+					form := url.Values{"grant_type": {"authorization_code"}, "client_id": {client},
+						"redirect_uri": {redirect}, "code_verifier": {verifier}, "code": {code}}
+					res, err := http.PostForm(r.env.URL+oauth.TokenPath, form)
+					if err != nil {
+						replies <- reply{}
+						return
+					}
+					defer res.Body.Close()
+					var body map[string]any
+					_ = json.NewDecoder(res.Body).Decode(&body)
+					replies <- reply{res.StatusCode, body}
+				}()
+			}
+			close(start)
+			a, b := <-replies, <-replies
+			if a.status != http.StatusOK {
+				a, b = b, a
+			}
+			if a.status != http.StatusOK || b.status != http.StatusBadRequest || b.body["error"] != "invalid_grant" ||
+				!strings.Contains(fmt.Sprint(b.body["error_description"]), "used before") {
+				t.Fatalf("round %d: two exchanges at once answered HTTP %d %v and HTTP %d %v, want one 200 and one invalid_grant used before",
+					round, a.status, a.body, b.status, b.body)
+			}
+			if s, _ := r.mcpStatus(a.body["access_token"].(string)); s != http.StatusUnauthorized {
+				t.Errorf("round %d: the winner's access token after the second exchange: HTTP %d, want 401 (RFC 6749 §4.1.2)", round, s)
+			}
+			status, body := r.postForm(oauth.TokenPath, url.Values{"grant_type": {"refresh_token"}, "client_id": {client}, "refresh_token": {a.body["refresh_token"].(string)}})
+			grantError(t, "the winner's refresh token", status, body, "invalid_grant", "revoked")
+		}
+		var live int64
+		r.env.Store.DB().Table("oauth_tokens").Where("client_id = ? AND revoked_at IS NULL", client).Count(&live)
+		if live != 0 {
+			t.Errorf("%d tokens of the twice-spent codes are live, want none", live)
+		}
+	})
+}
+
+func TestAFailedExchangeLeavesTheCodeToTheRealClient(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		r := newRigOn(t, db)
+		const redirect = "http://127.0.0.1:9/cb"
+		client := r.register("Intercepted", redirect)
+		verifier := oauth2.GenerateVerifier()
+		code := r.code(client, redirect, verifier)
+		status, body := r.exchange(client, redirect, oauth2.GenerateVerifier(), code)
+		grantError(t, "an exchange with another verifier", status, body, "invalid_grant", "code_verifier does not match")
+		status, body = r.exchange(client, "http://127.0.0.1:9/elsewhere", verifier, code)
+		grantError(t, "an exchange with another redirect URI", status, body, "invalid_grant", "redirect_uri differs")
+		status, body = r.exchange(client, redirect, verifier, code)
+		if status != http.StatusOK {
+			t.Fatalf("the real client's exchange after the failed ones: HTTP %d %v, want 200", status, body)
+		}
+		if s, _ := r.mcpStatus(body["access_token"].(string)); s != http.StatusOK {
+			t.Errorf("the real client's token: HTTP %d", s)
+		}
+	})
+}
+
+func TestARefreshForAnUngrantedScopeIsRefusedBeforeTheTokenIsSpent(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		r := newRigOn(t, db)
+		const redirect = "http://127.0.0.1:9/cb"
+		client := r.register("Wider", redirect)
+		verifier := oauth2.GenerateVerifier()
+		status, tok := r.exchange(client, redirect, verifier, r.code(client, redirect, verifier)) // mcp:read approvals:read
+		if status != http.StatusOK {
+			t.Fatalf("exchange: %d %v", status, tok)
+		}
+		refresh := tok["refresh_token"].(string)
+		status, body := r.postForm(oauth.TokenPath, url.Values{"grant_type": {"refresh_token"}, "client_id": {client}, "refresh_token": {refresh}, "scope": {"mcp:read approvals:write"}})
+		grantError(t, "a refresh asking for approvals:write", status, body, "invalid_scope", `"approvals:write" was not granted`)
+		status, body = r.postForm(oauth.TokenPath, url.Values{"grant_type": {"refresh_token"}, "client_id": {client}, "refresh_token": {refresh}})
+		if status != http.StatusOK || body["scope"] != "mcp:read approvals:read" {
+			t.Fatalf("the same refresh token after the refusal: HTTP %d %v, want a new pair (the refusal spent nothing)", status, body)
+		}
+		if s, _ := r.mcpStatus(body["access_token"].(string)); s != http.StatusOK {
+			t.Errorf("the refreshed access token: HTTP %d", s)
+		}
+	})
+}
+
+// registerFrom posts a registration from the local address from and
+// returns the HTTP status and the client_id given.
+func (r *rig) registerFrom(from, name string, redirects ...string) (int, string) {
+	r.t.Helper()
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	client := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
+	defer client.CloseIdleConnections()
+	raw, _ := json.Marshal(map[string]any{"client_name": name, "redirect_uris": redirects})
+	res, err := client.Post(r.env.URL+oauth.RegisterPath, "application/json", strings.NewReader(string(raw)))
+	if err != nil {
+		r.t.Fatalf("register from %s: %v", from, err)
+	}
+	defer res.Body.Close()
+	var out oauthex.ClientRegistrationResponse
+	_ = json.NewDecoder(res.Body).Decode(&out)
+	return res.StatusCode, out.ClientID
+}
+
+func TestDynamicRegistrationIsCappedAndForgetsWhatNobodyConnects(t *testing.T) {
+	const redirect = "http://127.0.0.1:9/cb"
+	t.Run("the loopback addresses of one machine share one limit", func(t *testing.T) {
+		r := newRig(t)
+		created := 0
+		for i := 2; i <= 41; i++ {
+			if status, _ := r.registerFrom(fmt.Sprintf("127.0.0.%d", i), fmt.Sprintf("spam %d", i), redirect); status == http.StatusCreated {
+				created++
+			} else if status != http.StatusTooManyRequests {
+				t.Fatalf("registration %d: HTTP %d, want 201 or 429", i, status)
+			}
+		}
+		var kept int64
+		r.env.Store.DB().Table("oauth_clients").Count(&kept)
+		if created != 5 || kept != 5 {
+			t.Errorf("40 registrations from 40 loopback addresses made %d clients (%d kept), want the burst of 5", created, kept)
+		}
+	})
+	t.Run("a host registering on every start gets one client and, connected, one agent", func(t *testing.T) {
+		r := newRig(t)
+		var ids []string
+		for range 2 {
+			id := r.register("Restarting Host", redirect, "http://localhost:9/cb")
+			r.code(id, redirect, oauth2.GenerateVerifier())
+			ids = append(ids, id)
+		}
+		if ids[1] != ids[0] {
+			t.Errorf("the same metadata registered twice gave client_ids %v, want one", ids)
+		}
+		agents, _ := r.env.Store.ListAgents(context.Background(), r.env.Account.ID)
+		if len(agents) != 1 || agents[0].Disabled {
+			t.Errorf("agents after two registrations and consents = %+v, want one enabled", agents)
+		}
+		if id := r.register("Restarting Host", "http://127.0.0.1:53117/cb", "http://localhost:40001/cb"); id != ids[0] {
+			t.Errorf("the host registering again on new loopback ports got %s, want the same client %s", id, ids[0])
+		}
+		if id := r.register("Restarting Host", "http://localhost:9/cb"); id == ids[0] {
+			t.Error("other redirect URIs were taken as the same client")
+		}
+		if id := r.register("Restarting Host", "http://127.0.0.1:9/other", "http://localhost:9/cb"); id == ids[0] {
+			t.Error("another loopback path was taken as the same client")
+		}
+	})
+	t.Run("clients nobody connects are capped, expire after a day and are swept", func(t *testing.T) {
+		r := newRig(t)
+		r.env.App.OAuth.MaxUnconnectedClients = 2
+		first, second := r.register("Waiting 1", redirect), r.register("Waiting 2", redirect)
+		status, body := r.registerJSON(`{"client_name":"Waiting 3","redirect_uris":["` + redirect + `"]}`)
+		if status != http.StatusTooManyRequests || body["error"] != "too_many_requests" || !strings.Contains(fmt.Sprint(body["error_description"]), "2 registered clients are waiting") {
+			t.Errorf("a third client while two wait: HTTP %d %v, want 429 naming the cap", status, body)
+		}
+		r.code(second, redirect, oauth2.GenerateVerifier()) // ada connects it: it no longer waits
+		r.register("Waiting 3", redirect)
+		// A day on for the clients (not for ada's session).
+		r.env.Store.DB().Table("oauth_clients").Where("1 = 1").Update("created_at", time.Now().Add(-models.OAuthClientUnusedLife-time.Minute))
+		refusedOnPage(t, r.ada.Page(oauth.AuthorizePath+"?"+r.authorizeQuery(first, redirect, oauth2.GenerateVerifier()).Encode()), "no client is registered")
+		if _, err := r.env.Store.SweepExpired(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		r.env.Store.DB().Table("oauth_clients").Order("name").Pluck("name", &names)
+		if !slices.Equal(names, []string{"Waiting 2"}) {
+			t.Errorf("clients kept after a day = %v, want only the connected Waiting 2", names)
+		}
+		r.code(second, redirect, oauth2.GenerateVerifier()) // the connected client lives on
+	})
+}
+
+// registerJSON posts a raw registration and reads the JSON answer.
+func (r *rig) registerJSON(raw string) (int, map[string]any) {
+	r.t.Helper()
+	res, err := http.Post(r.env.URL+oauth.RegisterPath, "application/json", strings.NewReader(raw))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var body map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&body)
+	return res.StatusCode, body
+}
+
+// originResource reads the origin's protected-resource metadata, where a
+// host given only the service's address starts, and returns the resource
+// it names.
+func (r *rig) originResource() string {
+	r.t.Helper()
+	res, err := http.Get(r.env.URL + "/.well-known/oauth-protected-resource")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var prm oauthex.ProtectedResourceMetadata
+	if err := json.NewDecoder(res.Body).Decode(&prm); err != nil || prm.Resource != r.mcpURL {
+		r.t.Fatalf("the origin's metadata names resource %q (%v), want the MCP endpoint %s", prm.Resource, err, r.mcpURL)
+	}
+	return prm.Resource
+}
+
+func TestTheGoSDKConnectsFromTheOriginsMetadataWithOrWithoutASlash(t *testing.T) {
+	r := newRig(t)
+	resource := r.originResource()
+	for _, endpoint := range []string{resource, resource + "/"} {
+		t.Run(endpoint, func(t *testing.T) {
+			session, tok := r.connectWithSDKTo(endpoint, &auth.AuthorizationCodeHandlerConfig{
+				DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+					ClientName: "Go SDK Host", RedirectURIs: []string{"http://127.0.0.1:9/callback"},
+					GrantTypes: []string{"authorization_code", "refresh_token"},
+				}},
+			}, models.AllScopes...)
+			if res, err := apptest.CallTool(context.Background(), session, "approvals_list", map[string]any{}); err != nil || res.IsError {
+				t.Errorf("approvals_list: %+v %v", res, err)
+			}
+			var audience string
+			r.env.Store.DB().Table("oauth_tokens").Where("token_hash = ?", models.HashToken(tok.AccessToken)).Select("resource").Scan(&audience)
+			if audience != r.mcpURL {
+				t.Errorf("the token is for %q, want the one resource %s", audience, r.mcpURL)
+			}
+		})
+	}
+}
+
+func TestTheTypeScriptSDKConnectsFromTheOriginsMetadataWithOrWithoutASlash(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node is not on PATH")
+		}
+		t.Skip("node is not on PATH")
+	}
+	if _, err := os.Stat("../node_modules/@modelcontextprotocol/sdk/package.json"); err != nil {
+		t.Fatal("node_modules/@modelcontextprotocol/sdk is missing: run npm ci")
+	}
+	r := newRig(t)
+	// The person: opens the authorization URL the host shows, consents with
+	// every scope, and answers with where their browser is sent.
+	consent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		u, err := url.Parse(req.URL.Query().Get("u"))
+		if err != nil || u.Path != oauth.AuthorizePath {
+			http.Error(w, "not the service's authorization URL", http.StatusBadRequest)
+			return
+		}
+		fmt.Fprint(w, r.consent(u.Query(), models.AllScopes...).String())
+	}))
+	t.Cleanup(consent.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "testdata/ts_sdk_oauth_host.mjs", r.env.URL, consent.URL)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the TypeScript SDK host: %v\n%s", err, stderr.String())
+	}
+	var out struct {
+		OriginResource string `json:"origin_resource"`
+		Endpoints      map[string]struct {
+			ClientID  string `json:"client_id"`
+			Resource  string `json:"resource"`
+			Scope     string `json:"scope"`
+			Tools     int    `json:"tools"`
+			CallError bool   `json:"call_error"`
+		} `json:"endpoints"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("the host printed %q: %v", raw, err)
+	}
+	if out.OriginResource != r.mcpURL {
+		t.Errorf("the origin's metadata named %q, want %s", out.OriginResource, r.mcpURL)
+	}
+	for _, endpoint := range []string{r.mcpURL, r.mcpURL + "/"} {
+		got, ok := out.Endpoints[endpoint]
+		if !ok || got.Resource != r.mcpURL || got.Tools == 0 || got.CallError || len(strings.Fields(got.Scope)) != len(models.AllScopes) {
+			t.Errorf("%s: %+v (%v), want a token for %s with every scope, tools listed and approvals_list answered", endpoint, got, ok, r.mcpURL)
+		}
+	}
+	if a, b := out.Endpoints[r.mcpURL].ClientID, out.Endpoints[r.mcpURL+"/"].ClientID; a == "" || a != b {
+		t.Errorf("client_ids %q and %q: the same metadata registered twice is one client", a, b)
+	}
+	agents, _ := r.env.Store.ListAgents(context.Background(), r.env.Account.ID)
+	if len(agents) != 1 || agents[0].Name != "TS-SDK-Host" {
+		t.Errorf("agents = %+v, want the one agent TS-SDK-Host", agents)
 	}
 }

@@ -34,7 +34,7 @@ func TestNoClientOrAgentPassesForTheServicesRulesAgent(t *testing.T) {
 		}
 	})
 	t.Run("consent refuses a client registered under such a name before", func(t *testing.T) {
-		c, err := r.env.Store.RegisterOAuthClient(ctx, models.ServiceAgentName, []string{redirect})
+		c, err := r.env.Store.RegisterOAuthClient(ctx, models.ServiceAgentName, []string{redirect}, oauth.MaxUnconnectedClients)
 		if err != nil {
 			t.Fatal(err)
 		}

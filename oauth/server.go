@@ -14,12 +14,14 @@ package oauth
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -46,18 +48,26 @@ const (
 	MetadataPath  = "/.well-known/oauth-authorization-server"
 )
 
+// MaxUnconnectedClients is how many registered clients nobody has connected
+// may live at once (each for models.OAuthClientUnusedLife): registration is
+// open to anyone, so this bounds what strangers can make the service keep.
+const MaxUnconnectedClients = 500
+
 // Server is the authorization server.
 type Server struct {
 	store     *models.Store
 	issuer    string // the service's base URL
 	resource  string // the MCP endpoint's URL: the only audience of its tokens
 	Documents *Documents
+	// MaxUnconnectedClients caps registration (MaxUnconnectedClients unless
+	// a test sets another).
+	MaxUnconnectedClients int
 }
 
 // New makes the authorization server of the service at issuer, for the MCP
 // endpoint at resource.
 func New(store *models.Store, issuer, resource string) *Server {
-	return &Server{store: store, issuer: issuer, resource: resource, Documents: NewDocuments()}
+	return &Server{store: store, issuer: issuer, resource: resource, Documents: NewDocuments(), MaxUnconnectedClients: MaxUnconnectedClients}
 }
 
 // Issuer is the server's issuer identifier.
@@ -66,7 +76,7 @@ func (s *Server) Issuer() string { return s.issuer }
 // Resource is the only audience its tokens are for.
 func (s *Server) Resource() string { return s.resource }
 
-// Metadata is the RFC 8414 document.
+// Metadata is the RFC 8414 document as the go-sdk types it.
 func (s *Server) Metadata() *oauthex.AuthServerMeta {
 	return &oauthex.AuthServerMeta{
 		Issuer:                                     s.issuer,
@@ -84,6 +94,44 @@ func (s *Server) Metadata() *oauthex.AuthServerMeta {
 		AuthorizationResponseIssParameterSupported: true,
 		ServiceDocumentation:                       "https://github.com/countersign/countersign#connect-a-host",
 	}
+}
+
+// MetadataDocument is the RFC 8414 document as served: Metadata without its
+// empty members, for the go-sdk's type writes every member it knows, so a
+// client would read `"jwks_uri": ""` as a JWK Set at an empty URL where
+// this server publishes none.
+func (s *Server) MetadataDocument() (map[string]any, error) {
+	raw, err := json.Marshal(s.Metadata())
+	if err != nil {
+		return nil, fmt.Errorf("authorization server metadata: %w", err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("authorization server metadata: %w", err)
+	}
+	for k, v := range doc {
+		switch v := v.(type) {
+		case nil:
+			delete(doc, k)
+		case string:
+			if v == "" {
+				delete(doc, k)
+			}
+		case bool:
+			if !v {
+				delete(doc, k)
+			}
+		case []any:
+			if len(v) == 0 {
+				delete(doc, k)
+			}
+		case map[string]any:
+			if len(v) == 0 {
+				delete(doc, k)
+			}
+		}
+	}
+	return doc, nil
 }
 
 // Error is an OAuth error answer: its code (RFC 6749 §5.2), a description
@@ -149,7 +197,7 @@ func checkRedirectURI(raw string) error {
 			return fmt.Errorf("redirect URI %q has no host", raw)
 		}
 	case "http":
-		if h := u.Hostname(); h != "localhost" && h != "127.0.0.1" && h != "::1" {
+		if !loopbackHost(u.Hostname()) {
 			return fmt.Errorf("redirect URI %q: http is allowed only on localhost, 127.0.0.1 or [::1]", raw)
 		}
 	case "javascript", "data", "file", "vbscript", "about", "blob":
@@ -157,6 +205,47 @@ func checkRedirectURI(raw string) error {
 	}
 	return nil
 }
+
+// redirectMatches says whether a requested redirect URI is the registered
+// one: exactly, or for an http URI on a loopback host (127.0.0.1, [::1],
+// localhost) with any port, for a native app listens on whichever port it
+// was given (RFC 8252 §7.3). Scheme, host, path and query still match exactly.
+func redirectMatches(registered, requested string) bool {
+	if registered == requested {
+		return true
+	}
+	reg, err1 := url.Parse(registered)
+	req, err2 := url.Parse(requested)
+	if err1 != nil || err2 != nil || reg.Scheme != "http" || !loopbackHost(reg.Hostname()) {
+		return false
+	}
+	if p := req.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 || p[0] == '0' {
+			return false
+		}
+	}
+	reg.Host, req.Host = reg.Hostname(), req.Hostname()
+	if strings.Contains(reg.Host, ":") {
+		reg.Host, req.Host = "["+reg.Host+"]", "["+req.Host+"]"
+	}
+	return req.Scheme == reg.Scheme && req.User == nil && reg.String() == req.String()
+}
+
+// withoutLoopbackPort is a redirect URI as kept at registration: a loopback
+// one without its port, which any port matches (redirectMatches), so that a
+// native host registering again on each start, on a new port, is the same
+// client.
+func withoutLoopbackPort(redirect string) string {
+	u, err := url.Parse(redirect)
+	if err != nil || u.Scheme != "http" || !loopbackHost(u.Hostname()) || u.Port() == "" {
+		return redirect
+	}
+	u.Host = strings.TrimSuffix(u.Host, ":"+u.Port())
+	return u.String()
+}
+
+// loopbackHost says whether a redirect URI's host is this machine.
+func loopbackHost(h string) bool { return h == "localhost" || h == "127.0.0.1" || h == "::1" }
 
 // cleanName keeps a client's name printable and short.
 func cleanName(s string) string {
@@ -215,18 +304,39 @@ func (r *Request) ErrorRedirect(issuer string, e *Error) string {
 
 var codeChallenge = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
 
+// AuthorizeParams are the parameters of an authorization request this
+// server reads; any other is ignored, and none may be sent twice.
+var AuthorizeParams = []string{"response_type", "client_id", "redirect_uri", "state", "code_challenge", "code_challenge_method", "resource", "scope"}
+
+// Form is the checked request as the consent form carries it: only the
+// parameters of AuthorizeParams, each once, in their order, so nothing else
+// a link put in the query (a decision, a grant) reaches the person's answer.
+func (r *Request) Form() [][2]string {
+	out := [][2]string{{"response_type", "code"}, {"client_id", r.Client.ID}, {"redirect_uri", r.RedirectURI}}
+	if r.State != "" {
+		out = append(out, [2]string{"state", r.State})
+	}
+	return append(out, [2]string{"code_challenge", r.CodeChallenge}, [2]string{"code_challenge_method", "S256"},
+		[2]string{"resource", r.Resource}, [2]string{"scope", strings.Join(r.Scopes, " ")})
+}
+
 // ParseAuthorize checks an authorization request. An error with no Request
 // must be shown to the person (the client or its redirect URI cannot be
 // trusted with it); an error with a Request goes back to the client through
 // ErrorRedirect.
 func (s *Server) ParseAuthorize(ctx context.Context, q url.Values) (*Request, *Error) {
+	for _, name := range AuthorizeParams {
+		if len(q[name]) > 1 { // RFC 6749 §3.1: which one would be meant?
+			return nil, oauthError(http.StatusBadRequest, "invalid_request", "the parameter %s is sent more than once", name)
+		}
+	}
 	client, err := s.ResolveClient(ctx, q.Get("client_id"))
 	if err != nil {
 		return nil, oauthError(http.StatusBadRequest, "invalid_client", "the client cannot be used: %v", err)
 	}
 	redirect := q.Get("redirect_uri")
-	if !slices.Contains(client.RedirectURIs, redirect) {
-		return nil, oauthError(http.StatusBadRequest, "invalid_request", "the redirect_uri %q is not one the client registered; it must match exactly", redirect)
+	if !slices.ContainsFunc(client.RedirectURIs, func(registered string) bool { return redirectMatches(registered, redirect) }) {
+		return nil, oauthError(http.StatusBadRequest, "invalid_request", "the redirect_uri %q is not one the client registered; it must match exactly (on a loopback host, all but the port)", redirect)
 	}
 	r := &Request{Client: client, RedirectURI: redirect, State: q.Get("state")}
 	switch {
@@ -236,10 +346,10 @@ func (s *Server) ParseAuthorize(ctx context.Context, q url.Values) (*Request, *E
 		return r, oauthError(http.StatusBadRequest, "invalid_request", "PKCE is required with code_challenge_method S256 (plain is not accepted)")
 	case !codeChallenge.MatchString(q.Get("code_challenge")):
 		return r, oauthError(http.StatusBadRequest, "invalid_request", "code_challenge must be the 43-character base64url S256 challenge")
-	case q.Get("resource") != s.resource:
+	case !s.isResource(q.Get("resource")):
 		return r, oauthError(http.StatusBadRequest, "invalid_target", "resource must be this service's MCP endpoint, %s", s.resource)
 	}
-	r.CodeChallenge, r.Resource = q.Get("code_challenge"), q.Get("resource")
+	r.CodeChallenge, r.Resource = q.Get("code_challenge"), s.resource
 	scopes, e := checkScopes(q.Get("scope"))
 	if e != nil {
 		return r, e
@@ -249,6 +359,14 @@ func (s *Server) ParseAuthorize(ctx context.Context, q url.Values) (*Request, *E
 	}
 	r.Scopes = scopes
 	return r, nil
+}
+
+// isResource says whether a resource parameter names the MCP endpoint: its
+// URL, or the same with a trailing slash, which is the endpoint too (a host
+// given /mcp/ asks for a token for it). Tokens are always issued for the one
+// URL.
+func (s *Server) isResource(resource string) bool {
+	return resource == s.resource || resource == s.resource+"/"
 }
 
 // checkScopes splits a scope parameter and refuses an unknown scope.
@@ -274,8 +392,8 @@ func (s *Server) Approve(ctx context.Context, r *Request, accountID, subject str
 			scopes = append(scopes, sc)
 		}
 	}
-	if len(scopes) == 0 {
-		return "", models.Invalid("scope", "keep at least one scope, or deny")
+	if !models.OpensATool(scopes) {
+		return "", models.Invalid("grant", "%s", models.ToolScopeRule)
 	}
 	_, code, err := s.store.ConnectOAuthClient(ctx, models.NewConnection{
 		AccountID: accountID, Subject: subject, ClientID: r.Client.ID, ClientName: r.Client.Name,
@@ -309,24 +427,27 @@ func (s *Server) Token(ctx context.Context, form url.Values, clientID string) (*
 	if clientID == "" {
 		return nil, oauthError(http.StatusUnauthorized, "invalid_client", "client_id is missing")
 	}
-	if res := form.Get("resource"); res != "" && res != s.resource {
+	if res := form.Get("resource"); res != "" && !s.isResource(res) {
 		return nil, oauthError(http.StatusBadRequest, "invalid_target", "resource must be this service's MCP endpoint, %s", s.resource)
 	}
 	switch form.Get("grant_type") {
 	case "authorization_code":
 		return s.exchange(ctx, form, clientID)
 	case "refresh_token":
-		if _, e := checkScopes(form.Get("scope")); e != nil {
+		asked, e := checkScopes(form.Get("scope"))
+		if e != nil {
 			return nil, e
 		}
-		t, old, err := s.store.RefreshOAuthTokens(ctx, form.Get("refresh_token"), clientID, AccessLife, RefreshLife)
+		t, err := s.store.RefreshOAuthTokens(ctx, form.Get("refresh_token"), clientID, func(old *models.OAuthToken) error {
+			for _, sc := range asked { // refused before the token is spent (RFC 6749 §6)
+				if !slices.Contains(strings.Fields(old.Scopes), sc) {
+					return oauthError(http.StatusBadRequest, "invalid_scope", "scope %q was not granted", sc)
+				}
+			}
+			return nil
+		}, AccessLife, RefreshLife)
 		if err != nil {
 			return nil, grantError(err)
-		}
-		for _, sc := range strings.Fields(form.Get("scope")) {
-			if !slices.Contains(strings.Fields(old.Scopes), sc) {
-				return nil, oauthError(http.StatusBadRequest, "invalid_scope", "scope %q was not granted", sc)
-			}
 		}
 		return answer(t), nil
 	case "":
@@ -340,34 +461,35 @@ func (s *Server) exchange(ctx context.Context, form url.Values, clientID string)
 	if !codeVerifier.MatchString(verifier) {
 		return nil, oauthError(http.StatusBadRequest, "invalid_request", "code_verifier must be 43 to 128 unreserved characters (PKCE)")
 	}
-	code, err := s.store.TakeOAuthCode(ctx, form.Get("code"))
-	if err != nil {
-		return nil, grantError(err)
-	}
-	switch {
-	case code.ClientID != clientID:
-		return nil, oauthError(http.StatusBadRequest, "invalid_grant", "the code was issued to another client")
-	case code.RedirectURI != form.Get("redirect_uri"):
-		return nil, oauthError(http.StatusBadRequest, "invalid_grant", "redirect_uri differs from the authorization request's")
-	case !s.store.Now().Before(code.ExpiresAt):
-		return nil, oauthError(http.StatusBadRequest, "invalid_grant", "the code has expired; authorize again")
-	case subtle.ConstantTimeCompare([]byte(oauth2.S256ChallengeFromVerifier(verifier)), []byte(code.CodeChallenge)) != 1:
-		return nil, oauthError(http.StatusBadRequest, "invalid_grant", "the code_verifier does not match the code_challenge (PKCE S256)")
-	case form.Get("resource") != "" && form.Get("resource") != code.Resource:
-		return nil, oauthError(http.StatusBadRequest, "invalid_target", "resource differs from the authorization request's")
-	}
-	t, err := s.store.IssueOAuthTokens(ctx, models.OAuthGrant{FamilyID: code.ID, AgentID: code.AgentID, ClientID: code.ClientID,
-		Resource: code.Resource, Scopes: code.Scopes}, AccessLife, RefreshLife)
+	t, err := s.store.ExchangeOAuthCode(ctx, form.Get("code"), func(code *models.OAuthCode) error {
+		switch { // refused before the code is spent: a wrong guess leaves it to the real client
+		case code.ClientID != clientID:
+			return oauthError(http.StatusBadRequest, "invalid_grant", "the code was issued to another client")
+		case code.RedirectURI != form.Get("redirect_uri"):
+			return oauthError(http.StatusBadRequest, "invalid_grant", "redirect_uri differs from the authorization request's")
+		case !s.store.Now().Before(code.ExpiresAt):
+			return oauthError(http.StatusBadRequest, "invalid_grant", "the code has expired; authorize again")
+		case subtle.ConstantTimeCompare([]byte(oauth2.S256ChallengeFromVerifier(verifier)), []byte(code.CodeChallenge)) != 1:
+			return oauthError(http.StatusBadRequest, "invalid_grant", "the code_verifier does not match the code_challenge (PKCE S256)")
+		case form.Get("resource") != "" && code.Resource != s.resource:
+			return oauthError(http.StatusBadRequest, "invalid_target", "resource differs from the authorization request's")
+		}
+		return nil
+	}, AccessLife, RefreshLife)
 	if err != nil {
 		return nil, grantError(err)
 	}
 	return answer(t), nil
 }
 
-// grantError turns a store refusal about a code or token into invalid_grant;
-// anything else is a server error.
+// grantError turns a store refusal about a code or token into invalid_grant,
+// passes on a refusal of the checks run inside the store, and makes
+// anything else a server error.
 func grantError(err error) *Error {
+	var refused *Error
 	switch {
+	case errors.As(err, &refused):
+		return refused
 	case errors.Is(err, models.ErrOAuthReuse):
 		return oauthError(http.StatusBadRequest, "invalid_grant", "this code or refresh token was used before: every token of the grant is revoked; authorize again")
 	case models.CodeOf(err) != "":
@@ -391,7 +513,10 @@ func (s *Server) Revoke(ctx context.Context, token, clientID string) *Error {
 
 // Register registers a client (RFC 7591). Every client is public: it gets
 // token_endpoint_auth_method none and no secret. Its name is its own word,
-// so the consent page calls it unverified.
+// so the consent page calls it unverified. The same name and redirect URIs
+// registered again are the same client (a loopback redirect URI's port does
+// not count); a client nobody connects expires (see
+// models.RegisterOAuthClient).
 func (s *Server) Register(ctx context.Context, m *oauthex.ClientRegistrationMetadata) (*oauthex.ClientRegistrationResponse, *Error) {
 	bad := func(format string, args ...any) *Error {
 		return oauthError(http.StatusBadRequest, "invalid_client_metadata", format, args...)
@@ -424,7 +549,16 @@ func (s *Server) Register(ctx context.Context, m *oauthex.ClientRegistrationMeta
 	if models.ReservedAgentName(models.OAuthAgentName(name)) {
 		return nil, bad("client_name %q is reserved for the service's own agents (names starting with countersign): choose another", name)
 	}
-	c, err := s.store.RegisterOAuthClient(ctx, name, m.RedirectURIs)
+	kept := make([]string, len(m.RedirectURIs))
+	for i, r := range m.RedirectURIs {
+		kept[i] = withoutLoopbackPort(r)
+	}
+	c, err := s.store.RegisterOAuthClient(ctx, name, kept, s.MaxUnconnectedClients)
+	if models.CodeOf(err) == models.ResourceExhausted {
+		var r *models.Error
+		errors.As(err, &r)
+		return nil, oauthError(http.StatusTooManyRequests, "too_many_requests", "%s", r.Msg)
+	}
 	if err != nil {
 		return nil, oauthError(http.StatusServiceUnavailable, "server_error", "the client could not be registered now; try again")
 	}

@@ -16,14 +16,23 @@ type ConsentView struct {
 	AccountName  string
 	Subject      string
 	Scopes       []ScopeChoice
-	// Query is the authorization request, carried by the form as it came.
-	Query url.Values
-	Error string
+	// ScopeRule says which scopes a grant must keep, and why.
+	ScopeRule string
+	// Request is the checked authorization request, which the form carries
+	// back: only its own parameters, never anything else of the query.
+	Request []HiddenField
+	Error   string
+}
+
+// HiddenField is one hidden input of a form.
+type HiddenField struct {
+	Name, Value string
 }
 
 // ScopeChoice is one scope the client asked for, which the person may untick.
 type ScopeChoice struct {
 	Name, Means string
+	Kept        bool // ticked
 }
 
 // ConnectedClientRow is a client the person connected, on the devices page.
