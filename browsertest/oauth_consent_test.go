@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"golang.org/x/oauth2"
 
 	"github.com/countersign/countersign/apptest"
@@ -158,6 +159,15 @@ func TestTheConsentPageRequiresAToolScope(t *testing.T) {
 	if rule := p.Text("fieldset [data-testid=scope-rule]"); !strings.Contains(rule, "tools need") {
 		t.Errorf("the scopes field does not say which scopes to keep and why: %q", rule)
 	}
+	// A scope's name is one token: on the narrowest phone at 200 % text it
+	// never breaks inside ("approvals:wr" / "ite").
+	p.Do("emulate a 320 px phone", chromedp.EmulateViewport(320, 640, chromedp.EmulateScale(2), chromedp.EmulateMobile, chromedp.EmulateTouch))
+	Eval[bool](p, `document.documentElement.style.fontSize = "200%", true`)
+	if broken := Eval[[]string](p, `[...document.querySelectorAll("fieldset label code")].filter(c => c.getClientRects().length > 1).map(c => c.textContent)`); len(broken) > 0 || p.Count("fieldset label code") != len(models.AllScopes) {
+		t.Errorf("scope names broken across lines at 320 px: %q (of %d names)", broken, p.Count("fieldset label code"))
+	}
+	fitsThePhone(p, "the consent page")
+	Eval[bool](p, `document.documentElement.style.fontSize = "", true`)
 	p.Click(`[data-testid="scope-approvals:read"]`)
 	p.Click(`[data-testid="scope-approvals:write"]`)
 	p.ClickToLoad("[data-testid=consent-approve]", oauth.AuthorizePath, "fieldset [data-testid=refusal]")
