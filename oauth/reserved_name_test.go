@@ -38,7 +38,7 @@ func TestNoClientOrAgentPassesForTheServicesRulesAgent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := r.consentIn(bob, r.authorizeQuery(c.ID, redirect, "verifier-verifier-verifier-verifier-verifier-1"), "mcp:read", "approvals:write")
+		res := r.consentIn(bob, r.authorizeQuery(c.ID, redirect, "verifier-verifier-verifier-verifier-verifier-1"), "mcp:read", "approvals:read")
 		if res.Status != http.StatusBadRequest || !strings.Contains(string(res.Raw), "reserved for the service") {
 			t.Errorf("bob connects a client named %s: %s; want 400 saying the name is reserved", models.ServiceAgentName, res)
 		}
