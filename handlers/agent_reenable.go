@@ -28,6 +28,8 @@ type agentReenableCeremony struct {
 	Session     json.RawMessage `json:"session"`
 }
 
+func (st *agentReenableCeremony) beganIn() string { return st.SessionHash }
+
 // unsignedReenable refuses a re-enable that carries no assertion.
 func unsignedReenable() error {
 	return models.Refuse(models.PermissionDenied, "credential",
@@ -80,22 +82,10 @@ func (h *Handlers) AdminAgentReenable(c echo.Context) error {
 func (h *Handlers) reenableAgent(c echo.Context) error {
 	ctx := c.Request().Context()
 	v := viewerOf(c)
-	if !wantsJSON(c) {
-		return unsignedReenable()
-	}
-	var reply ceremonyReply
-	if err := readJSON(c, &reply, maxWebBody); err != nil {
-		return err
-	}
-	if reply.Ceremony == "" || len(reply.Credential) == 0 {
-		return unsignedReenable()
-	}
 	var st agentReenableCeremony
-	if err := h.takeCeremony(c, reply.Ceremony, "agent-reenable", v.member.ID, &st); err != nil {
+	reply, err := h.takeSignedReply(c, "agent-reenable", &st, unsignedReenable)
+	if err != nil {
 		return err
-	}
-	if st.SessionHash != models.HashToken(v.token) {
-		return models.Refuse(models.PermissionDenied, "ceremony", "this passkey prompt was made in another session; start again")
 	}
 	agent, err := h.store.AgentByName(ctx, v.account.ID, c.Param("name"))
 	if err != nil {

@@ -34,6 +34,34 @@ func (h *Handlers) beginCeremony(c echo.Context, kind, boundTo string, options p
 	return c.JSON(http.StatusOK, map[string]any{"ceremony": id, "options": options})
 }
 
+// sessionBound is the state of a ceremony that only the web session that
+// began it may finish.
+type sessionBound interface{ beganIn() string }
+
+// takeSignedReply reads the reply to a passkey-confirmed action of kind:
+// JSON with a ceremony and a credential (else the refusal unsigned says why),
+// the ceremony taken once into state, begun by this person in this session.
+func (h *Handlers) takeSignedReply(c echo.Context, kind string, state sessionBound, unsigned func() error) (ceremonyReply, error) {
+	v := viewerOf(c)
+	var reply ceremonyReply
+	if !wantsJSON(c) {
+		return reply, unsigned()
+	}
+	if err := readJSON(c, &reply, maxWebBody); err != nil {
+		return reply, err
+	}
+	if reply.Ceremony == "" || len(reply.Credential) == 0 {
+		return reply, unsigned()
+	}
+	if err := h.takeCeremony(c, reply.Ceremony, kind, v.member.ID, state); err != nil {
+		return reply, err
+	}
+	if state.beganIn() != models.HashToken(v.token) {
+		return reply, models.Refuse(models.PermissionDenied, "ceremony", "this passkey prompt was made in another session; start again")
+	}
+	return reply, nil
+}
+
 // takeCeremony reads, once, the state of the ceremony id of kind into state;
 // one begun for something other than boundTo ("" for anything) is refused.
 func (h *Handlers) takeCeremony(c echo.Context, id, kind, boundTo string, state any) error {

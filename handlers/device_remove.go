@@ -27,6 +27,8 @@ type deviceRemoveCeremony struct {
 	Session      json.RawMessage `json:"session"`
 }
 
+func (st *deviceRemoveCeremony) beganIn() string { return st.SessionHash }
+
 // unsignedRemoval refuses a removal that carries no remove-device assertion.
 func unsignedRemoval() error {
 	return models.Refuse(models.PermissionDenied, "credential",
@@ -80,22 +82,10 @@ func (h *Handlers) removeDevice(c echo.Context) error {
 	ctx := c.Request().Context()
 	v := viewerOf(c)
 	id := c.Param("id")
-	if !wantsJSON(c) {
-		return unsignedRemoval()
-	}
-	var reply ceremonyReply
-	if err := readJSON(c, &reply, maxWebBody); err != nil {
-		return err
-	}
-	if reply.Ceremony == "" || len(reply.Credential) == 0 {
-		return unsignedRemoval()
-	}
 	var st deviceRemoveCeremony
-	if err := h.takeCeremony(c, reply.Ceremony, "device-remove", v.member.ID, &st); err != nil {
+	reply, err := h.takeSignedReply(c, "device-remove", &st, unsignedRemoval)
+	if err != nil {
 		return err
-	}
-	if st.SessionHash != models.HashToken(v.token) {
-		return models.Refuse(models.PermissionDenied, "ceremony", "this passkey prompt was made in another session; start again")
 	}
 	if st.CredentialID != id {
 		return models.Refuse(models.PermissionDenied, "credential", "this passkey prompt was made to remove another passkey; start again")
