@@ -9,6 +9,7 @@ import (
 	"golang.org/x/crypto/acme/autocert"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // sharedACMECache is autocert's Cache in the database, for the instances on
@@ -26,7 +27,7 @@ var _ autocert.Cache = sharedACMECache{}
 // Get returns the entry name, or autocert.ErrCacheMiss when there is none.
 func (c sharedACMECache) Get(ctx context.Context, name string) ([]byte, error) {
 	data, err := c.store.ACMEEntry(ctx, name)
-	if errors.Is(err, models.ErrNotFound) {
+	if errors.Is(err, core.ErrNotFound) {
 		return nil, autocert.ErrCacheMiss
 	}
 	if err != nil {
@@ -55,7 +56,7 @@ func (c sharedACMECache) Delete(ctx context.Context, name string) error {
 // and challenge tokens: in the database on PostgreSQL, shared by every
 // instance; under the data folder on SQLite, whose one instance owns it.
 func acmeCache(cfg Config, store *models.Store) autocert.Cache {
-	if store.Dialect() == models.Postgres {
+	if store.Dialect() == core.Postgres {
 		return sharedACMECache{store: store}
 	}
 	return autocert.DirCache(filepath.Join(cfg.Data, ACMECacheDir))

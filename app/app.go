@@ -16,6 +16,9 @@ import (
 	"github.com/countersign/countersign/mcp"
 	"github.com/countersign/countersign/metrics"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/ops"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/oauth"
 	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/push"
@@ -88,7 +91,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	if cfg.MetricsAddr != "" {
 		observe = metrics.New(store, log)
 		mcpObserve, pushed = observe, observe.PushSent
-		if store.Dialect() == models.SQLite {
+		if store.Dialect() == core.SQLite {
 			store.SetWriteObserver(observe.WriteWaited)
 		}
 	}
@@ -105,27 +108,27 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		ResourceMetadataURL: cfg.BaseURL + handlers.ProtectedResourcePath + "/mcp", PublicHost: publicHost(cfg.BaseURL),
 		Resource: authz.Resource(), AuthorizationServer: authz.Issuer()})
 	a := &App{Config: cfg, Store: store, MCP: endpoint, Push: sender, OAuth: authz, Keys: keys, metrics: observe, log: log, instance: instance.ID}
-	store.Changes().Subscribe(func(c models.Change) {
+	store.Changes().Subscribe(func(c core.Change) {
 		switch c.Kind {
-		case models.PushesQueued:
+		case core.PushesQueued:
 			sender.Wake()
-		case models.ChangesMissed:
+		case core.ChangesMissed:
 			sender.Wake()
 			endpoint.RecheckAccess()
-		case models.AgentsChanged:
+		case core.AgentsChanged:
 			if c.AgentID != "" {
 				endpoint.AccessEnded(c.AgentID)
 			}
-		case models.ApprovalChanged:
+		case core.ApprovalChanged:
 			endpoint.ApprovalChanged(c.ApprovalID)
-		case models.RunsChanged:
+		case core.RunsChanged:
 			endpoint.RunsChanged(c.RunnerID)
 		}
 	})
 	h := handlers.New(store, rp, cfg.BaseURL, handlers.PushConfig{PublicKey: keys.Public, AllowedHosts: cfg.PushHosts}, log)
 	h.TrustProxies(cfg.Proxies)
 	h.ServeOAuth(authz)
-	if store.Dialect() == models.Postgres {
+	if store.Dialect() == core.Postgres {
 		h.CheckReady(a.listenerReady)
 	}
 	if observe != nil {
@@ -165,16 +168,16 @@ func (a *App) SetupURL(ctx context.Context) (string, error) {
 	if err != nil || n > 0 {
 		return "", err
 	}
-	acct, err := a.Store.AccountByName(ctx, models.DefaultAccountName)
+	acct, err := a.Store.AccountByName(ctx, people.DefaultAccountName)
 	if err != nil {
 		return "", err
 	}
-	if n, err := a.Store.RevokeOpenInvites(ctx, acct.ID, models.SetupInviter); err != nil {
+	if n, err := a.Store.RevokeOpenInvites(ctx, acct.ID, people.SetupInviter); err != nil {
 		return "", err
 	} else if n > 0 {
 		a.log.Info("the setup link printed before this start no longer works", "revoked", n)
 	}
-	token, _, err := a.Store.CreateInvite(ctx, models.NewInvite{AccountID: acct.ID, Role: models.RoleOwner, By: models.OperatorInviter(models.SetupInviter)})
+	token, _, err := a.Store.CreateInvite(ctx, people.NewInvite{AccountID: acct.ID, Role: core.RoleOwner, By: people.OperatorInviter(people.SetupInviter)})
 	if err != nil {
 		return "", err
 	}
@@ -187,7 +190,7 @@ func InviteURL(baseURL, token string) string { return baseURL + "/invite/" + tok
 // SQLitePath is the SQLite file cfg opens (when it names no PostgreSQL
 // URL), absolute when the working folder can be read.
 func (c Config) SQLitePath() string {
-	p := filepath.Join(c.Data, models.SQLiteFile)
+	p := filepath.Join(c.Data, core.SQLiteFile)
 	if abs, err := filepath.Abs(p); err == nil {
 		return abs
 	}
@@ -231,7 +234,7 @@ func CheckDatabase(c Config, create bool) error {
 // OpenStore opens the configured database, for the service and the CLI; log
 // hears of the migrations it applies.
 func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (*models.Store, error) {
-	db, dialect, err := models.Open(ctx, cfg.DatabaseURL, cfg.Data, cfg.DatabasePool, log)
+	db, dialect, err := core.Open(ctx, cfg.DatabaseURL, cfg.Data, cfg.DatabasePool, log)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +253,7 @@ func (a *App) Background(ctx context.Context) {
 	if a.metrics != nil {
 		wg.Go(func() { a.metrics.Run(ctx) })
 	}
-	if a.Store.Dialect() == models.Postgres {
+	if a.Store.Dialect() == core.Postgres {
 		wg.Go(func() { a.Store.ListenPostgres(ctx, a.Config.DatabaseURL, a.log) })
 	}
 	if a.instance != "" {
@@ -263,7 +266,7 @@ func (a *App) Background(ctx context.Context) {
 // the others' forwarding of MCP calls) every models.InstanceRenewEvery
 // until ctx ends, then deletes it.
 func (a *App) RenewInstance(ctx context.Context) {
-	t := time.NewTicker(models.InstanceRenewEvery)
+	t := time.NewTicker(ops.InstanceRenewEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -329,7 +332,7 @@ func (a *App) Sweep(ctx context.Context) {
 // sweepTurn makes this instance's pass of the sweeper, unless another
 // instance is making one.
 func (a *App) sweepTurn(ctx context.Context) {
-	ran, err := a.Store.TakeTurn(ctx, models.SweepTurn, a.sweepOnce)
+	ran, err := a.Store.TakeTurn(ctx, core.SweepTurn, a.sweepOnce)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		a.log.Error("sweep", "err", err)

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/mcp"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/outbox"
+	"github.com/countersign/countersign/models/people"
 )
 
 // Config is every setting, read from COUNTERSIGN_* environment variables.
@@ -31,7 +33,7 @@ type Config struct {
 	AskBurst       int           // COUNTERSIGN_ASK_BURST
 	SweepEvery     time.Duration // COUNTERSIGN_SWEEP_EVERY
 	PushContact    string        // COUNTERSIGN_PUSH_CONTACT
-	PushCap        models.PushCap
+	PushCap        outbox.PushCap
 	PushHosts      []string          // COUNTERSIGN_PUSH_ALLOWED_HOSTS
 	PushWorkers    int               // COUNTERSIGN_PUSH_WORKERS
 	PushRetry      time.Duration     // COUNTERSIGN_PUSH_RETRY
@@ -79,7 +81,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_ADDR", ":8080", "Listen address."},
 	{"COUNTERSIGN_DATA", "./data", "Data folder: the SQLite file `countersign.db` lives here."},
 	{"COUNTERSIGN_DATABASE_URL", "", "Empty for the embedded SQLite file; `postgres://user:pass@host/db` for PostgreSQL."},
-	{"COUNTERSIGN_DATABASE_POOL", strconv.Itoa(models.PoolSize(models.Postgres)), "PostgreSQL only: the most connections one instance opens, besides one for its change listener; open ones stay while idle (up to 5 minutes). Instances × (this + 1) must stay below the server's `max_connections` (100 by default, 3 of them reserved): set it lower for three instances or more. From `8` to `1000`. SQLite keeps 8."},
+	{"COUNTERSIGN_DATABASE_POOL", strconv.Itoa(core.PoolSize(core.Postgres)), "PostgreSQL only: the most connections one instance opens, besides one for its change listener; open ones stay while idle (up to 5 minutes). Instances × (this + 1) must stay below the server's `max_connections` (100 by default, 3 of them reserved): set it lower for three instances or more. From `8` to `1000`. SQLite keeps 8."},
 	{"COUNTERSIGN_INSTANCE_URL", "", "PostgreSQL only, for several instances behind one address: the base URL the other instances reach this one at (like `http://10.0.0.5:8080`; in Kubernetes `http://$(POD_IP):8080`). An MCP call that lands on an instance that does not hold its session is forwarded to the one that does, so the proxy in front needs no affinity (docs/deploy.md). Empty: no forwarding, for one instance or a proxy that keeps each session on its instance."},
 	{"COUNTERSIGN_INSTANCE_SECRET", "", "Needed with `COUNTERSIGN_INSTANCE_URL`, and the same on every instance: a random secret of at least 32 characters (like the output of `openssl rand -hex 32`), kept out of the database. A forwarded call carries no bearer token: it is signed with a key made from this secret and names the caller's token by its hash, and an instance accepts a forwarded call only when the signature holds. Whoever can write the database but does not hold this secret can neither collect tokens by pointing an instance's address elsewhere nor forge a forwarded call."},
 	{"COUNTERSIGN_BASE_URL", "", "The public origin people open. Passkeys are bound to its host (the WebAuthn RP ID): use `https://` in production, and `localhost`, not `127.0.0.1`, on your machine. Empty: made from `COUNTERSIGN_ADDR`, `http://localhost:PORT` with its port (its host when it names one), and `serve` says so at start."},
@@ -255,7 +257,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.PushRetry, err = time.ParseDuration(get("COUNTERSIGN_PUSH_RETRY")); err != nil || c.PushRetry < time.Millisecond || c.PushRetry > 10*time.Minute {
 		bad("COUNTERSIGN_PUSH_RETRY", "must be a duration from 1ms to 10m, like 1s")
 	}
-	if c.SessionIdle, err = time.ParseDuration(get("COUNTERSIGN_SESSION_IDLE_WEB")); err != nil || c.SessionIdle < 2*time.Minute || c.SessionIdle > models.SessionAbsolute {
+	if c.SessionIdle, err = time.ParseDuration(get("COUNTERSIGN_SESSION_IDLE_WEB")); err != nil || c.SessionIdle < 2*time.Minute || c.SessionIdle > people.SessionAbsolute {
 		bad("COUNTERSIGN_SESSION_IDLE_WEB", "must be a duration from 2m to 720h, like 12h")
 	}
 	if c.AgentIdle, err = time.ParseDuration(get("COUNTERSIGN_SESSION_IDLE")); err != nil || c.AgentIdle < time.Second {
@@ -374,18 +376,18 @@ func isHostName(s string) bool {
 }
 
 // parsePushCap reads "20/10m" (20 pushes per 10 minutes) or "off".
-func parsePushCap(s string) (models.PushCap, error) {
+func parsePushCap(s string) (outbox.PushCap, error) {
 	if s == "off" {
-		return models.PushCap{}, nil
+		return outbox.PushCap{}, nil
 	}
 	n, window, ok := strings.Cut(s, "/")
 	count, err := strconv.Atoi(n)
 	if !ok || err != nil || count < 1 {
-		return models.PushCap{}, fmt.Errorf("%q is not a cap like 20/10m (pushes per window) or off", s)
+		return outbox.PushCap{}, fmt.Errorf("%q is not a cap like 20/10m (pushes per window) or off", s)
 	}
 	d, err := time.ParseDuration(window)
 	if err != nil || d < time.Second {
-		return models.PushCap{}, fmt.Errorf("%q is not a cap like 20/10m: the window is a duration of at least 1s", s)
+		return outbox.PushCap{}, fmt.Errorf("%q is not a cap like 20/10m: the window is a duration of at least 1s", s)
 	}
-	return models.PushCap{N: count, Window: d}, nil
+	return outbox.PushCap{N: count, Window: d}, nil
 }

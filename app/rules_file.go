@@ -13,6 +13,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/rules"
 )
 
 // RulesFile is COUNTERSIGN_RULES read and checked: the approval rules an
@@ -28,7 +31,7 @@ type FileRule struct {
 	Account string // the account's name; "default" when the file does not say
 	ID      string
 	Remove  bool
-	Spec    models.RuleSpec
+	Spec    rules.RuleSpec
 }
 
 // fileRule is a rule as the YAML file writes it: a pool is a word
@@ -75,7 +78,7 @@ func ReadRulesFile(path string) (*RulesFile, error) {
 		where := fmt.Sprintf("%s: rule %d (%s)", path, i+1, r.ID)
 		fr := FileRule{Account: r.Account, ID: r.ID, Remove: r.Remove}
 		if fr.Account == "" {
-			fr.Account = models.DefaultAccountName
+			fr.Account = people.DefaultAccountName
 		}
 		if seen[fr.Account+"/"+r.ID] {
 			return nil, fmt.Errorf("%s: named twice in account %s", where, fr.Account)
@@ -85,25 +88,25 @@ func ReadRulesFile(path string) (*RulesFile, error) {
 			if r.Count != 0 || r.Pool != "" || len(r.Kinds) > 0 || r.Name != "" {
 				return nil, fmt.Errorf("%s: a rule with remove: true names only its id (and account)", where)
 			}
-			if err := models.CheckRule(r.ID, &models.RuleSpec{Count: 1, Pool: models.Pool{Kind: models.PoolRole, Role: models.PoolAdmins}}); err != nil {
+			if err := rules.CheckRule(r.ID, &rules.RuleSpec{Count: 1, Pool: rules.Pool{Kind: rules.PoolRole, Role: rules.PoolAdmins}}); err != nil {
 				return nil, fmt.Errorf("%s: %w", where, err)
 			}
 			out.Rules = append(out.Rules, fr)
 			continue
 		}
-		spec := models.RuleSpec{Name: r.Name, Kinds: r.Kinds, Effects: r.Effects, Servers: r.Servers, Tools: r.Tools,
+		spec := rules.RuleSpec{Name: r.Name, Kinds: r.Kinds, Effects: r.Effects, Servers: r.Servers, Tools: r.Tools,
 			Requesters: r.Requesters, MinPriority: r.MinPriority, Count: r.Count, ApplyFrom: r.ApplyFrom}
-		if spec.Pool, err = models.ParsePool(r.Pool); err != nil {
+		if spec.Pool, err = rules.ParsePool(r.Pool); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		if r.EscalateTo != "" {
-			if spec.EscalateTo, err = models.ParsePool(r.EscalateTo); err != nil {
+			if spec.EscalateTo, err = rules.ParsePool(r.EscalateTo); err != nil {
 				return nil, fmt.Errorf("%s: escalate_to: %w", where, err)
 			}
 		}
 		for _, f := range []struct {
 			name, text string
-			to         *models.Duration
+			to         *rules.Duration
 		}{{"escalate_after", r.EscalateAfter, &spec.EscalateAfter}, {"remind_every", r.RemindEvery, &spec.RemindEvery}} {
 			if f.text == "" {
 				continue
@@ -112,9 +115,9 @@ func ReadRulesFile(path string) (*RulesFile, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %s: %q is not a duration like 30m", where, f.name, f.text)
 			}
-			*f.to = models.Duration(d)
+			*f.to = rules.Duration(d)
 		}
-		if err := models.CheckRule(r.ID, &spec); err != nil {
+		if err := rules.CheckRule(r.ID, &spec); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		fr.Spec = spec
@@ -134,7 +137,7 @@ func ApplyRulesFile(ctx context.Context, store *models.Store, f *RulesFile) erro
 			return fmt.Errorf("%s: rule %s: account %q: %w", f.Path, r.ID, r.Account, err)
 		}
 		if r.Remove {
-			if err := store.RemoveRule(ctx, acct.ID, r.ID, by); err != nil && models.CodeOf(err) != models.NotFound {
+			if err := store.RemoveRule(ctx, acct.ID, r.ID, by); err != nil && core.CodeOf(err) != core.NotFound {
 				return fmt.Errorf("%s: remove rule %s: %w", f.Path, r.ID, err)
 			}
 			continue

@@ -9,7 +9,8 @@ import (
 
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // Two instances started at the same moment on one empty PostgreSQL
@@ -53,7 +54,7 @@ func TestTwoInstancesStartAtOnceOnAnEmptyDatabase(t *testing.T) {
 				t.Cleanup(func() { sqlDB.Close() })
 			}
 			var accounts int64
-			if err := store.DB().Table("accounts").Where("name = ?", models.DefaultAccountName).Count(&accounts).Error; err != nil || accounts != 1 {
+			if err := store.DB().Table("accounts").Where("name = ?", people.DefaultAccountName).Count(&accounts).Error; err != nil || accounts != 1 {
 				t.Fatalf("trial %d: %d default accounts (%v), want 1", trial, accounts, err)
 			}
 		}
@@ -67,7 +68,7 @@ func TestTheDatabasePoolSettingSizesThePostgreSQLPool(t *testing.T) {
 		_, sqlDB := apptest.OpenStore(t, apptest.Config(t, db, map[string]string{"COUNTERSIGN_DATABASE_POOL": "12"}))
 		want := 12
 		if db == apptest.SQLite {
-			want = models.PoolSize(models.SQLite)
+			want = core.PoolSize(core.SQLite)
 		}
 		if got := sqlDB.Stats().MaxOpenConnections; got != want {
 			t.Errorf("the pool opens at most %d connections, want %d", got, want)

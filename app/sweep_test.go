@@ -13,6 +13,9 @@ import (
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // messages counts the log messages an instance writes, at every level.
@@ -77,18 +80,18 @@ func TestTwoInstancesSweepInTurnsAndExpireEachAskOnce(t *testing.T) {
 			apps, logs = append(apps, a), append(logs, m)
 		}
 		s := apps[0].Store
-		acct, err := s.AccountByName(ctx, models.DefaultAccountName)
+		acct, err := s.AccountByName(ctx, people.DefaultAccountName)
 		if err != nil {
 			t.Fatal(err)
 		}
-		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
+		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
 		if err != nil {
 			t.Fatal(err)
 		}
-		const asks = 200
-		for n := range asks {
+		const askCount = 200
+		for n := range askCount {
 			_, err := s.CreateApproval(ctx, models.NewAsk{
-				Requester: agent, Kind: models.KindPullRequest, Title: fmt.Sprintf("Merge acme/web#%d", n+1), Summary: "Fixes the login redirect.",
+				Requester: agent, Kind: asks.KindPullRequest, Title: fmt.Sprintf("Merge acme/web#%d", n+1), Summary: "Fixes the login redirect.",
 				ApproveMeans: "I merge it", DenyMeans: "It stays open",
 				Payload: json.RawMessage(fmt.Sprintf(`{"pull_request":{"repo":"acme/web","number":%d,"head":"%040x","title":"Fix"}}`, n+1, n+1)),
 				Context: json.RawMessage(`{"no_context_reason":"a test"}`),
@@ -103,7 +106,7 @@ func TestTwoInstancesSweepInTurnsAndExpireEachAskOnce(t *testing.T) {
 		}
 		expired := func() int64 {
 			var n int64
-			if err := s.DB().Table("approvals").Where("status = ?", models.StatusExpired).Count(&n).Error; err != nil {
+			if err := s.DB().Table("approvals").Where("status = ?", asks.StatusExpired).Count(&n).Error; err != nil {
 				t.Fatal(err)
 			}
 			return n
@@ -119,7 +122,7 @@ func TestTwoInstancesSweepInTurnsAndExpireEachAskOnce(t *testing.T) {
 		}
 		held, release, given := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 		go func() {
-			_, err := holder.TakeTurn(ctx, models.SweepTurn, func(context.Context) error {
+			_, err := holder.TakeTurn(ctx, core.SweepTurn, func(context.Context) error {
 				close(held)
 				<-release
 				return nil
@@ -143,7 +146,7 @@ func TestTwoInstancesSweepInTurnsAndExpireEachAskOnce(t *testing.T) {
 		if err := <-given; err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, fmt.Sprintf("all %d asks expired", asks), func() bool { return expired() == asks })
+		waitFor(t, fmt.Sprintf("all %d asks expired", askCount), func() bool { return expired() == askCount })
 		stop()
 		wg.Wait()
 
@@ -151,12 +154,12 @@ func TestTwoInstancesSweepInTurnsAndExpireEachAskOnce(t *testing.T) {
 			ApprovalID string
 			N          int64
 		}
-		if err := s.DB().Table("events").Select("approval_id, count(*) AS n").Where("to_status = ?", models.StatusExpired).
+		if err := s.DB().Table("events").Select("approval_id, count(*) AS n").Where("to_status = ?", asks.StatusExpired).
 			Group("approval_id").Scan(&events).Error; err != nil {
 			t.Fatal(err)
 		}
-		if len(events) != asks {
-			t.Errorf("%d asks have an expired event, want %d", len(events), asks)
+		if len(events) != askCount {
+			t.Errorf("%d asks have an expired event, want %d", len(events), askCount)
 		}
 		for _, e := range events {
 			if e.N != 1 {

@@ -31,6 +31,8 @@ import (
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/mcp/bearer"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // PostgresEnv names the variable that points the tests at a PostgreSQL server
@@ -113,7 +115,7 @@ type Env struct {
 	App     *app.App
 	Store   *models.Store
 	URL     string // base URL of the HTTP server
-	Account *models.Account
+	Account *people.Account
 }
 
 // Config returns a test configuration on db with a fresh data folder, the
@@ -236,7 +238,7 @@ func serve(t testing.TB, cfg app.Config, srv *httptest.Server, log *slog.Logger,
 		srv.Close()
 		a.Close()
 	})
-	acct, err := a.Store.AccountByName(ctx, models.DefaultAccountName)
+	acct, err := a.Store.AccountByName(ctx, people.DefaultAccountName)
 	if err != nil {
 		t.Fatalf("default account: %v", err)
 	}
@@ -244,11 +246,11 @@ func serve(t testing.TB, cfg app.Config, srv *httptest.Server, log *slog.Logger,
 }
 
 // AllScopes is every agent scope.
-var AllScopes = models.AllScopes
+var AllScopes = people.AllScopes
 
 // Agent makes an agent in the account with scopes (all when none are given)
 // and returns it with its token.
-func (e *Env) Agent(accountID, name string, scopes ...string) (*models.Agent, string) {
+func (e *Env) Agent(accountID, name string, scopes ...string) (*people.Agent, string) {
 	e.t.Helper()
 	if len(scopes) == 0 {
 		scopes = AllScopes
@@ -261,7 +263,7 @@ func (e *Env) Agent(accountID, name string, scopes ...string) (*models.Agent, st
 }
 
 // Member adds a person to the account.
-func (e *Env) Member(accountID, subject string, role models.Role) *models.Member {
+func (e *Env) Member(accountID, subject string, role core.Role) *people.Member {
 	e.t.Helper()
 	m, err := e.Store.AddMember(context.Background(), accountID, subject, subject, role)
 	if err != nil {
@@ -429,7 +431,7 @@ func (r Result) String() string {
 // SeedDeviceKey stores a passkey for a person straight into the database, as
 // a fixture: the service itself adds one only through an invite or a signed
 // add-device grant.
-func SeedDeviceKey(ctx context.Context, store *models.Store, personID string, key models.DeviceKey) error {
+func SeedDeviceKey(ctx context.Context, store *models.Store, personID string, key people.DeviceKey) error {
 	key.PersonID, key.CreatedAt = personID, store.Now()
 	if err := store.DB().WithContext(ctx).Table("device_keys").Create(&key).Error; err != nil {
 		return fmt.Errorf("seed passkey: %w", err)

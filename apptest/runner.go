@@ -12,14 +12,16 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/runners"
 )
 
 // Join invites subject to the account with role and accepts the invite in
 // a new browser with a new passkey; the browser is then signed in.
-func (e *Env) Join(accountID string, role models.Role, subject string) *Browser {
+func (e *Env) Join(accountID string, role core.Role, subject string) *Browser {
 	e.t.Helper()
-	token, _, err := e.Store.CreateInvite(context.Background(), models.NewInvite{AccountID: accountID, Role: role, By: models.OperatorInviter("test")})
+	token, _, err := e.Store.CreateInvite(context.Background(), people.NewInvite{AccountID: accountID, Role: role, By: people.OperatorInviter("test")})
 	if err != nil {
 		e.t.Fatalf("create invite: %v", err)
 	}
@@ -33,7 +35,7 @@ func (e *Env) Join(accountID string, role models.Role, subject string) *Browser 
 // TestRunner is an enrolled runner: its key, its record and its token.
 type TestRunner struct {
 	Key    ed25519.PrivateKey
-	Runner *models.Runner
+	Runner *runners.Runner
 	Token  string
 }
 

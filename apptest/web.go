@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/ask"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
 )
 
 // StartWeb runs the service on db for browser-like tests: it listens first,
@@ -64,7 +64,7 @@ func (e *Env) Browser() *Browser {
 // an ask that needs none.
 func (e *Env) CheckCode(id string) string {
 	e.t.Helper()
-	var a models.Approval
+	var a asks.Approval
 	if err := e.Store.DB().Where("id = ?", id).Take(&a).Error; err != nil {
 		return "" // no such ask: the service refuses it by itself
 	}
@@ -308,7 +308,7 @@ func (b *Browser) SignIn() Response {
 func (b *Browser) Challenge(approvalID, decision, question string) Response {
 	b.t.Helper()
 	body := map[string]string{"decision": decision, "question": question}
-	if decision == string(models.VerdictApprove) && b.CheckCode != nil {
+	if decision == string(asks.VerdictApprove) && b.CheckCode != nil {
 		if code := b.CheckCode(approvalID); code != "" {
 			body["check_code"] = code
 		}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 // grantClipboard lets the page write and read the clipboard, as a person's
@@ -33,8 +35,8 @@ func grantClipboard(p *Page) {
 
 func TestAnAdminCopiesAnInviteFillsARuleFromAnExampleAndGoesAwayInLocalTime(t *testing.T) {
 	s := start(t, apptest.SQLite)
-	ada := s.signUp("ada", models.RoleOwner)
-	s.env.Member(s.env.Account.ID, "bob", models.RoleOwner) // a delegate holds the role of the person away, or a higher one
+	ada := s.signUp("ada", core.RoleOwner)
+	s.env.Member(s.env.Account.ID, "bob", core.RoleOwner) // a delegate holds the role of the person away, or a higher one
 	p := s.page
 	ctx := context.Background()
 
@@ -79,7 +81,7 @@ func TestAnAdminCopiesAnInviteFillsARuleFromAnExampleAndGoesAwayInLocalTime(t *t
 		p.Click("[data-testid=propose-rule]")
 		p.WaitFor("the rule change's ask", `!window.browsertestClickedHere && document.readyState === "complete" && location.pathname.startsWith("/approvals/")`)
 		a, err := s.env.Store.GetApproval(ctx, s.env.Account.ID, strings.TrimPrefix(p.Path(), "/approvals/"))
-		if err != nil || a.Kind != models.KindRuleChange {
+		if err != nil || a.Kind != asks.KindRuleChange {
 			t.Fatalf("the proposal filed %+v (%v), want a rule change", a, err)
 		}
 		var payload struct {

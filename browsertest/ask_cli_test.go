@@ -16,7 +16,7 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/apptest/gatetest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // syncBuffer collects a process's output while the test reads it.
@@ -88,7 +88,7 @@ func TestCountersignAskExitsZeroOnAnApproveInChromiumAndOneOnADeny(t *testing.T)
 	NeedChromium(t)
 	binary := gatetest.BuildCountersign(t)
 	s := start(t, apptest.SQLite)
-	s.signUp("ada", models.RoleOwner)
+	s.signUp("ada", core.RoleOwner)
 	_, token := s.env.Agent(s.env.Account.ID, "ci")
 	dir := t.TempDir()
 	keys, err := json.Marshal(s.keys())

@@ -10,6 +10,7 @@ import (
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/rules"
 )
 
 // A phone in portrait: 390×844 CSS px (an iPhone 12 to 15), then the
@@ -338,7 +339,7 @@ func fileEveryKind(t *testing.T, b *board) []phoneAsk {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := s.env.Store.ProposeRuleChange(context.Background(), ada, models.RuleChange{Action: models.RuleChangeRemove, RuleID: models.RuleRoll})
+	rc, err := s.env.Store.ProposeRuleChange(context.Background(), ada, models.RuleChange{Action: models.RuleChangeRemove, RuleID: rules.RuleRoll})
 	if err != nil {
 		t.Fatal(err)
 	}

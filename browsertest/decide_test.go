@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -90,7 +90,7 @@ func (s *service) checkGet(id, status, decision, subject, note string) map[strin
 func TestAnAskFiledOverMCPIsApprovedWithAPasskey(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := start(t, db)
-		s.signUp("ada", models.RoleOwner)
+		s.signUp("ada", core.RoleOwner)
 		id, sha := s.ask(pullRequestAsk(900, "abcdef1234567"))
 
 		s.openFromInbox(id, "Merge acme/web#900")
@@ -115,7 +115,7 @@ func TestAnAskFiledOverMCPIsApprovedWithAPasskey(t *testing.T) {
 func TestAnAskFiledOverMCPIsDeniedWithAPasskey(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := start(t, db)
-		s.signUp("ada", models.RoleOwner)
+		s.signUp("ada", core.RoleOwner)
 		id, sha := s.ask(pullRequestAsk(901, "0123456789abc"))
 
 		s.openFromInbox(id, "Merge acme/web#900")
@@ -130,7 +130,7 @@ func TestAnAskFiledOverMCPIsDeniedWithAPasskey(t *testing.T) {
 func TestAQuestionGoesToTheAgentAndTheAnswerReopensTheAsk(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := start(t, db)
-		s.signUp("ada", models.RoleOwner)
+		s.signUp("ada", core.RoleOwner)
 		id, sha := s.ask(pullRequestAsk(902, "fedcba9876543"))
 		p := s.page
 		const question = "Which test covers the Safari redirect?"
@@ -189,7 +189,7 @@ func TestAQuestionGoesToTheAgentAndTheAnswerReopensTheAsk(t *testing.T) {
 func TestADecisionOptionComesBackToTheAgentAsTheNote(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := start(t, db)
-		s.signUp("ada", models.RoleOwner)
+		s.signUp("ada", core.RoleOwner)
 		id, sha := s.ask(map[string]any{
 			"kind":          "decision",
 			"title":         "When do we ship 2.4?",
@@ -218,7 +218,7 @@ func TestADecisionOptionComesBackToTheAgentAsTheNote(t *testing.T) {
 func TestTheTimelineShowsProgressLiveWithoutAReload(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := start(t, db)
-		s.signUp("ada", models.RoleOwner)
+		s.signUp("ada", core.RoleOwner)
 		created := s.agent.OK("approvals_create", pullRequestAsk(903, "a1b2c3d4e5f60"))
 		id, _ := created["approval_id"].(string)
 		p := s.page

@@ -11,7 +11,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/audit"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // swapAuthenticator takes the page's virtual authenticator away and puts a
@@ -46,8 +48,8 @@ func TestAPersonAddsAPasskeyOnAPhoneThroughALinkAndAnotherOnTheMacAfterConfirmin
 		s := start(t, db)
 		ctx := context.Background()
 		mac := s.page
-		ada := s.signUp("ada", models.RoleOwner)
-		keys := func() []models.DeviceKey {
+		ada := s.signUp("ada", core.RoleOwner)
+		keys := func() []people.DeviceKey {
 			t.Helper()
 			k, err := s.env.Store.DeviceKeys(ctx, ada.ID)
 			if err != nil {
@@ -133,7 +135,7 @@ func TestAPersonAddsAPasskeyOnAPhoneThroughALinkAndAnotherOnTheMacAfterConfirmin
 		if got := mac.Text(`[data-device="` + keyID + `"] [data-field=added-by]`); got != first.Name {
 			t.Errorf("the security key shows added by %q, want %q", got, first.Name)
 		}
-		events, _, err := s.env.Store.Audit(ctx, s.env.Account.ID, models.AuditFilter{Step: models.StepPasskeyAdded})
+		events, _, err := s.env.Store.Audit(ctx, s.env.Account.ID, audit.AuditFilter{Step: people.StepPasskeyAdded})
 		if err != nil || len(events) != 2 {
 			t.Fatalf("passkey_added events: %d %v", len(events), err)
 		}
@@ -145,8 +147,8 @@ func TestAPersonRemovesASecondPasskeyBySigningWithAnotherOnTheDevicesPage(t *tes
 		s := start(t, db)
 		ctx := context.Background()
 		mac := s.page
-		ada := s.signUp("ada", models.RoleOwner)
-		keys := func() []models.DeviceKey {
+		ada := s.signUp("ada", core.RoleOwner)
+		keys := func() []people.DeviceKey {
 			t.Helper()
 			k, err := s.env.Store.DeviceKeys(ctx, ada.ID)
 			if err != nil {
@@ -185,7 +187,7 @@ func TestAPersonRemovesASecondPasskeyBySigningWithAnotherOnTheDevicesPage(t *tes
 		if after := mac.Credentials()[0].SignCount; after <= counter {
 			t.Errorf("the security key did not sign: its counter went from %v to %v", counter, after)
 		}
-		events, _, err := s.env.Store.Audit(ctx, s.env.Account.ID, models.AuditFilter{Step: models.StepPasskeyRemoved})
+		events, _, err := s.env.Store.Audit(ctx, s.env.Account.ID, audit.AuditFilter{Step: people.StepPasskeyRemoved})
 		if err != nil || len(events) != 1 || events[0].Data == nil {
 			t.Fatalf("passkey_removed events: %+v %v", events, err)
 		}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -129,7 +131,7 @@ func TestANewOwnerGoesFromTheSetupLinkToAVerifiedProofOfATestAsk(t *testing.T) {
 	p.ClickToLoad("[data-testid=register-passkey]", "/", "[data-testid=sign-out]")
 	s.checkInbox()
 	ada, err := env.Store.MemberBySubject(ctx, env.Account.ID, "ada")
-	if err != nil || ada.Role != models.RoleOwner {
+	if err != nil || ada.Role != core.RoleOwner {
 		t.Fatalf("ada after the setup link: %+v, %v; want an owner", ada, err)
 	}
 
@@ -158,7 +160,7 @@ func TestANewOwnerGoesFromTheSetupLinkToAVerifiedProofOfATestAsk(t *testing.T) {
 	p.WaitFor("the test ask's page", `!window.browsertestClickedHere && document.readyState === "complete" && location.pathname.startsWith("/approvals/") && !!document.querySelector("[data-testid=choice-0]")`)
 	id := strings.TrimPrefix(p.Path(), "/approvals/")
 	a, err := env.Store.GetApproval(ctx, env.Account.ID, id)
-	if err != nil || a.Title != models.TestAskTitle || a.RequesterSubject != "agent:"+models.ServiceAgentName || a.AskedOf != "ada" || a.Kind != models.KindDecision {
+	if err != nil || a.Title != models.TestAskTitle || a.RequesterSubject != "agent:"+models.ServiceAgentName || a.AskedOf != "ada" || a.Kind != asks.KindDecision {
 		t.Fatalf("the test ask is %+v (%v), want a decision titled as a test, from %s, asked of ada", a, err, models.ServiceAgentName)
 	}
 	if m, _ := pushOf(t, ps, id); m.Title != models.TestAskTitle {

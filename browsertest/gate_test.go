@@ -6,7 +6,8 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/apptest/gatetest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 // chromiumPerson is ada answering the gate's asks on the ask page, in
@@ -17,7 +18,7 @@ func (p chromiumPerson) Subject() string { return "ada" }
 
 // Answer opens the ask from the inbox, checks that it shows the exact call,
 // and presses the answer's button; with "" it leaves the page open.
-func (p chromiumPerson) Answer(t *testing.T, a models.Approval, answer string) {
+func (p chromiumPerson) Answer(t *testing.T, a asks.Approval, answer string) {
 	t.Helper()
 	s := p.s.For(t)
 	page := s.page
@@ -56,7 +57,7 @@ func (p chromiumPerson) Answer(t *testing.T, a models.Approval, answer string) {
 // ApproveLate is a page that did not hear the withdrawal (a phone that was
 // offline): the open page shows the ask withdrawn, live; with its buttons
 // put back, an approve signed by the passkey is refused by the service.
-func (p chromiumPerson) ApproveLate(t *testing.T, a models.Approval) {
+func (p chromiumPerson) ApproveLate(t *testing.T, a asks.Approval) {
 	t.Helper()
 	page := p.s.page.For(t)
 	page.WaitFor("the status stale, live", statusIs("stale"))
@@ -85,7 +86,7 @@ func TestGateInFrontOfServerFilesystemWithAPersonInChromium(t *testing.T) {
 	binary := gatetest.BuildCountersign(t)
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := start(t, db)
-		s.signUp("ada", models.RoleOwner)
+		s.signUp("ada", core.RoleOwner)
 		// The late approve's challenge is refused on purpose.
 		s.expected = func(e string) bool { return strings.Contains(e, "/challenge") && strings.Contains(e, "status of 409") }
 		gatetest.RunFilesystemScenarios(t, gatetest.Setup{Env: s.env, Binary: binary, Person: chromiumPerson{s}})

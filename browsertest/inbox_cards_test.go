@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // On the phone (390×844) the inbox is a list of cards: each carries its
@@ -22,8 +22,8 @@ func TestTheInboxShowsCardsWithBadgesAndATabBarOnThePhone(t *testing.T) {
 	s := start(t, apptest.SQLite)
 	p := s.page
 	p.Emulate(phoneWidth, phoneHeight)
-	s.signUp("ada", models.RoleOwner)
-	s.env.Member(s.env.Account.ID, "bob", models.RoleAdmin) // two people: a production run needs both (built-in rule)
+	s.signUp("ada", core.RoleOwner)
+	s.env.Member(s.env.Account.ID, "bob", core.RoleAdmin) // two people: a production run needs both (built-in rule)
 
 	runner := s.env.EnrollRunner(s.env.Account.ID, "deploy-eu-west-1")
 	run, _ := s.ask(runner.Ask("ada", strings.Repeat("ab", 32), []string{"migrate.sh", "--target", "production-eu-west-1"}, "production", 10*time.Minute))

@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // cpuSlowdown is how much slower than this machine's the benchmark's CPU
@@ -57,7 +57,7 @@ func BenchmarkAskPageInteractive(b *testing.B) {
 	if id == "" {
 		b.Fatalf("approvals_create answered %v", out)
 	}
-	owner := env.Join(env.Account.ID, models.RoleOwner, "ada")
+	owner := env.Join(env.Account.ID, core.RoleOwner, "ada")
 	origin, _ := url.Parse(env.URL)
 
 	for _, visit := range []struct {

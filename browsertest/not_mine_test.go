@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // On the phone (390×844) "Not mine" is behind More. It opens a sheet that
@@ -22,7 +24,7 @@ func TestNotMineConfirmsThenAnAdminReenablesTheAgentWithAPasskey(t *testing.T) {
 	p := s.page
 	ctx := context.Background()
 	p.Emulate(phoneWidth, phoneHeight)
-	s.signUp("ada", models.RoleOwner)
+	s.signUp("ada", core.RoleOwner)
 	_, token := s.env.Agent(s.env.Account.ID, "deploy-bot")
 	bot := s.env.Connect(token)
 	file := func(c *apptest.Client, number int, head string) string {
@@ -33,14 +35,14 @@ func TestNotMineConfirmsThenAnAdminReenablesTheAgentWithAPasskey(t *testing.T) {
 	others := []string{file(bot, 901, "bbbbbbbbbbbbb"), file(bot, 902, "ccccccccccccc")}
 	unrelated := file(s.agent, 903, "ddddddddddddd") // another agent's ask: not cancelled
 	signCount := func() float64 { return p.Credentials()[0].SignCount }
-	status := func(id string) *models.Approval {
+	status := func(id string) *asks.Approval {
 		a, err := s.env.Store.GetApproval(ctx, s.env.Account.ID, id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return a
 	}
-	agent := func() *models.Agent {
+	agent := func() *people.Agent {
 		a, err := s.env.Store.AgentByName(ctx, s.env.Account.ID, "deploy-bot")
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +74,7 @@ func TestNotMineConfirmsThenAnAdminReenablesTheAgentWithAPasskey(t *testing.T) {
 	before := signCount()
 	p.Click("[data-testid=not-mine-cancel]")
 	p.WaitFor("the sheet to close", `!document.querySelector("[data-testid=not-mine-sheet]").open`)
-	if a := status(id); a.Status != models.StatusPending || signCount() != before || agent().Disabled {
+	if a := status(id); a.Status != asks.StatusPending || signCount() != before || agent().Disabled {
 		t.Fatalf("Keep the ask left the ask %s, the agent disabled %t, the passkey signed %g times", a.Status, agent().Disabled, signCount()-before)
 	}
 
@@ -83,15 +85,15 @@ func TestNotMineConfirmsThenAnAdminReenablesTheAgentWithAPasskey(t *testing.T) {
 	if got := signCount(); got != before+1 {
 		t.Errorf("Not mine signed %g times, want once", got-before)
 	}
-	if a := status(id); a.Status != models.StatusDenied || a.Decision != "not_mine" {
+	if a := status(id); a.Status != asks.StatusDenied || a.Decision != "not_mine" {
 		t.Fatalf("after Not mine the ask is %s (%s), want denied as not mine", a.Status, a.Decision)
 	}
 	for _, o := range others {
-		if a := status(o); a.Status != models.StatusCancelled {
+		if a := status(o); a.Status != asks.StatusCancelled {
 			t.Errorf("the agent's other ask %s is %s, want cancelled", o, a.Status)
 		}
 	}
-	if a := status(unrelated); a.Status != models.StatusPending {
+	if a := status(unrelated); a.Status != asks.StatusPending {
 		t.Errorf("another agent's ask is %s, want still pending", a.Status)
 	}
 	if !agent().Disabled {
@@ -130,16 +132,16 @@ func TestNotMineConfirmsThenAnAdminReenablesTheAgentWithAPasskey(t *testing.T) {
 		t.Errorf("the re-enabled agent still shows as blocked")
 	}
 	again := file(s.env.Connect(token), 904, "eeeeeeeeeeeee")
-	if a := status(again); a.Status != models.StatusPending {
+	if a := status(again); a.Status != asks.StatusPending {
 		t.Errorf("the re-enabled agent's new ask is %s", a.Status)
 	}
 	for _, o := range others {
-		if a := status(o); a.Status != models.StatusCancelled {
+		if a := status(o); a.Status != asks.StatusCancelled {
 			t.Errorf("re-enabling brought back the cancelled ask %s (%s)", o, a.Status)
 		}
 	}
 
-	p.Go("/admin/audit?step=" + models.StepAgentReenabled)
+	p.Go("/admin/audit?step=" + people.StepAgentReenabled)
 	p.WaitVisible("main h1")
 	if got := p.Text("main"); !strings.Contains(got, "agent deploy-bot re-enabled with passkey") || !strings.Contains(got, "not mine: ada") || !strings.Contains(got, "ada") {
 		t.Errorf("the audit log does not record the re-enable with who, which passkey and why it was blocked:\n%s", got)

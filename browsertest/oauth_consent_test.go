@@ -14,7 +14,8 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/oauth"
 )
 
@@ -31,7 +32,7 @@ type consentRig struct {
 func newConsentRig(t *testing.T) *consentRig {
 	t.Helper()
 	s := start(t, apptest.SQLite)
-	s.signUp("ada", models.RoleOwner)
+	s.signUp("ada", core.RoleOwner)
 	r := &consentRig{s: s, landed: make(chan url.Values, 4)}
 	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.URL.Path != "/callback" { // the browser asks for a favicon too
@@ -65,7 +66,7 @@ func (r *consentRig) authorizePath(verifier, extra string) string {
 	q := url.Values{
 		"response_type": {"code"}, "client_id": {r.client}, "redirect_uri": {r.redirect}, "state": {"st-9"},
 		"code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}, "code_challenge_method": {"S256"},
-		"resource": {r.s.env.URL + "/mcp"}, "scope": {strings.Join(models.AllScopes, " ")},
+		"resource": {r.s.env.URL + "/mcp"}, "scope": {strings.Join(people.AllScopes, " ")},
 	}
 	return oauth.AuthorizePath + "?" + q.Encode() + extra
 }
@@ -163,7 +164,7 @@ func TestTheConsentPageRequiresAToolScope(t *testing.T) {
 	// never breaks inside ("approvals:wr" / "ite").
 	p.Do("emulate a 320 px phone", chromedp.EmulateViewport(320, 640, chromedp.EmulateScale(2), chromedp.EmulateMobile, chromedp.EmulateTouch))
 	Eval[bool](p, `document.documentElement.style.fontSize = "200%", true`)
-	if broken := Eval[[]string](p, `[...document.querySelectorAll("fieldset label code")].filter(c => c.getClientRects().length > 1).map(c => c.textContent)`); len(broken) > 0 || p.Count("fieldset label code") != len(models.AllScopes) {
+	if broken := Eval[[]string](p, `[...document.querySelectorAll("fieldset label code")].filter(c => c.getClientRects().length > 1).map(c => c.textContent)`); len(broken) > 0 || p.Count("fieldset label code") != len(people.AllScopes) {
 		t.Errorf("scope names broken across lines at 320 px: %q (of %d names)", broken, p.Count("fieldset label code"))
 	}
 	fitsThePhone(p, "the consent page")

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/oauth"
 )
 
@@ -30,7 +30,7 @@ import (
 // disconnects it on the devices page, and the token stops.
 func TestAnOAuthHostConnectsWithAPasskeyInChromium(t *testing.T) {
 	s := start(t, apptest.SQLite)
-	s.signUp("ada", models.RoleOwner)
+	s.signUp("ada", core.RoleOwner)
 	p := s.page
 	undo := p.WithoutPasskeyAutofill()
 	p.ClickToLoad("[data-testid=sign-out]", "/signin", "[data-testid=sign-in]")

@@ -6,7 +6,8 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 func TestAPersonJoinsWithAPasskeySignsOutAndSignsInAgain(t *testing.T) {
@@ -14,7 +15,7 @@ func TestAPersonJoinsWithAPasskeySignsOutAndSignsInAgain(t *testing.T) {
 		s := start(t, db)
 		p := s.page
 
-		p.Go(s.invite(models.RoleAdmin, ""))
+		p.Go(s.invite(core.RoleAdmin, ""))
 		if got := p.Attr("#register", "data-invite"); got == "" {
 			p.Fatalf("the invite page has no registration form")
 		}
@@ -26,7 +27,7 @@ func TestAPersonJoinsWithAPasskeySignsOutAndSignsInAgain(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ada is not a member after accepting the invite: %v", err)
 		}
-		if m.Role != models.RoleAdmin {
+		if m.Role != core.RoleAdmin {
 			t.Errorf("ada's role = %q, want admin", m.Role)
 		}
 		creds := p.Credentials()
@@ -84,13 +85,13 @@ func TestAPersonAcceptsAnAddRoleInviteBySigningInWithTheirPasskey(t *testing.T) 
 		s := start(t, db)
 		p := s.page
 		ctx := context.Background()
-		dave := s.signUp("dave", models.RoleOwner)
+		dave := s.signUp("dave", core.RoleOwner)
 		bravo, err := s.env.Store.CreateAccount(ctx, "bravo")
 		if err != nil {
 			t.Fatal(err)
 		}
-		token, _, err := s.env.Store.CreateInvite(ctx, models.NewInvite{AccountID: bravo.ID, Kind: models.InviteAddRole,
-			Role: models.RoleAdmin, Subject: "dave", By: models.OperatorInviter("browsertest")})
+		token, _, err := s.env.Store.CreateInvite(ctx, people.NewInvite{AccountID: bravo.ID, Kind: people.InviteAddRole,
+			Role: core.RoleAdmin, Subject: "dave", By: people.OperatorInviter("browsertest")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +105,7 @@ func TestAPersonAcceptsAnAddRoleInviteBySigningInWithTheirPasskey(t *testing.T) 
 		s.checkInbox()
 
 		m, err := s.env.Store.MemberByID(ctx, bravo.ID, dave.ID)
-		if err != nil || m.Role != models.RoleAdmin {
+		if err != nil || m.Role != core.RoleAdmin {
 			t.Fatalf("dave in bravo: %+v (%v); want an admin", m, err)
 		}
 		if creds := p.Credentials(); len(creds) != 1 {

@@ -9,7 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // ScreenshotsEnv names the variable that, set to 1, makes
@@ -67,7 +67,7 @@ func TestTheInboxAndAnAskFitAPhone(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Do("emulate a phone", chromedp.EmulateViewport(375, 812, chromedp.EmulateScale(2), chromedp.EmulateMobile, chromedp.EmulateTouch))
-	s.signUp("ada", models.RoleOwner)
+	s.signUp("ada", core.RoleOwner)
 
 	decision, _ := s.ask(map[string]any{
 		"kind":          "decision",

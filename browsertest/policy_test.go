@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // reviewAsk is a review ask for the owners and admins with title.
@@ -33,7 +33,7 @@ func (s *service) fileAsk(args map[string]any, status string) map[string]any {
 func TestAPersonTurnsAutoApproveOnWithAPasskeyAndOffOnThePolicyPage(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := start(t, db)
-		s.signUp("ada", models.RoleOwner)
+		s.signUp("ada", core.RoleOwner)
 		p := s.page
 
 		// The agent asks; the request waits in ada's inbox like any ask.

@@ -13,7 +13,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/outbox"
 )
 
 // startWithPush is start with a local push service the service may send to,
@@ -25,9 +26,9 @@ func startWithPush(t *testing.T) (*service, *apptest.PushService) {
 	env := apptest.StartWeb(t, apptest.SQLite, map[string]string{"COUNTERSIGN_PUSH_ALLOWED_HOSTS": ps.Host(), "COUNTERSIGN_PUSH_RETRY": "10ms"})
 	_, token := env.Agent(env.Account.ID, "bot")
 	s := &service{t: t, env: env, page: browser.Open(t, env.URL), agent: env.Connect(token)}
-	ada := s.signUp("ada", models.RoleOwner)
+	ada := s.signUp("ada", core.RoleOwner)
 	endpoint, p256dh, auth := ps.Subscribe("phone")
-	if _, err := env.Store.SavePushSubscription(context.Background(), ada.ID, models.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
+	if _, err := env.Store.SavePushSubscription(context.Background(), ada.ID, outbox.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
 		t.Fatal(err)
 	}
 	return s, ps
@@ -35,18 +36,18 @@ func startWithPush(t *testing.T) (*service, *apptest.PushService) {
 
 // pushOf waits for the ask push of id and returns it decrypted, as the phone
 // reads it, with its plaintext.
-func pushOf(t *testing.T, ps *apptest.PushService, id string) (models.PushMessage, string) {
+func pushOf(t *testing.T, ps *apptest.PushService, id string) (outbox.PushMessage, string) {
 	t.Helper()
 	for {
 		d, ok := ps.Next(10 * time.Second)
 		if !ok {
 			t.Fatalf("no push of %s reached the push service", id)
 		}
-		var m models.PushMessage
+		var m outbox.PushMessage
 		if err := json.Unmarshal(d.Plaintext, &m); err != nil {
 			t.Fatalf("the push %q is not JSON: %v", d.Plaintext, err)
 		}
-		if m.Event == models.PushAsk && m.ApprovalID == id {
+		if m.Event == outbox.PushAsk && m.ApprovalID == id {
 			return m, string(d.Plaintext)
 		}
 	}
@@ -155,7 +156,7 @@ func TestAPushLinkOpenedInABrowserThatNeverSignedInDecidesWithOnePasskeyPrompt(t
 		lateMsg, _ := pushOf(t, ps, late)
 		p.Go(lateMsg.URL)
 		p.WaitVisible("[data-testid=approve]")
-		s.env.Store.SetClock(func() time.Time { return time.Now().Add(models.PushLinkLife) })
+		s.env.Store.SetClock(func() time.Time { return time.Now().Add(outbox.PushLinkLife) })
 		defer s.env.Store.SetClock(time.Now)
 		if st := statusOf(p, "/link/"+late); st != 409 {
 			t.Errorf("the link 15 minutes after it was sent: HTTP %d, want 409", st)
@@ -202,7 +203,7 @@ func TestTheServiceWorkerShowsThePushWithItsDeclarativeFormAndLink(t *testing.T)
 		p.Fatalf("ServiceWorker.deliverPushMessage: %v", err)
 	}
 	d := msg.Notification
-	if msg.WebPush != models.DeclarativeWebPush || d == nil {
+	if msg.WebPush != outbox.DeclarativeWebPush || d == nil {
 		t.Fatalf("the push %s carries no declarative form", plaintext)
 	}
 	n := waitForNotification(p, id, func(n shownNotification) bool { return n.Title == "Merge acme/web#900" })

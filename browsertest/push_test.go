@@ -16,7 +16,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/outbox"
 )
 
 // Headless Chromium cannot complete PushManager.subscribe (no push service
@@ -100,7 +101,7 @@ func activeServiceWorker(p *Page) serviceworker.RegistrationID {
 
 // deliverPush hands msg to the service worker's push handler, as the push
 // service would after decryption.
-func deliverPush(p *Page, registration serviceworker.RegistrationID, msg models.PushMessage) {
+func deliverPush(p *Page, registration serviceworker.RegistrationID, msg outbox.PushMessage) {
 	p.t.Helper()
 	data, err := json.Marshal(msg)
 	if err != nil {
@@ -155,14 +156,14 @@ func waitForNotification(p *Page, tag string, ok func(shownNotification) bool) s
 
 func TestAPushDeliveredToTheServiceWorkerShowsTheAsksNotification(t *testing.T) {
 	s := start(t, apptest.SQLite)
-	s.signUp("ada", models.RoleOwner)
+	s.signUp("ada", core.RoleOwner)
 	id, _ := s.ask(pullRequestAsk(900, "abcdef1234567"))
 	p := s.page
 	setNotifications(p, cdpbrowser.PermissionSettingGranted)
 	registration := activeServiceWorker(p)
 
 	title := "Merge acme/web#900"
-	deliverPush(p, registration, models.PushMessage{Event: models.PushAsk, ApprovalID: id, Title: title, URL: "/approvals/" + id})
+	deliverPush(p, registration, outbox.PushMessage{Event: outbox.PushAsk, ApprovalID: id, Title: title, URL: "/approvals/" + id})
 	n := waitForNotification(p, id, func(n shownNotification) bool { return n.Title == title })
 	want := shownNotification{Title: title, Tag: id, Body: "Open to answer", URL: "/approvals/" + id, RequireInteraction: true, Renotify: true}
 	if n != want {
@@ -170,7 +171,7 @@ func TestAPushDeliveredToTheServiceWorkerShowsTheAsksNotification(t *testing.T) 
 	}
 
 	// Decided elsewhere: the follow-up replaces it under the same tag.
-	deliverPush(p, registration, models.PushMessage{Event: models.PushDecided, ApprovalID: id, Title: title, Status: "approved", URL: "/approvals/" + id})
+	deliverPush(p, registration, outbox.PushMessage{Event: outbox.PushDecided, ApprovalID: id, Title: title, Status: "approved", URL: "/approvals/" + id})
 	n = waitForNotification(p, id, func(n shownNotification) bool { return n.Title == "Decided: approved" })
 	if n.Body != title || n.URL != "/approvals/"+id {
 		t.Errorf("the decided notification is %+v, want the ask's title as its body and its URL", n)
@@ -222,7 +223,7 @@ func TestTheNotificationsCardShowsThisBrowsersStateAndSendsATestPush(t *testing.
 	env := apptest.StartWeb(t, apptest.SQLite, map[string]string{"COUNTERSIGN_PUSH_ALLOWED_HOSTS": ps.Host(), "COUNTERSIGN_PUSH_RETRY": "10ms"})
 	_, token := env.Agent(env.Account.ID, "bot")
 	s := &service{t: t, env: env, page: browser.Open(t, env.URL), agent: env.Connect(token)}
-	ada := s.signUp("ada", models.RoleOwner)
+	ada := s.signUp("ada", core.RoleOwner)
 	p := s.page
 	enabled := func() bool { return Eval[bool](p, `!document.querySelector("[data-testid=enable-push]").disabled`) }
 	shown := func(sel string) bool {
@@ -269,7 +270,7 @@ func TestTheNotificationsCardShowsThisBrowsersStateAndSendsATestPush(t *testing.
 
 	// A device subscribed elsewhere: the test button sends to it.
 	endpoint, p256dh, auth := ps.Subscribe("mac")
-	if _, err := env.Store.SavePushSubscription(context.Background(), ada.ID, models.PushSubscription{
+	if _, err := env.Store.SavePushSubscription(context.Background(), ada.ID, outbox.PushSubscription{
 		Endpoint: endpoint, P256dh: p256dh, Auth: auth, UserAgent: "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_4) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Safari/605.1.15",
 	}); err != nil {
 		t.Fatal(err)
@@ -288,8 +289,8 @@ func TestTheNotificationsCardShowsThisBrowsersStateAndSendsATestPush(t *testing.
 	if !ok {
 		p.Fatalf("the test push did not reach the push service")
 	}
-	var m models.PushMessage
-	if err := json.Unmarshal(d.Plaintext, &m); err != nil || d.Device != "mac" || m.Event != models.PushTest {
+	var m outbox.PushMessage
+	if err := json.Unmarshal(d.Plaintext, &m); err != nil || d.Device != "mac" || m.Event != outbox.PushTest {
 		t.Errorf("the push service got %s on %s, want a test push on mac", d.Plaintext, d.Device)
 	}
 	if errs := p.ConsoleErrors(); len(errs) != 0 {

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/rules"
 )
 
 // At phone width, the page of an ask an approval rule covers shows the rule
@@ -18,12 +20,12 @@ func TestTheAskPageShowsTheRuleTheSignersAndWhoMayStillSignOnThePhone(t *testing
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := start(t, db)
 		s.page.Emulate(phoneWidth, phoneHeight)
-		s.signUp("ada", models.RoleOwner)
-		s.env.Member(s.env.Account.ID, "bob", models.RoleAdmin)
-		s.env.Member(s.env.Account.ID, "carol", models.RoleMember)
-		if _, err := s.env.Store.SetRule(context.Background(), s.env.Account.ID, "reviews", models.RuleSpec{Name: "two reviewers merge a pull request",
-			Kinds: []string{models.KindPullRequest}, Count: 2,
-			Pool: models.Pool{Kind: models.PoolGroup, Group: "reviewers", People: []string{"ada", "bob", "carol"}}}, "cli:browsertest"); err != nil {
+		s.signUp("ada", core.RoleOwner)
+		s.env.Member(s.env.Account.ID, "bob", core.RoleAdmin)
+		s.env.Member(s.env.Account.ID, "carol", core.RoleMember)
+		if _, err := s.env.Store.SetRule(context.Background(), s.env.Account.ID, "reviews", rules.RuleSpec{Name: "two reviewers merge a pull request",
+			Kinds: []string{asks.KindPullRequest}, Count: 2,
+			Pool: rules.Pool{Kind: rules.PoolGroup, Group: "reviewers", People: []string{"ada", "bob", "carol"}}}, "cli:browsertest"); err != nil {
 			t.Fatal(err)
 		}
 		id, _ := s.ask(pullRequestAsk(900, "abcdef1234567"))

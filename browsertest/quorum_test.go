@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/proof"
 	"github.com/countersign/countersign/runner"
 )
@@ -25,10 +25,10 @@ import (
 func TestAProductionRunNeedsBothPeopleInTheirOwnBrowsers(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := start(t, db)
-		s.signUp("ada", models.RoleOwner)
+		s.signUp("ada", core.RoleOwner)
 		bob := s.For(t)
 		bob.page = browser.Open(t, s.env.URL)
-		bob.signUp("bob", models.RoleAdmin)
+		bob.signUp("bob", core.RoleAdmin)
 		ctx := context.Background()
 
 		dir := t.TempDir()

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 // board is a service with a work board (To do, Doing, Done; "Fix login" in
@@ -33,12 +34,12 @@ func startBoard(t *testing.T, db apptest.Database) *board {
 			t.Fatal(err)
 		}
 	}
-	it, err := b.env.Store.AddItem(ctx, b.env.Account.ID, "doing", "Fix login", "", models.ActorPerson, "ops")
+	it, err := b.env.Store.AddItem(ctx, b.env.Account.ID, "doing", "Fix login", "", asks.ActorPerson, "ops")
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.itemID = it.ID
-	b.signUp("ada", models.RoleOwner)
+	b.signUp("ada", core.RoleOwner)
 	b.session = b.agent.OK("session_start", map[string]any{"label": "fixing login"})["sessionId"].(string)
 	return b
 }
@@ -170,7 +171,7 @@ func TestAnExpiredWorkMoveIsNeverApprovedAndNothingMoves(t *testing.T) {
 				}
 			}
 		})
-		b.signUp("bea", models.RoleOwner)
+		b.signUp("bea", core.RoleOwner)
 		args := b.move("done")
 		args["expiresInMinutes"] = 5
 		id, _ := b.request(args)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/runner"
 )
 
@@ -22,7 +22,7 @@ import (
 func TestAPinnedRunApprovedInTheBrowserRunsOnceAndVerifies(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := start(t, db)
-		s.signUp("ada", models.RoleOwner)
+		s.signUp("ada", core.RoleOwner)
 		ctx := context.Background()
 
 		dir := t.TempDir()

@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -53,9 +54,9 @@ func (s *service) For(t *testing.T) *service {
 
 // invite makes an invite to the default account, as `countersign invite`
 // does, and returns the path of its page.
-func (s *service) invite(role models.Role, subject string) string {
+func (s *service) invite(role core.Role, subject string) string {
 	s.t.Helper()
-	token, inv, err := s.env.Store.CreateInvite(context.Background(), models.NewInvite{AccountID: s.env.Account.ID, Role: role, Subject: subject, By: models.OperatorInviter("browsertest")})
+	token, inv, err := s.env.Store.CreateInvite(context.Background(), people.NewInvite{AccountID: s.env.Account.ID, Role: role, Subject: subject, By: people.OperatorInviter("browsertest")})
 	if err != nil {
 		s.t.Fatalf("create invite: %v", err)
 	}
@@ -68,7 +69,7 @@ func (s *service) invite(role models.Role, subject string) string {
 // signUp accepts an invite in the page as a person would: type a name,
 // press the button, let the passkey (the virtual authenticator) answer,
 // and land on the inbox.
-func (s *service) signUp(subject string, role models.Role) *models.Member {
+func (s *service) signUp(subject string, role core.Role) *people.Member {
 	s.t.Helper()
 	p := s.page
 	p.Go(s.invite(role, ""))

@@ -6,7 +6,8 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 // Ada, the owner, removes bob, an admin, on the Members page: the page
@@ -15,10 +16,10 @@ import (
 // ends with it.
 func TestARemovalNeedsTheSecondPersonsPasskey(t *testing.T) {
 	s := start(t, apptest.SQLite)
-	s.signUp("ada", models.RoleOwner)
+	s.signUp("ada", core.RoleOwner)
 	bob := s.For(t)
 	bob.page = browser.Open(t, s.env.URL)
-	bobMember := bob.signUp("bob", models.RoleAdmin)
+	bobMember := bob.signUp("bob", core.RoleAdmin)
 	ctx := context.Background()
 
 	p := s.page
@@ -42,11 +43,11 @@ func TestARemovalNeedsTheSecondPersonsPasskey(t *testing.T) {
 	Eval[bool](bob.page, `window.browsertestClickedHere = true`)
 	bob.page.Click("[data-testid=approve]")
 	bob.page.WaitFor("a new page after bob's signature", `!window.browsertestClickedHere && document.readyState === "complete"`)
-	if _, err := s.env.Store.MemberByID(ctx, s.env.Account.ID, bobMember.ID); models.CodeOf(err) != models.NotFound {
+	if _, err := s.env.Store.MemberByID(ctx, s.env.Account.ID, bobMember.ID); core.CodeOf(err) != core.NotFound {
 		t.Fatalf("bob is still a member after both signed his removal: %v", err)
 	}
 	a, err := s.env.Store.GetApproval(ctx, s.env.Account.ID, id)
-	if err != nil || a.Status != models.StatusApproved || a.DecidedBy != "bob" {
+	if err != nil || a.Status != asks.StatusApproved || a.DecidedBy != "bob" {
 		t.Fatalf("the removal's ask: %+v %v; want approved, completed by bob", a, err)
 	}
 	bob.page.Go("/")

@@ -2,7 +2,8 @@ package decision
 
 import (
 	"github.com/countersign/countersign/ask"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 // checkCodePicked refuses to begin an approval of one of the riskiest asks
@@ -10,15 +11,15 @@ import (
 // digits the agent shows where it runs: a person approving out of habit
 // signs nothing. A deny, a question or an ask of any other kind needs no
 // code. The code adds nothing to what is signed: the hash already covers it.
-func checkCodePicked(a *models.Approval, v models.Verdict, picked string) error {
-	if v != models.VerdictApprove || !ask.NeedsCheckCode(a.Kind, a.Payload) {
+func checkCodePicked(a *asks.Approval, v asks.Verdict, picked string) error {
+	if v != asks.VerdictApprove || !ask.NeedsCheckCode(a.Kind, a.Payload) {
 		return nil
 	}
 	if picked == "" {
-		return models.Refuse(models.FailedPrecondition, "check_code", "pick the check code the agent shows you before you approve; nothing was signed")
+		return core.Refuse(core.FailedPrecondition, "check_code", "pick the check code the agent shows you before you approve; nothing was signed")
 	}
 	if picked != ask.CheckCode(a.PayloadSHA256) {
-		return models.Refuse(models.FailedPrecondition, "check_code", "%s is not this ask's check code: nothing was signed. Look at the code the agent shows you where it runs; if it shows none or another, deny", picked)
+		return core.Refuse(core.FailedPrecondition, "check_code", "%s is not this ask's check code: nothing was signed. Look at the code the agent shows you where it runs; if it shows none or another, deny", picked)
 	}
 	return nil
 }

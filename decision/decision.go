@@ -14,6 +14,10 @@ import (
 	"fmt"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/outbox"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/proof"
 )
@@ -34,7 +38,7 @@ func New(store *models.Store, rp *passkey.RP) *Service {
 // question, its text, or for a free-text answer, the answer's; CheckCode is
 // the check code picked before approving one of the riskiest asks.
 type Choice struct {
-	Verdict   models.Verdict
+	Verdict   asks.Verdict
 	Question  string
 	Answer    string
 	CheckCode string
@@ -61,14 +65,14 @@ type ceremony struct {
 // nonce. On such an ask the decision is one signature of the rule's quorum:
 // Complete records it, and the ask moves only when the last one needed
 // lands (or at the first deny).
-func (s *Service) Begin(ctx context.Context, m *models.Member, approvalID string, c Choice) (string, passkey.Options, error) {
+func (s *Service) Begin(ctx context.Context, m *people.Member, approvalID string, c Choice) (string, passkey.Options, error) {
 	return s.begin(ctx, m, approvalID, c, "")
 }
 
 // BeginWithLink is Begin on the authority of an opened one-time push link
 // instead of a session: the decision is the link's person's, on the link's
 // ask, and only that person's passkeys may sign it.
-func (s *Service) BeginWithLink(ctx context.Context, l *models.PushLink, approvalID string, c Choice) (string, passkey.Options, error) {
+func (s *Service) BeginWithLink(ctx context.Context, l *outbox.PushLink, approvalID string, c Choice) (string, passkey.Options, error) {
 	m, err := s.linkMember(ctx, l, approvalID)
 	if err != nil {
 		return "", nil, err
@@ -79,28 +83,28 @@ func (s *Service) BeginWithLink(ctx context.Context, l *models.PushLink, approva
 // linkMember is the person a push link was issued to, as a member of the
 // ask's account; a link for another ask, or a person no longer a member,
 // decides nothing.
-func (s *Service) linkMember(ctx context.Context, l *models.PushLink, approvalID string) (*models.Member, error) {
+func (s *Service) linkMember(ctx context.Context, l *outbox.PushLink, approvalID string) (*people.Member, error) {
 	if l.ApprovalID != approvalID {
-		return nil, models.Refuse(models.PermissionDenied, "link", "this link opens another ask, not this one")
+		return nil, core.Refuse(core.PermissionDenied, "link", "this link opens another ask, not this one")
 	}
 	m, err := s.store.MemberByID(ctx, l.AccountID, l.PersonID)
-	if models.CodeOf(err) == models.NotFound {
-		return nil, models.Refuse(models.PermissionDenied, "link", "the person this link was sent to is no longer a member of the ask's account")
+	if core.CodeOf(err) == core.NotFound {
+		return nil, core.Refuse(core.PermissionDenied, "link", "the person this link was sent to is no longer a member of the ask's account")
 	}
 	return m, err
 }
 
 // begin is Begin, recording in the ceremony the push link it runs under.
-func (s *Service) begin(ctx context.Context, m *models.Member, approvalID string, c Choice, link string) (string, passkey.Options, error) {
+func (s *Service) begin(ctx context.Context, m *people.Member, approvalID string, c Choice, link string) (string, passkey.Options, error) {
 	a, err := s.store.GetApproval(ctx, m.AccountID, approvalID)
 	if err != nil {
 		return "", nil, err
 	}
 	text := c.Question
-	if c.Verdict == models.VerdictAnswer {
+	if c.Verdict == asks.VerdictAnswer {
 		text = c.Answer
 	}
-	d, err := models.ParseVerdict(a, c.Verdict, text)
+	d, err := asks.ParseVerdict(a, c.Verdict, text)
 	if err != nil {
 		return "", nil, err
 	}
@@ -127,10 +131,10 @@ func (s *Service) begin(ctx context.Context, m *models.Member, approvalID string
 		return "", nil, err
 	}
 	question, answer := "", ""
-	if d.Verdict == models.VerdictQuestion {
+	if d.Verdict == asks.VerdictQuestion {
 		question = d.Note
 	}
-	if c.Verdict == models.VerdictAnswer {
+	if c.Verdict == asks.VerdictAnswer {
 		answer = d.Note
 	}
 	state, err := json.Marshal(ceremony{ApprovalID: a.ID, Decision: d.Signed(), Question: question, Answer: answer, Nonce: nonce, Session: session, Link: link})
@@ -148,14 +152,14 @@ func (s *Service) begin(ctx context.Context, m *models.Member, approvalID string
 // assertion over its challenge, builds the proof and records the decision
 // through the state machine, which spends the nonce, moves the passkey's
 // counter and appends the timeline event in one transaction.
-func (s *Service) Complete(ctx context.Context, m *models.Member, approvalID, ceremonyID string, credential []byte) (*models.Approval, error) {
+func (s *Service) Complete(ctx context.Context, m *people.Member, approvalID, ceremonyID string, credential []byte) (*asks.Approval, error) {
 	return s.complete(ctx, m, approvalID, ceremonyID, credential, "")
 }
 
 // CompleteWithLink is Complete for a ceremony begun with the push link l:
 // the assertion must be by a passkey of the link's person, and the decision
 // spends the link in its transaction.
-func (s *Service) CompleteWithLink(ctx context.Context, l *models.PushLink, approvalID, ceremonyID string, credential []byte) (*models.Approval, error) {
+func (s *Service) CompleteWithLink(ctx context.Context, l *outbox.PushLink, approvalID, ceremonyID string, credential []byte) (*asks.Approval, error) {
 	m, err := s.linkMember(ctx, l, approvalID)
 	if err != nil {
 		return nil, err
@@ -164,7 +168,7 @@ func (s *Service) CompleteWithLink(ctx context.Context, l *models.PushLink, appr
 }
 
 // complete is Complete for a ceremony begun under the push link link ("" in a session).
-func (s *Service) complete(ctx context.Context, m *models.Member, approvalID, ceremonyID string, credential []byte, link string) (*models.Approval, error) {
+func (s *Service) complete(ctx context.Context, m *people.Member, approvalID, ceremonyID string, credential []byte, link string) (*asks.Approval, error) {
 	raw, personID, err := s.store.TakeCeremony(ctx, ceremonyID, ceremonyKind)
 	if err != nil {
 		return nil, err
@@ -174,7 +178,7 @@ func (s *Service) complete(ctx context.Context, m *models.Member, approvalID, ce
 		return nil, fmt.Errorf("decision ceremony: %w", err)
 	}
 	if personID != m.ID || st.ApprovalID != approvalID || st.Link != link {
-		return nil, models.Refuse(models.PermissionDenied, "ceremony", "this signature prompt was made for another person, ask or link; nothing was recorded")
+		return nil, core.Refuse(core.PermissionDenied, "ceremony", "this signature prompt was made for another person, ask or link; nothing was recorded")
 	}
 	a, err := s.store.GetApproval(ctx, m.AccountID, st.ApprovalID)
 	if err != nil {
@@ -203,10 +207,10 @@ func (s *Service) complete(ctx context.Context, m *models.Member, approvalID, ce
 	if err != nil {
 		return nil, fmt.Errorf("passkey %s public key: %w", key.ID, err)
 	}
-	d := models.Decision{Verdict: models.Verdict(st.Decision), Nonce: st.Nonce, CredentialID: assertion.CredentialID,
+	d := asks.Decision{Verdict: asks.Verdict(st.Decision), Nonce: st.Nonce, CredentialID: assertion.CredentialID,
 		SignCount: assertion.SignCount, Credential: assertion.Credential, PushLink: st.Link}
 	if st.Question != "" {
-		d.Verdict, d.Note = models.VerdictQuestion, st.Question
+		d.Verdict, d.Note = asks.VerdictQuestion, st.Question
 	}
 	if st.Answer != "" {
 		d.Note = st.Answer // the verdict is answer:<sha256>, which Decide checks against it
@@ -225,7 +229,7 @@ func (s *Service) complete(ctx context.Context, m *models.Member, approvalID, ce
 }
 
 // user is m as WebAuthn sees them, with their live passkeys.
-func (s *Service) user(ctx context.Context, m *models.Member) (*passkey.User, error) {
+func (s *Service) user(ctx context.Context, m *people.Member) (*passkey.User, error) {
 	keys, err := s.store.DeviceKeys(ctx, m.ID)
 	if err != nil {
 		return nil, err

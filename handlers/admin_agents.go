@@ -6,7 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/views"
 )
 
@@ -32,7 +33,7 @@ func (h *Handlers) agentsPage(c echo.Context, status int, view views.AgentsView)
 		subjects[m.ID] = m.Subject
 		view.Members = append(view.Members, m.Subject)
 	}
-	view.Scopes, view.MCPURL = models.AllScopes, h.baseURL+"/mcp"
+	view.Scopes, view.MCPURL = people.AllScopes, h.baseURL+"/mcp"
 	for _, a := range agents {
 		row := views.AgentRow{Name: a.Name, Subject: a.Subject, Scopes: a.ScopeList(),
 			Disabled: a.Disabled, DisabledReason: a.DisabledReason, CreatedAt: a.CreatedAt}
@@ -49,13 +50,13 @@ func (h *Handlers) agentsPage(c echo.Context, status int, view views.AgentsView)
 func (h *Handlers) AdminAgentCreate(c echo.Context) error {
 	form, err := c.FormParams()
 	if err != nil {
-		return models.Invalid("", "the form could not be read")
+		return core.Invalid("", "the form could not be read")
 	}
 	name := strings.TrimSpace(form.Get("name"))
 	forSubject := strings.TrimSpace(form.Get("for"))
 	agent, token, err := h.store.CreateAgentFor(c.Request().Context(), viewerOf(c).account.ID, name, form["scopes"], forSubject)
 	if msg, status, ok := refusalOf(err); ok {
-		return h.agentsPage(c, status, views.AgentsView{Error: msg, ErrorField: models.FieldOf(err)})
+		return h.agentsPage(c, status, views.AgentsView{Error: msg, ErrorField: core.FieldOf(err)})
 	}
 	if err != nil {
 		return err

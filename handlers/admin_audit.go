@@ -6,7 +6,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/audit"
+	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/views"
 )
 
@@ -17,15 +19,15 @@ const auditSize = 100
 // ask, actor kind, step and actor, one page at a time.
 func (h *Handlers) AdminAudit(c echo.Context) error {
 	view := views.AuditView{ApprovalID: c.QueryParam("approval"), ActorKind: c.QueryParam("actor_kind"),
-		Step: c.QueryParam("step"), Actor: c.QueryParam("actor"), ActorKinds: models.ActorKinds, Steps: models.AuditSteps}
-	f := models.AuditFilter{ApprovalID: view.ApprovalID, ActorKind: view.ActorKind, Step: view.Step, Actor: view.Actor, PageSize: auditSize}
+		Step: c.QueryParam("step"), Actor: c.QueryParam("actor"), ActorKinds: audit.ActorKinds, Steps: audit.AuditSteps}
+	f := audit.AuditFilter{ApprovalID: view.ApprovalID, ActorKind: view.ActorKind, Step: view.Step, Actor: view.Actor, PageSize: auditSize}
 	var err error
 	if b := c.QueryParam("before"); b != "" {
 		if f.Before, err = strconv.ParseInt(b, 10, 64); err != nil {
-			err = models.Invalid("before", "must be the cursor of a page this log gave")
+			err = core.Invalid("before", "must be the cursor of a page this log gave")
 		}
 	}
-	var events []models.TimelineEvent
+	var events []asks.TimelineEvent
 	if err == nil {
 		events, view.Next, err = h.store.Audit(c.Request().Context(), viewerOf(c).account.ID, f)
 	}

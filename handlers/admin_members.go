@@ -6,7 +6,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/views"
 )
 
@@ -34,9 +36,9 @@ func (h *Handlers) membersPage(c echo.Context, status int, view views.MembersVie
 		return err
 	}
 	view.Now = h.store.Now()
-	view.Roles = []string{string(models.RoleOwner), string(models.RoleAdmin), string(models.RoleMember)}
+	view.Roles = []string{string(core.RoleOwner), string(core.RoleAdmin), string(core.RoleMember)}
 	view.InviteRoles = view.Roles
-	if v.member.Role != models.RoleOwner {
+	if v.member.Role != core.RoleOwner {
 		view.InviteRoles = view.Roles[1:]
 	}
 	for _, m := range members {
@@ -44,7 +46,7 @@ func (h *Handlers) membersPage(c echo.Context, status int, view views.MembersVie
 			Role: string(m.Role), Self: m.ID == v.member.ID})
 	}
 	for _, i := range invites {
-		view.Invites = append(view.Invites, views.InviteRow{ID: i.TokenHash, AddRole: i.Kind == models.InviteAddRole, Role: string(i.Role), Subject: i.Subject, CreatedBy: i.CreatedBy,
+		view.Invites = append(view.Invites, views.InviteRow{ID: i.TokenHash, AddRole: i.Kind == people.InviteAddRole, Role: string(i.Role), Subject: i.Subject, CreatedBy: i.CreatedBy,
 			CreatedAt: i.CreatedAt, ExpiresAt: i.ExpiresAt, UsedAt: i.UsedAt, UsedBy: i.UsedBy, HeldBy: heldBy(i)})
 	}
 	return h.render(c, status, views.AdminMembers(h.page(c, "Members", "admin"), view))
@@ -55,26 +57,26 @@ func (h *Handlers) membersPage(c echo.Context, status int, view views.MembersVie
 // they can accept. The store refuses a role above the admin's own.
 func (h *Handlers) AdminInviteCreate(c echo.Context) error {
 	v := viewerOf(c)
-	kind, err := models.ParseInviteKind(c.FormValue("kind"))
-	var role models.Role
+	kind, err := people.ParseInviteKind(c.FormValue("kind"))
+	var role core.Role
 	if err == nil {
-		role, err = models.ParseRole(c.FormValue("role"))
+		role, err = core.ParseRole(c.FormValue("role"))
 	}
 	var (
 		token string
-		inv   *models.Invite
+		inv   *people.Invite
 	)
 	if err == nil {
-		token, inv, err = h.store.CreateInvite(c.Request().Context(), models.NewInvite{AccountID: v.account.ID, Kind: kind, Role: role,
+		token, inv, err = h.store.CreateInvite(c.Request().Context(), people.NewInvite{AccountID: v.account.ID, Kind: kind, Role: role,
 			Subject: strings.TrimSpace(c.FormValue("subject")), By: v.member.AsInviter()})
 	}
 	if msg, status, ok := refusalOf(err); ok {
-		return h.membersPage(c, status, views.MembersView{Error: msg, ErrorField: models.FieldOf(err)})
+		return h.membersPage(c, status, views.MembersView{Error: msg, ErrorField: core.FieldOf(err)})
 	}
 	if err != nil {
 		return err
 	}
-	return h.membersPage(c, http.StatusOK, views.MembersView{InviteURL: h.baseURL + "/invite/" + token, InviteAddRole: kind == models.InviteAddRole,
+	return h.membersPage(c, http.StatusOK, views.MembersView{InviteURL: h.baseURL + "/invite/" + token, InviteAddRole: kind == people.InviteAddRole,
 		InviteHeldBy: inv.ApprovalID})
 }
 
@@ -84,11 +86,11 @@ func (h *Handlers) AdminInviteCreate(c echo.Context) error {
 // changes until the rule's people have signed it.
 func (h *Handlers) AdminMemberRole(c echo.Context) error {
 	v := viewerOf(c)
-	role, err := models.ParseRole(c.FormValue("role"))
+	role, err := core.ParseRole(c.FormValue("role"))
 	if err == nil {
 		err = h.mayManage(c, c.Param("person"), role)
 	}
-	var a *models.Approval
+	var a *asks.Approval
 	if err == nil {
 		a, err = h.store.ChangeRole(c.Request().Context(), v.member, c.Param("person"), role)
 	}
@@ -110,7 +112,7 @@ func (h *Handlers) AdminMemberRole(c echo.Context) error {
 func (h *Handlers) AdminMemberRemove(c echo.Context) error {
 	v := viewerOf(c)
 	err := h.mayManage(c, c.Param("person"), "")
-	var a *models.Approval
+	var a *asks.Approval
 	if err == nil {
 		a, err = h.store.RemoveMemberAs(c.Request().Context(), v.member, c.Param("person"))
 	}
@@ -132,23 +134,23 @@ func (h *Handlers) AdminMemberRemove(c echo.Context) error {
 
 // mayManage refuses an admin who is not an owner when the change touches an
 // owner or makes one: only owners manage owners.
-func (h *Handlers) mayManage(c echo.Context, personID string, role models.Role) error {
+func (h *Handlers) mayManage(c echo.Context, personID string, role core.Role) error {
 	v := viewerOf(c)
-	if v.member.Role == models.RoleOwner {
+	if v.member.Role == core.RoleOwner {
 		return nil
 	}
 	target, err := h.store.MemberByID(c.Request().Context(), v.account.ID, personID)
 	if err != nil {
 		return err
 	}
-	if target.Role == models.RoleOwner || role == models.RoleOwner {
-		return models.Refuse(models.PermissionDenied, "role", "only an owner can change or remove an owner, or make one")
+	if target.Role == core.RoleOwner || role == core.RoleOwner {
+		return core.Refuse(core.PermissionDenied, "role", "only an owner can change or remove an owner, or make one")
 	}
 	return nil
 }
 
 // heldBy is the ask an invite waits for, "" when it is not held.
-func heldBy(i models.Invite) string {
+func heldBy(i people.Invite) string {
 	if !i.Held {
 		return ""
 	}

@@ -9,6 +9,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/rules"
 	"github.com/countersign/countersign/views"
 )
 
@@ -16,7 +19,7 @@ import (
 // among them, with the form that proposes a change; ?edit=ID fills the form
 // with that rule.
 func (h *Handlers) AdminRules(c echo.Context) error {
-	form := views.RuleForm{Count: "2", PoolKind: models.PoolRole, PoolRole: models.PoolAdmins}
+	form := views.RuleForm{Count: "2", PoolKind: rules.PoolRole, PoolRole: rules.PoolAdmins}
 	if id := c.QueryParam("edit"); id != "" {
 		rules, err := h.store.RulesWithRemoved(c.Request().Context(), viewerOf(c).account.ID)
 		if err != nil {
@@ -59,13 +62,13 @@ func (h *Handlers) AdminRulePropose(c echo.Context) error {
 		*to = strings.TrimSpace(params.Get(field))
 	}
 	spec, err := ruleSpecOf(f)
-	var a *models.Approval
+	var a *asks.Approval
 	if err == nil {
 		a, err = h.store.ProposeRuleChange(c.Request().Context(), viewerOf(c).member,
 			models.RuleChange{Action: models.RuleChangeSet, RuleID: f.ID, Rule: &spec})
 	}
 	if msg, status, ok := refusalOf(err); ok {
-		return h.rulesPage(c, status, views.RulesView{Error: msg, ErrorField: models.FieldOf(err), Form: f})
+		return h.rulesPage(c, status, views.RulesView{Error: msg, ErrorField: core.FieldOf(err), Form: f})
 	}
 	if err != nil {
 		return err
@@ -88,34 +91,34 @@ func (h *Handlers) AdminRuleRemove(c echo.Context) error {
 }
 
 // ruleSpecOf reads the form into a rule; models.CheckRule checks the rest.
-func ruleSpecOf(f views.RuleForm) (models.RuleSpec, error) {
-	spec := models.RuleSpec{Name: f.Name, Kinds: views.SplitList(f.Kinds), Effects: views.SplitList(f.Effects),
+func ruleSpecOf(f views.RuleForm) (rules.RuleSpec, error) {
+	spec := rules.RuleSpec{Name: f.Name, Kinds: views.SplitList(f.Kinds), Effects: views.SplitList(f.Effects),
 		Servers: views.SplitList(f.Servers), Tools: views.SplitList(f.Tools), Requesters: views.SplitList(f.Requesters),
-		Pool: models.Pool{Kind: f.PoolKind, Role: f.PoolRole}}
+		Pool: rules.Pool{Kind: f.PoolKind, Role: f.PoolRole}}
 	num := func(field, v string, to *int) error {
 		if v == "" {
 			return nil
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return models.Invalid(field, "a whole number, not %q", v)
+			return core.Invalid(field, "a whole number, not %q", v)
 		}
 		*to = n
 		return nil
 	}
-	dur := func(field, v string, to *models.Duration) error {
+	dur := func(field, v string, to *rules.Duration) error {
 		if v == "" {
 			return nil
 		}
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
-			return models.Invalid(field, "a duration like 10m or 1h, not %q", v)
+			return core.Invalid(field, "a duration like 10m or 1h, not %q", v)
 		}
-		*to = models.Duration(d)
+		*to = rules.Duration(d)
 		return nil
 	}
 	if f.Count == "" {
-		return spec, models.Invalid("count", "how many people must approve: 1 to %d", models.MaxRuleCount)
+		return spec, core.Invalid("count", "how many people must approve: 1 to %d", rules.MaxRuleCount)
 	}
 	for _, err := range []error{num("count", f.Count, &spec.Count), num("min_priority", f.MinPriority, &spec.MinPriority),
 		num("apply_from", f.ApplyFrom, &spec.ApplyFrom), dur("escalate_after", f.EscalateAfter, &spec.EscalateAfter),
@@ -124,17 +127,17 @@ func ruleSpecOf(f views.RuleForm) (models.RuleSpec, error) {
 			return spec, err
 		}
 	}
-	if f.PoolKind == models.PoolGroup {
+	if f.PoolKind == rules.PoolGroup {
 		spec.Pool.Role, spec.Pool.Group, spec.Pool.People = "", f.Group, views.SplitList(f.People)
 	}
 	if f.EscalateRole != "" {
-		spec.EscalateTo = models.Pool{Kind: models.PoolRole, Role: f.EscalateRole}
+		spec.EscalateTo = rules.Pool{Kind: rules.PoolRole, Role: f.EscalateRole}
 	}
 	return spec, nil
 }
 
 // ruleFormOf fills the form with a rule.
-func ruleFormOf(id string, r models.RuleSpec) views.RuleForm {
+func ruleFormOf(id string, r rules.RuleSpec) views.RuleForm {
 	f := views.RuleForm{ID: id, Name: r.Name, Kinds: strings.Join(r.Kinds, ", "), Effects: strings.Join(r.Effects, ", "),
 		Servers: strings.Join(r.Servers, ", "), Tools: strings.Join(r.Tools, ", "), Requesters: strings.Join(r.Requesters, ", "),
 		Count: strconv.Itoa(r.Count), PoolKind: r.Pool.Kind, PoolRole: r.Pool.Role, Group: r.Pool.Group, People: strings.Join(r.Pool.People, ", ")}
@@ -144,7 +147,7 @@ func ruleFormOf(id string, r models.RuleSpec) views.RuleForm {
 	if r.ApplyFrom > 0 {
 		f.ApplyFrom = strconv.Itoa(r.ApplyFrom)
 	}
-	if r.EscalateTo.Kind == models.PoolRole {
+	if r.EscalateTo.Kind == rules.PoolRole {
 		f.EscalateRole = r.EscalateTo.Role
 	}
 	if r.EscalateAfter > 0 {

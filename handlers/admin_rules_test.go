@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/rules"
 )
 
 // postPageForm posts a page's form in b, with its CSRF token, and returns the
@@ -32,7 +34,7 @@ func postPageForm(t *testing.T, b *apptest.Browser, path string, form url.Values
 func ruleChangeAsks(t *testing.T, env *apptest.Env) int64 {
 	t.Helper()
 	var n int64
-	if err := env.Store.DB().Table("approvals").Where("kind = ?", models.KindRuleChange).Count(&n).Error; err != nil {
+	if err := env.Store.DB().Table("approvals").Where("kind = ?", asks.KindRuleChange).Count(&n).Error; err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -55,9 +57,9 @@ func TestTheRulesPageProposesAChangeThatAppliesOnlyOnceTheQuorumApproves(t *test
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		env := apptest.StartWeb(t, db, nil)
-		ada := env.Join(env.Account.ID, models.RoleOwner, "ada")
-		bob := env.Join(env.Account.ID, models.RoleAdmin, "bob")
-		cy := env.Join(env.Account.ID, models.RoleMember, "cy")
+		ada := env.Join(env.Account.ID, core.RoleOwner, "ada")
+		bob := env.Join(env.Account.ID, core.RoleAdmin, "bob")
+		cy := env.Join(env.Account.ID, core.RoleMember, "cy")
 
 		body, _ := pageOf(t, ada, "/admin/rules")
 		for _, want := range []string{`data-rule="builtin-production-run"`, `data-testid="builtin"`, "a production run needs two people", `data-testid="rule-form"`} {
@@ -94,7 +96,7 @@ func TestTheRulesPageProposesAChangeThatAppliesOnlyOnceTheQuorumApproves(t *test
 			t.Fatalf("propose: %d to %q, want 303 to the ask", status, to)
 		}
 		id := strings.TrimPrefix(to, "/approvals/")
-		if _, err := env.Store.RuleByID(ctx, env.Account.ID, "reviews"); models.CodeOf(err) != models.NotFound {
+		if _, err := env.Store.RuleByID(ctx, env.Account.ID, "reviews"); core.CodeOf(err) != core.NotFound {
 			t.Fatalf("the proposal applied before anyone signed: %v", err)
 		}
 		page, _ := pageOf(t, ada, to)
@@ -105,7 +107,7 @@ func TestTheRulesPageProposesAChangeThatAppliesOnlyOnceTheQuorumApproves(t *test
 		if r := ada.Decide(id, "approve", ""); r.Status != http.StatusOK {
 			t.Fatalf("ada signs: %s", r)
 		}
-		if _, err := env.Store.RuleByID(ctx, env.Account.ID, "reviews"); models.CodeOf(err) != models.NotFound {
+		if _, err := env.Store.RuleByID(ctx, env.Account.ID, "reviews"); core.CodeOf(err) != core.NotFound {
 			t.Fatalf("one signature applied the change: %v", err)
 		}
 		page, _ = pageOf(t, ada, to)
@@ -128,7 +130,7 @@ func TestTheRulesPageProposesAChangeThatAppliesOnlyOnceTheQuorumApproves(t *test
 			t.Fatalf("bob signs: %s", r)
 		}
 		r, err := env.Store.RuleByID(ctx, env.Account.ID, "reviews")
-		if err != nil || r.Count != 1 || r.Pool.Role != models.PoolAdmins || r.Name != "reviews need an admin" || r.Kinds[0] != models.KindPullRequest {
+		if err != nil || r.Count != 1 || r.Pool.Role != rules.PoolAdmins || r.Name != "reviews need an admin" || r.Kinds[0] != asks.KindPullRequest {
 			t.Fatalf("the approved change set %+v (%v)", r, err)
 		}
 		if body, _ := pageOf(t, bob, "/admin/rules"); !strings.Contains(body, `data-rule="reviews"`) {

@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/runners"
 )
 
 func TestEnrollingARunnerOnTheRunnersPageShowsItsIdAndTokenOnce(t *testing.T) {
@@ -48,7 +49,7 @@ func TestEnrollingARunnerOnTheRunnersPageShowsItsIdAndTokenOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		token := textOf(tokens[0])
-		if textOf(ids[0]) != r.ID || r.PublicKey != key || r.TokenHash != models.HashToken(token) || !strings.HasPrefix(token, models.RunnerTokenPrefix+r.ID+".") {
+		if textOf(ids[0]) != r.ID || r.PublicKey != key || r.TokenHash != core.HashToken(token) || !strings.HasPrefix(token, runners.RunnerTokenPrefix+r.ID+".") {
 			t.Errorf("shown id %q token %q; stored %+v", textOf(ids[0]), token, r)
 		}
 		_, again := b.get("/admin/runners")
@@ -61,7 +62,7 @@ func TestEnrollingARunnerOnTheRunnersPageShowsItsIdAndTokenOnce(t *testing.T) {
 			if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "base64url") {
 				t.Errorf("a bad key: %d", res.StatusCode)
 			}
-			if _, err := f.env.Store.RunnerByName(ctx, f.env.Account.ID, "other"); models.CodeOf(err) != models.NotFound {
+			if _, err := f.env.Store.RunnerByName(ctx, f.env.Account.ID, "other"); core.CodeOf(err) != core.NotFound {
 				t.Errorf("the runner was enrolled: %v", err)
 			}
 		})

@@ -14,7 +14,10 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/rules"
 )
 
 func TestAdminPagesRefuseAMember(t *testing.T) {
@@ -29,11 +32,11 @@ func TestAdminPagesRefuseAMember(t *testing.T) {
 			})
 		}
 		t.Run("POST /admin/agents is refused and makes nothing", func(t *testing.T) {
-			res, _ := b.post("/admin/agents", url.Values{"name": {"sneaky"}, "scopes": {models.ScopeMCPRead}}, true)
+			res, _ := b.post("/admin/agents", url.Values{"name": {"sneaky"}, "scopes": {people.ScopeMCPRead}}, true)
 			if res.StatusCode != http.StatusForbidden {
 				t.Fatalf("POST as a member: %d", res.StatusCode)
 			}
-			if _, err := f.env.Store.AgentByName(context.Background(), f.env.Account.ID, "sneaky"); models.CodeOf(err) != models.NotFound {
+			if _, err := f.env.Store.AgentByName(context.Background(), f.env.Account.ID, "sneaky"); core.CodeOf(err) != core.NotFound {
 				t.Fatalf("the agent was made: %v", err)
 			}
 		})
@@ -50,7 +53,7 @@ func TestAPostWithoutTheCSRFTokenIsRefusedAndChangesNothing(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		f := newFixture(t, db)
 		ctx := context.Background()
-		if err := apptest.SeedDeviceKey(ctx, f.env.Store, f.owner.ID, models.DeviceKey{ID: "cred-1", Name: "iPhone", Credential: "{}", PublicKey: "AQ"}); err != nil {
+		if err := apptest.SeedDeviceKey(ctx, f.env.Store, f.owner.ID, people.DeviceKey{ID: "cred-1", Name: "iPhone", Credential: "{}", PublicKey: "AQ"}); err != nil {
 			t.Fatal(err)
 		}
 		b := signIn(t, f.env, f.owner)
@@ -60,8 +63,8 @@ func TestAPostWithoutTheCSRFTokenIsRefusedAndChangesNothing(t *testing.T) {
 			form      url.Values
 			unchanged func() error
 		}{
-			{"making an agent", "/admin/agents", url.Values{"name": {"csrf-bot"}, "scopes": {models.ScopeMCPRead}}, func() error {
-				if _, err := f.env.Store.AgentByName(ctx, f.env.Account.ID, "csrf-bot"); models.CodeOf(err) != models.NotFound {
+			{"making an agent", "/admin/agents", url.Values{"name": {"csrf-bot"}, "scopes": {people.ScopeMCPRead}}, func() error {
+				if _, err := f.env.Store.AgentByName(ctx, f.env.Account.ID, "csrf-bot"); core.CodeOf(err) != core.NotFound {
 					return fmt.Errorf("the agent exists: %v", err)
 				}
 				return nil
@@ -73,7 +76,7 @@ func TestAPostWithoutTheCSRFTokenIsRefusedAndChangesNothing(t *testing.T) {
 				return nil
 			}},
 			{"changing a role", "/admin/members/" + f.member.ID + "/role", url.Values{"role": {"admin"}}, func() error {
-				if m, err := f.env.Store.MemberByID(ctx, f.env.Account.ID, f.member.ID); err != nil || m.Role != models.RoleMember {
+				if m, err := f.env.Store.MemberByID(ctx, f.env.Account.ID, f.member.ID); err != nil || m.Role != core.RoleMember {
 					return fmt.Errorf("the role changed: %v", err)
 				}
 				return nil
@@ -129,7 +132,7 @@ func TestMakingAnAgentShowsItsTokenOnceAndKeepsOnlyItsHash(t *testing.T) {
 		f := newFixture(t, db)
 		ctx := context.Background()
 		b := signIn(t, f.env, f.admin)
-		res, body := b.post("/admin/agents", url.Values{"name": {"deploy-bot"}, "scopes": {models.ScopeMCPRead, models.ScopeApprovalsRead}}, true)
+		res, body := b.post("/admin/agents", url.Values{"name": {"deploy-bot"}, "scopes": {people.ScopeMCPRead, people.ScopeApprovalsRead}}, true)
 		if res.StatusCode != http.StatusOK {
 			t.Fatalf("make agent: %d\n%s", res.StatusCode, body)
 		}
@@ -138,8 +141,8 @@ func TestMakingAnAgentShowsItsTokenOnceAndKeepsOnlyItsHash(t *testing.T) {
 			t.Fatalf("no token in a .secret box")
 		}
 		token := textOf(secret[0])
-		if !strings.HasPrefix(token, models.TokenPrefix) {
-			t.Fatalf("token %q does not start with %s", token, models.TokenPrefix)
+		if !strings.HasPrefix(token, people.TokenPrefix) {
+			t.Fatalf("token %q does not start with %s", token, people.TokenPrefix)
 		}
 		if !strings.Contains(body, "will not be shown again") {
 			t.Fatalf("the page does not say the token is shown once")
@@ -189,7 +192,7 @@ func TestMakingAnAgentShowsItsTokenOnceAndKeepsOnlyItsHash(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if agent.TokenHash != models.HashToken(token) || agent.Scopes != models.ScopeMCPRead+" "+models.ScopeApprovalsRead || agent.Subject != "agent:deploy-bot" || agent.Disabled {
+		if agent.TokenHash != core.HashToken(token) || agent.Scopes != people.ScopeMCPRead+" "+people.ScopeApprovalsRead || agent.Subject != "agent:deploy-bot" || agent.Disabled {
 			t.Fatalf("stored agent = %+v", agent)
 		}
 		var stored int64
@@ -209,7 +212,7 @@ func TestMakingAnAgentShowsItsTokenOnceAndKeepsOnlyItsHash(t *testing.T) {
 		}
 
 		t.Run("an agent made for a member names them, and a stranger is refused", func(t *testing.T) {
-			res, body := b.post("/admin/agents", url.Values{"name": {"members-bot"}, "scopes": {models.ScopeMCPRead}, "for": {f.member.Subject}}, true)
+			res, body := b.post("/admin/agents", url.Values{"name": {"members-bot"}, "scopes": {people.ScopeMCPRead}, "for": {f.member.Subject}}, true)
 			if res.StatusCode != http.StatusOK {
 				t.Fatalf("make an agent for %s: %d\n%s", f.member.Subject, res.StatusCode, body)
 			}
@@ -221,17 +224,17 @@ func TestMakingAnAgentShowsItsTokenOnceAndKeepsOnlyItsHash(t *testing.T) {
 			if len(shown) != 1 || !strings.Contains(textOf(shown[0]), "Acts for "+f.member.Subject) {
 				t.Fatalf("the page names %d agents' persons, want members-bot's %s", len(shown), f.member.Subject)
 			}
-			res, body = b.post("/admin/agents", url.Values{"name": {"strangers-bot"}, "scopes": {models.ScopeMCPRead}, "for": {"stranger"}}, true)
+			res, body = b.post("/admin/agents", url.Values{"name": {"strangers-bot"}, "scopes": {people.ScopeMCPRead}, "for": {"stranger"}}, true)
 			if res.StatusCode != http.StatusNotFound || !strings.Contains(body, "is a member of this account") {
 				t.Fatalf("an agent for a stranger: %d", res.StatusCode)
 			}
-			if _, err := f.env.Store.AgentByName(ctx, f.env.Account.ID, "strangers-bot"); models.CodeOf(err) != models.NotFound {
+			if _, err := f.env.Store.AgentByName(ctx, f.env.Account.ID, "strangers-bot"); core.CodeOf(err) != core.NotFound {
 				t.Fatalf("the refused agent was made: %v", err)
 			}
 		})
 
 		t.Run("a refused name shows the refusal on the page", func(t *testing.T) {
-			res, body := b.post("/admin/agents", url.Values{"name": {"deploy-bot"}, "scopes": {models.ScopeMCPRead}}, true)
+			res, body := b.post("/admin/agents", url.Values{"name": {"deploy-bot"}, "scopes": {people.ScopeMCPRead}}, true)
 			if res.StatusCode != http.StatusConflict || !strings.Contains(body, "exists in this account") {
 				t.Fatalf("a second deploy-bot: %d", res.StatusCode)
 			}
@@ -262,7 +265,7 @@ func TestDisablingAndDeletingAnAgent(t *testing.T) {
 		if err != nil || !agent.Disabled || agent.DisabledReason != "disabled by ada" {
 			t.Fatalf("after disable: %+v %v", agent, err)
 		}
-		if a, _ := f.env.Store.GetApproval(ctx, f.env.Account.ID, open.ID); a.Status != models.StatusCancelled {
+		if a, _ := f.env.Store.GetApproval(ctx, f.env.Account.ID, open.ID); a.Status != asks.StatusCancelled {
 			t.Fatalf("its open ask is %s, want cancelled", a.Status)
 		}
 		_, body := b.get("/admin/agents")
@@ -277,7 +280,7 @@ func TestDisablingAndDeletingAnAgent(t *testing.T) {
 		if res.StatusCode != http.StatusSeeOther {
 			t.Fatalf("delete: %d", res.StatusCode)
 		}
-		if _, err := f.env.Store.AgentByToken(ctx, otherToken); models.CodeOf(err) != models.NotFound {
+		if _, err := f.env.Store.AgentByToken(ctx, otherToken); core.CodeOf(err) != core.NotFound {
 			t.Fatalf("the deleted agent's token still finds it: %v", err)
 		}
 		agents, err := f.env.Store.ListAgents(ctx, f.env.Account.ID)
@@ -285,7 +288,7 @@ func TestDisablingAndDeletingAnAgent(t *testing.T) {
 			t.Fatalf("agents after delete = %v %v", agents, err)
 		}
 		a, err := f.env.Store.GetApproval(ctx, f.env.Account.ID, otherAsk.ID)
-		if err != nil || a.Status != models.StatusCancelled || a.RequesterSubject != "agent:other-bot" || a.RequesterID != other.ID {
+		if err != nil || a.Status != asks.StatusCancelled || a.RequesterSubject != "agent:other-bot" || a.RequesterID != other.ID {
 			t.Fatalf("the deleted agent's ask = %+v %v", a, err)
 		}
 		_, body = b.get("/admin/agents")
@@ -304,7 +307,7 @@ func TestMembersAndInvites(t *testing.T) {
 		ctx := context.Background()
 		// Here the changes are made at once: the rule that asks two people
 		// for them is off (TestWhoDecidesIsChangedOnlyByTwoPeople has it on).
-		if err := f.env.Store.RemoveRule(ctx, f.env.Account.ID, models.RuleMemberChange, "cli:test"); err != nil {
+		if err := f.env.Store.RemoveRule(ctx, f.env.Account.ID, rules.RuleMemberChange, "cli:test"); err != nil {
 			t.Fatal(err)
 		}
 		b := signIn(t, f.env, f.owner)
@@ -323,7 +326,7 @@ func TestMembersAndInvites(t *testing.T) {
 			t.Fatalf("invite URL %q does not start with %s", link, prefix)
 		}
 		inv, err := f.env.Store.InviteByToken(ctx, strings.TrimPrefix(link, prefix))
-		if err != nil || inv.Role != models.RoleMember || inv.Subject != "dee" || inv.CreatedBy != "ada" || inv.AccountID != f.env.Account.ID {
+		if err != nil || inv.Role != core.RoleMember || inv.Subject != "dee" || inv.CreatedBy != "ada" || inv.AccountID != f.env.Account.ID {
 			t.Fatalf("invite = %+v %v", inv, err)
 		}
 		_, page := b.get("/admin/members")
@@ -336,7 +339,7 @@ func TestMembersAndInvites(t *testing.T) {
 
 		cases := []struct {
 			name   string
-			as     *models.Member
+			as     *people.Member
 			path   string
 			form   url.Values
 			status int
@@ -345,12 +348,12 @@ func TestMembersAndInvites(t *testing.T) {
 			{"an owner makes a member an admin", f.owner, "/admin/members/" + f.member.ID + "/role", url.Values{"role": {"admin"}}, http.StatusSeeOther,
 				func() bool {
 					m, _ := f.env.Store.MemberByID(ctx, f.env.Account.ID, f.member.ID)
-					return m.Role == models.RoleAdmin
+					return m.Role == core.RoleAdmin
 				}},
 			{"the last owner cannot be demoted", f.owner, "/admin/members/" + f.owner.ID + "/role", url.Values{"role": {"member"}}, http.StatusConflict,
 				func() bool {
 					m, _ := f.env.Store.MemberByID(ctx, f.env.Account.ID, f.owner.ID)
-					return m.Role == models.RoleOwner
+					return m.Role == core.RoleOwner
 				}},
 			{"the last owner cannot be removed", f.owner, "/admin/members/" + f.owner.ID + "/remove", nil, http.StatusConflict,
 				func() bool { _, err := f.env.Store.MemberByID(ctx, f.env.Account.ID, f.owner.ID); return err == nil }},
@@ -359,12 +362,12 @@ func TestMembersAndInvites(t *testing.T) {
 			{"an admin cannot make an owner", f.admin, "/admin/members/" + f.other.ID + "/role", url.Values{"role": {"owner"}}, http.StatusForbidden,
 				func() bool {
 					m, _ := f.env.Store.MemberByID(ctx, f.env.Account.ID, f.other.ID)
-					return m.Role == models.RoleMember
+					return m.Role == core.RoleMember
 				}},
 			{"an admin removes a member", f.admin, "/admin/members/" + f.other.ID + "/remove", nil, http.StatusSeeOther,
 				func() bool {
 					_, err := f.env.Store.MemberByID(ctx, f.env.Account.ID, f.other.ID)
-					return models.CodeOf(err) == models.NotFound
+					return core.CodeOf(err) == core.NotFound
 				}},
 		}
 		for _, tc := range cases {
@@ -390,7 +393,7 @@ func TestTheAuditLogFilters(t *testing.T) {
 		ctx := context.Background()
 		a1 := f.ask(t, "One", "bob")
 		a2 := f.ask(t, "Two", "bob")
-		if _, err := f.env.Store.Decide(ctx, f.env.Account.ID, a1.ID, f.member, models.Decision{Verdict: models.VerdictDeny}); err != nil {
+		if _, err := f.env.Store.Decide(ctx, f.env.Account.ID, a1.ID, f.member, asks.Decision{Verdict: asks.VerdictDeny}); err != nil {
 			t.Fatal(err)
 		}
 		b := signIn(t, f.env, f.admin)

@@ -7,7 +7,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/views"
 )
@@ -32,7 +33,7 @@ func (st *agentReenableCeremony) beganIn() string { return st.SessionHash }
 
 // unsignedReenable refuses a re-enable that carries no assertion.
 func unsignedReenable() error {
-	return models.Refuse(models.PermissionDenied, "credential",
+	return core.Refuse(core.PermissionDenied, "credential",
 		"re-enabling an agent takes a confirmation with one of your passkeys: press Re-enable on the Agents page and confirm")
 }
 
@@ -46,7 +47,7 @@ func (h *Handlers) AdminAgentReenableBegin(c echo.Context) error {
 		return err
 	}
 	if !agent.Disabled {
-		return models.Refuse(models.FailedPrecondition, "name", "agent %s is not disabled", agent.Name)
+		return core.Refuse(core.FailedPrecondition, "name", "agent %s is not disabled", agent.Name)
 	}
 	u, err := h.user(ctx, v.member.ID)
 	if err != nil {
@@ -61,7 +62,7 @@ func (h *Handlers) AdminAgentReenableBegin(c echo.Context) error {
 		return err
 	}
 	return h.beginCeremony(c, "agent-reenable", v.member.ID, options,
-		agentReenableCeremony{AgentID: agent.ID, SessionHash: models.HashToken(v.token), Nonce: nonce, Session: session})
+		agentReenableCeremony{AgentID: agent.ID, SessionHash: core.HashToken(v.token), Nonce: nonce, Session: session})
 }
 
 // AdminAgentReenable turns a disabled agent back on, on a re-enable
@@ -92,7 +93,7 @@ func (h *Handlers) reenableAgent(c echo.Context) error {
 		return err
 	}
 	if st.AgentID != agent.ID {
-		return models.Refuse(models.PermissionDenied, "credential", "this passkey prompt was made to re-enable another agent; start again")
+		return core.Refuse(core.PermissionDenied, "credential", "this passkey prompt was made to re-enable another agent; start again")
 	}
 	u, err := h.user(ctx, v.member.ID)
 	if err != nil {
@@ -102,7 +103,7 @@ func (h *Handlers) reenableAgent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = h.store.ReenableAgent(ctx, v.member, agent.ID, models.DeviceAssertion{
+	_, err = h.store.ReenableAgent(ctx, v.member, agent.ID, people.DeviceAssertion{
 		PersonID: a.PersonID, CredentialID: a.CredentialID, SignCount: a.SignCount, Credential: a.Credential})
 	return err
 }

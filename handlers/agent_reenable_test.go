@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/audit"
+	"github.com/countersign/countersign/models/people"
 )
 
 // Re-enabling a blocked agent takes an owner's or admin's passkey over a
@@ -34,8 +36,8 @@ func TestReenablingAnAgentTakesAPasskeyPromptMadeForThatAgent(t *testing.T) {
 			}
 			return a.Disabled
 		}
-		reenabled := func() []models.TimelineEvent {
-			events, _, err := p.env.Store.Audit(ctx, acct, models.AuditFilter{Step: models.StepAgentReenabled})
+		reenabled := func() []asks.TimelineEvent {
+			events, _, err := p.env.Store.Audit(ctx, acct, audit.AuditFilter{Step: people.StepAgentReenabled})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +95,7 @@ func TestReenablingAnAgentTakesAPasskeyPromptMadeForThatAgent(t *testing.T) {
 			t.Fatalf("after the re-enable: deploy-bot disabled %t, docs-bot disabled %t", disabled("deploy-bot"), disabled("docs-bot"))
 		}
 		events := reenabled()
-		if len(events) != 1 || events[0].Actor != "ada" || events[0].ActorKind != models.ActorAdmin || !strings.Contains(events[0].Note, "agent deploy-bot re-enabled") ||
+		if len(events) != 1 || events[0].Actor != "ada" || events[0].ActorKind != asks.ActorAdmin || !strings.Contains(events[0].Note, "agent deploy-bot re-enabled") ||
 			!strings.Contains(events[0].Note, "not mine: ada") {
 			t.Fatalf("the audit log holds %+v, want one re-enable by ada naming the agent and why it was blocked", events)
 		}

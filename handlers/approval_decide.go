@@ -8,7 +8,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/decision"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 type challengeRequest struct {
@@ -22,7 +23,7 @@ type challengeRequest struct {
 // choice is the request as the decision service reads it, the same whether a
 // session or a push link is its authority.
 func (r challengeRequest) choice() decision.Choice {
-	return decision.Choice{Verdict: models.Verdict(r.Decision), Question: r.Question, Answer: r.Answer, CheckCode: r.CheckCode}
+	return decision.Choice{Verdict: asks.Verdict(r.Decision), Question: r.Question, Answer: r.Answer, CheckCode: r.CheckCode}
 }
 
 // DecisionChallenge answers the WebAuthn options of one decision by the
@@ -56,7 +57,7 @@ func (h *Handlers) Decide(c echo.Context) error {
 		return err
 	}
 	out := map[string]string{"status": string(decided.Status), "redirect": next}
-	if decided.Status != models.StatusQuestion {
+	if decided.Status != asks.StatusQuestion {
 		// The page shows the answer's receipt first, which leads on to next.
 		out["receipt"] = "/approvals/" + url.PathEscape(decided.ID) + "/receipt"
 	}
@@ -71,7 +72,7 @@ func (h *Handlers) ApprovalProof(c echo.Context) error {
 		return err
 	}
 	if a.Proof == nil {
-		return models.Refuse(models.NotFound, "proof", "approval %s has no signed decision yet", a.ID)
+		return core.Refuse(core.NotFound, "proof", "approval %s has no signed decision yet", a.ID)
 	}
 	c.Response().Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.proof.json"`, a.ID))
 	return c.JSONBlob(http.StatusOK, []byte(*a.Proof))

@@ -12,7 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/standing"
 )
 
@@ -62,10 +62,10 @@ func (h *Handlers) ApprovalEvents(c echo.Context) error {
 	// as long as the stream.
 	changed, ended := make(chan struct{}, 1), make(chan struct{}, 1)
 	approvalID, accountID, token, memberID := a.ID, a.AccountID, v.token, v.member.ID
-	cancel := h.store.Changes().Subscribe(func(ch models.Change) {
+	cancel := h.store.Changes().Subscribe(func(ch core.Change) {
 		switch {
-		case ch.Kind == models.ApprovalChanged && ch.ApprovalID == approvalID && ch.AccountID == accountID,
-			ch.Kind == models.ChangesMissed:
+		case ch.Kind == core.ApprovalChanged && ch.ApprovalID == approvalID && ch.AccountID == accountID,
+			ch.Kind == core.ChangesMissed:
 			signal(changed)
 		case ch.EndsSession(token, memberID, accountID):
 			signal(ended)
@@ -134,7 +134,7 @@ func (t *timeline) serve(ctx context.Context, w http.ResponseWriter, beat <-chan
 		if err != nil {
 			return
 		}
-		if n == models.MaxPageSize {
+		if n == core.MaxPageSize {
 			continue // more than one page landed: read on before waiting
 		}
 	waiting:
@@ -204,7 +204,7 @@ func resumeAfter(c echo.Context) (int64, error) {
 		}
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 0 {
-			return 0, models.Invalid("after", "must be the seq of a timeline event, not %q", s)
+			return 0, core.Invalid("after", "must be the seq of a timeline event, not %q", s)
 		}
 		after = max(after, n)
 	}

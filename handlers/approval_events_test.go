@@ -15,6 +15,7 @@ import (
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
 )
 
 // openStream opens the live timeline of an ask for b and returns its events,
@@ -87,7 +88,7 @@ func TestTheLiveTimelineHearsADecisionMadeElsewhereAtOnce(t *testing.T) {
 					ask := f.ask(t, "Live "+strconv.Itoa(i), "bob")
 					events := openStream(t, signIn(t, f.env, f.member), ask.ID)
 					decided := time.Now()
-					if _, err := d.store.Decide(context.Background(), f.env.Account.ID, ask.ID, f.member, models.Decision{Verdict: models.VerdictDeny}); err != nil {
+					if _, err := d.store.Decide(context.Background(), f.env.Account.ID, ask.ID, f.member, asks.Decision{Verdict: asks.VerdictDeny}); err != nil {
 						t.Fatalf("deny: %v", err)
 					}
 					tl, err := f.env.Store.Timeline(context.Background(), f.env.Account.ID, ask.ID)
@@ -138,7 +139,7 @@ func TestAnIdleLiveTimelineMakesNoQuery(t *testing.T) {
 		if n := queries.Load() - before; n != 0 {
 			t.Errorf("an idle stream read its ask %d times in 10 s, want 0", n)
 		}
-		if _, err := f.env.Store.Decide(context.Background(), f.env.Account.ID, ask.ID, f.member, models.Decision{Verdict: models.VerdictDeny}); err != nil {
+		if _, err := f.env.Store.Decide(context.Background(), f.env.Account.ID, ask.ID, f.member, asks.Decision{Verdict: asks.VerdictDeny}); err != nil {
 			t.Fatalf("deny: %v", err)
 		}
 		if ev := <-events; ev.event != "timeline" {
@@ -214,7 +215,7 @@ func TestOneWebSessionKeepsAtMostTwentyLiveTimelinesOpen(t *testing.T) {
 			t.Fatal("the session's oldest stream is still open beside 20 newer ones")
 		}
 	}
-	if _, err := f.env.Store.Decide(context.Background(), f.env.Account.ID, ask.ID, f.member, models.Decision{Verdict: models.VerdictDeny}); err != nil {
+	if _, err := f.env.Store.Decide(context.Background(), f.env.Account.ID, ask.ID, f.member, asks.Decision{Verdict: asks.VerdictDeny}); err != nil {
 		t.Fatalf("deny: %v", err)
 	}
 	tl, err := f.env.Store.Timeline(context.Background(), f.env.Account.ID, ask.ID)

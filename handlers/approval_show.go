@@ -8,7 +8,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/work"
 	"github.com/countersign/countersign/views"
 )
 
@@ -32,7 +35,7 @@ func (h *Handlers) ApprovalShow(c echo.Context) error {
 // askPage reads what the page of ask a shows to member m: the ask, its
 // timeline, the runner a pinned run names and an approval_request's words;
 // on an ask a rule covers, the quorum, and no answer once m's signature is in.
-func (h *Handlers) askPage(ctx context.Context, a *models.Approval, m *models.Member) (views.Ask, error) {
+func (h *Handlers) askPage(ctx context.Context, a *asks.Approval, m *people.Member) (views.Ask, error) {
 	events, err := h.store.Timeline(ctx, a.AccountID, a.ID)
 	if err != nil {
 		return views.Ask{}, err
@@ -67,7 +70,7 @@ func (h *Handlers) askPage(ctx context.Context, a *models.Approval, m *models.Me
 	if rc := view.Payload.RuleChange; rc != nil {
 		if r, err := h.store.RuleByID(ctx, a.AccountID, rc.RuleID); err == nil {
 			view.RuleName = r.Name
-		} else if models.CodeOf(err) != models.NotFound {
+		} else if core.CodeOf(err) != core.NotFound {
 			return views.Ask{}, err
 		}
 	}
@@ -83,7 +86,7 @@ func (h *Handlers) askPage(ctx context.Context, a *models.Approval, m *models.Me
 // approval rule covers: the rule by name, who signed, who may still sign
 // (the escalation pool too, once it escalated), and m's own signature;
 // nil for other asks.
-func (h *Handlers) quorumView(ctx context.Context, a *models.Approval, m *models.Member) (*views.Quorum, error) {
+func (h *Handlers) quorumView(ctx context.Context, a *asks.Approval, m *people.Member) (*views.Quorum, error) {
 	q, sigs, err := h.store.QuorumOf(ctx, a)
 	if err != nil || q == nil {
 		return nil, err
@@ -121,7 +124,7 @@ func (h *Handlers) quorumView(ctx context.Context, a *models.Approval, m *models
 // requestView reads what the page says of an ask filed with
 // approval_request: its proposal with the board's names for the item and
 // columns, its question, and what its command did; nil for other asks.
-func (h *Handlers) requestView(ctx context.Context, a *models.Approval) (*views.Request, error) {
+func (h *Handlers) requestView(ctx context.Context, a *asks.Approval) (*views.Request, error) {
 	p := a.Request()
 	if p == nil {
 		return nil, nil
@@ -148,7 +151,7 @@ func (h *Handlers) requestView(ctx context.Context, a *models.Approval) (*views.
 // moveWords names a work_move in the board's words: the item's title, the
 // name of its column now and of the column it moves to; what the board no
 // longer has keeps its id or key.
-func moveWords(board *models.Board, itemID, columnKey string) *views.Move {
+func moveWords(board *work.Board, itemID, columnKey string) *views.Move {
 	m := &views.Move{ItemID: itemID, Item: itemID, To: board.ColumnName(columnKey)}
 	for _, it := range board.Items {
 		if it.ID == itemID {
@@ -161,7 +164,7 @@ func moveWords(board *models.Board, itemID, columnKey string) *views.Move {
 // askView reads an ask into what its page shows. The payload and context
 // were validated when the ask was filed; one that no longer reads is shown
 // as its canonical text, and the failure is logged.
-func (h *Handlers) askView(a *models.Approval, events []models.TimelineEvent, m *models.Member) views.Ask {
+func (h *Handlers) askView(a *asks.Approval, events []asks.TimelineEvent, m *people.Member) views.Ask {
 	now := h.store.Now()
 	payload, err := views.DecodePayload(a.Kind, a.Payload)
 	if err != nil {
@@ -179,7 +182,7 @@ func (h *Handlers) askView(a *models.Approval, events []models.TimelineEvent, m 
 		AgentLabel: a.AgentLabel, Requester: a.RequesterSubject, AskedOf: a.AskedOf, Status: string(a.Status),
 		CheckCodeShownIn: a.CheckCodeShownIn, Decision: a.Decision, DecidedBy: a.DecidedBy, DecidedAt: a.DecidedAt, Note: a.Note, HasProof: a.Proof != nil,
 		Supersedes: a.Supersedes, SupersededBy: a.SupersededBy, CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, Now: now,
-		CanDecide: a.Status == models.StatusPending && now.Before(a.ExpiresAt) && m.MayDecide(a),
+		CanDecide: a.Status == asks.StatusPending && now.Before(a.ExpiresAt) && m.MayDecide(a),
 	}
 	for _, e := range events {
 		out.Timeline = append(out.Timeline, eventView(e))
@@ -187,7 +190,7 @@ func (h *Handlers) askView(a *models.Approval, events []models.TimelineEvent, m 
 	return out
 }
 
-func eventView(e models.TimelineEvent) views.Event {
+func eventView(e asks.TimelineEvent) views.Event {
 	return views.Event{Seq: e.Seq, At: e.At, Actor: e.Actor, By: e.ActorKind, Step: e.Step,
 		From: string(e.FromStatus), To: string(e.ToStatus), Note: e.Note, RunnerSigned: e.RunnerSignature() != nil}
 }

@@ -13,7 +13,9 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 func TestTheAskPageOffersAnswersOnlyToWhoMayDecide(t *testing.T) {
@@ -22,7 +24,7 @@ func TestTheAskPageOffersAnswersOnlyToWhoMayDecide(t *testing.T) {
 		a := f.ask(t, "Merge <b>the</b> design", "bob")
 		cases := []struct {
 			who     string
-			m       *models.Member
+			m       *people.Member
 			buttons bool
 		}{
 			{"the person it is asked of", f.member, true},
@@ -71,14 +73,14 @@ func TestAnotherAccountCannotSeeAnAsk(t *testing.T) {
 		ctx := context.Background()
 		a := f.ask(t, "Secret design", "bob")
 		proofJSON := `{"version":1,"decision":"deny"}`
-		if _, err := f.env.Store.Decide(ctx, f.env.Account.ID, a.ID, f.member, models.Decision{Verdict: models.VerdictDeny, Proof: []byte(proofJSON)}); err != nil {
+		if _, err := f.env.Store.Decide(ctx, f.env.Account.ID, a.ID, f.member, asks.Decision{Verdict: asks.VerdictDeny, Proof: []byte(proofJSON)}); err != nil {
 			t.Fatalf("deny: %v", err)
 		}
 		acct, err := f.env.Store.CreateAccount(ctx, "elsewhere")
 		if err != nil {
 			t.Fatal(err)
 		}
-		eve := f.env.Member(acct.ID, "eve", models.RoleOwner)
+		eve := f.env.Member(acct.ID, "eve", core.RoleOwner)
 
 		for _, path := range []string{"/approvals/" + a.ID, "/approvals/" + a.ID + "/events", "/approvals/" + a.ID + "/proof.json"} {
 			t.Run("an owner of another account gets 404 on "+strings.Replace(path, a.ID, "ID", 1), func(t *testing.T) {
@@ -198,7 +200,7 @@ func TestTheLiveTimelineDeliversEventsThatLandAfterItOpened(t *testing.T) {
 						t.Fatalf("first timeline event = %+v", ev)
 					}
 				}
-				decided, err := f.env.Store.Decide(context.Background(), f.env.Account.ID, ask.ID, f.member, models.Decision{Verdict: models.VerdictDeny, Note: "not now"})
+				decided, err := f.env.Store.Decide(context.Background(), f.env.Account.ID, ask.ID, f.member, asks.Decision{Verdict: asks.VerdictDeny, Note: "not now"})
 				if err != nil {
 					t.Fatalf("deny: %v", err)
 				}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // awayForm is the devices page's away form: until when, and to whom the
@@ -26,7 +26,7 @@ func (f awayForm) untilTime() (time.Time, error) {
 			return t, nil
 		}
 	}
-	return time.Time{}, models.Invalid("until", "give the time you are away until as a date and time, like 2026-12-24T18:00 (UTC), not %q", v)
+	return time.Time{}, core.Invalid("until", "give the time you are away until as a date and time, like 2026-12-24T18:00 (UTC), not %q", v)
 }
 
 // AwaySet marks the signed-in person away until a time, their asks going

@@ -10,15 +10,17 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/rules"
 	"github.com/countersign/countersign/proof"
 )
 
 // leadsRule asks one of carol and dan (admins both, in a group) for every
 // pull request.
-func leadsRule() models.RuleSpec {
-	return models.RuleSpec{Name: "a lead reviews pull requests", Kinds: []string{models.KindPullRequest}, Count: 1,
-		Pool: models.Pool{Kind: models.PoolGroup, Group: "leads", People: []string{"carol", "dan"}}}
+func leadsRule() rules.RuleSpec {
+	return rules.RuleSpec{Name: "a lead reviews pull requests", Kinds: []string{asks.KindPullRequest}, Count: 1,
+		Pool: rules.Pool{Kind: rules.PoolGroup, Group: "leads", People: []string{"carol", "dan"}}}
 }
 
 func awayRows(t *testing.T, env *apptest.Env) int64 {
@@ -90,7 +92,7 @@ func TestAnAwayPersonsAsksGoToTheirDelegateButNeverBelowThePoolNorToTheRequester
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		w := newEscalationWorld(t, db, leadsRule())
-		erin := w.env.Member(w.env.Account.ID, "erin", models.RoleAdmin)
+		erin := w.env.Member(w.env.Account.ID, "erin", core.RoleAdmin)
 		w.subscribe(t, w.carol, "carol-phone")
 		w.subscribe(t, erin, "erin-phone")
 		erinB := signIn(t, w.env, erin)
@@ -129,7 +131,7 @@ func TestAnAwayPersonsAsksGoToTheirDelegateButNeverBelowThePoolNorToTheRequester
 
 		// Never below the pool: erin, demoted to member, is outside the
 		// rule's pool and below carol's role, so carol stays counted.
-		if err := w.env.Store.SetRole(ctx, w.env.Account.ID, erin.ID, models.RoleMember); err != nil {
+		if err := w.env.Store.SetRole(ctx, w.env.Account.ID, erin.ID, core.RoleMember); err != nil {
 			t.Fatal(err)
 		}
 		id3 := w.file(t, 3)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // maxWebBody bounds the body of every request but /mcp: forms and JSON of
@@ -43,13 +43,13 @@ func readJSON(c echo.Context, v any, limit int64) error {
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, limit+1))
 	var over *http.MaxBytesError
 	if errors.As(err, &over) || int64(len(body)) > limit {
-		return models.Invalid("", "the request body is over %d bytes", limit)
+		return core.Invalid("", "the request body is over %d bytes", limit)
 	}
 	if err != nil {
 		return fmt.Errorf("read the request body: %w", err)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return models.Invalid("", "the request body is not the JSON this call takes: %v", err)
+		return core.Invalid("", "the request body is not the JSON this call takes: %v", err)
 	}
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/passkey"
 )
 
@@ -56,8 +56,8 @@ func (h *Handlers) takeSignedReply(c echo.Context, kind string, state sessionBou
 	if err := h.takeCeremony(c, reply.Ceremony, kind, v.member.ID, state); err != nil {
 		return reply, err
 	}
-	if state.beganIn() != models.HashToken(v.token) {
-		return reply, models.Refuse(models.PermissionDenied, "ceremony", "this passkey prompt was made in another session; start again")
+	if state.beganIn() != core.HashToken(v.token) {
+		return reply, core.Refuse(core.PermissionDenied, "ceremony", "this passkey prompt was made in another session; start again")
 	}
 	return reply, nil
 }
@@ -70,7 +70,7 @@ func (h *Handlers) takeCeremony(c echo.Context, id, kind, boundTo string, state 
 		return err
 	}
 	if boundTo != "" && bound != boundTo {
-		return models.Refuse(models.PermissionDenied, "ceremony", "this passkey prompt was made for another person, invite or link; start again")
+		return core.Refuse(core.PermissionDenied, "ceremony", "this passkey prompt was made for another person, invite or link; start again")
 	}
 	if err := json.Unmarshal(raw, state); err != nil {
 		return fmt.Errorf("%s ceremony: %w", kind, err)
@@ -86,7 +86,7 @@ func (h *Handlers) signInFirstAccount(c echo.Context, personID string) error {
 		return err
 	}
 	if len(accounts) == 0 {
-		return models.Refuse(models.PermissionDenied, "", "this passkey's person is no longer a member of any account")
+		return core.Refuse(core.PermissionDenied, "", "this passkey's person is no longer a member of any account")
 	}
 	return h.startSession(c, personID, accounts[0].AccountID)
 }
@@ -107,7 +107,7 @@ func (h *Handlers) user(ctx context.Context, personID string) (*passkey.User, er
 // checkName refuses a name that is not one line of at most 64 characters.
 func checkName(field, s string) error {
 	if len([]rune(s)) > 64 || strings.ContainsAny(s, "\r\n\t") {
-		return models.Invalid(field, "one line of at most 64 characters")
+		return core.Invalid(field, "one line of at most 64 characters")
 	}
 	return nil
 }

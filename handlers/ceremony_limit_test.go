@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // countRows counts the rows of table.
@@ -66,7 +66,7 @@ func TestCeremonyStartsAreCappedPerAddressAndSwept(t *testing.T) {
 
 		// A decision challenge that will expire as well.
 		agent, _ := env.Agent(env.Account.ID, "bot")
-		ada := env.Member(env.Account.ID, "ada", models.RoleOwner)
+		ada := env.Member(env.Account.ID, "ada", core.RoleOwner)
 		ask := fileAsk(t, env, agent, "Sweep", "ada")
 		nonce := make([]byte, 32)
 		_, _ = rand.Read(nonce)

@@ -7,7 +7,8 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/ask"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 // toolCallAsk files a tool_call, one of the riskiest asks, and returns its
@@ -59,7 +60,7 @@ func TestApprovingARiskyAskNeedsItsCheckCode(t *testing.T) {
 				b := s.owner.For(t)
 				b.CheckCode = func(string) string { return tc.picked }
 				r := b.Challenge(id, "approve", "")
-				if r.Status != http.StatusConflict || r.Code() != string(models.FailedPrecondition) || r.Field() != "check_code" {
+				if r.Status != http.StatusConflict || r.Code() != string(core.FailedPrecondition) || r.Field() != "check_code" {
 					t.Fatalf("challenge = %s, want 409 FAILED_PRECONDITION on check_code", r)
 				}
 				if msg, _ := r.Body["message"].(string); !strings.Contains(msg, tc.says) {
@@ -91,7 +92,7 @@ func TestApprovingARiskyAskNeedsItsCheckCode(t *testing.T) {
 			if r := b.Decide(id, "approve", ""); r.Status != http.StatusOK {
 				t.Fatalf("approve with the right code = %s", r)
 			}
-			if got := s.state(t, id); got.Status != models.StatusApproved || !got.HasProof {
+			if got := s.state(t, id); got.Status != asks.StatusApproved || !got.HasProof {
 				t.Fatalf("after the right pick: %+v", got)
 			}
 		})
@@ -145,7 +146,7 @@ func TestTheAskPageSaysWhereTheCheckCodeIsShownAndStillAsksForIt(t *testing.T) {
 					"payload":             map[string]any{"tool_call": map[string]any{"server": "filesystem", "tool": "write_file", "arguments": map[string]any{}}},
 					"check_code_shown_in": where,
 				})
-				if !r.IsError || r.Code != string(models.InvalidArgument) || r.Field != "check_code_shown_in" {
+				if !r.IsError || r.Code != string(core.InvalidArgument) || r.Field != "check_code_shown_in" {
 					t.Errorf("check_code_shown_in %q: %s, want INVALID_ARGUMENT on check_code_shown_in", where, r)
 				}
 			}

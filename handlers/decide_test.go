@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -40,7 +42,7 @@ func newScene(t *testing.T, db apptest.Database, overrides map[string]string) *s
 	env := apptest.StartWeb(t, db, overrides)
 	s := &scene{env: env, clock: &testClock{}}
 	env.Store.SetClock(s.clock.now)
-	s.owner = join(t, env, env.Account.ID, models.RoleOwner, "ada")
+	s.owner = join(t, env, env.Account.ID, core.RoleOwner, "ada")
 	_, s.agentToken = env.Agent(env.Account.ID, "bot")
 	s.agent = env.Connect(s.agentToken)
 	return s
@@ -48,9 +50,9 @@ func newScene(t *testing.T, db apptest.Database, overrides map[string]string) *s
 
 // join invites subject to the account with role and accepts the invite in
 // a new browser, which is then signed in.
-func join(t *testing.T, env *apptest.Env, accountID string, role models.Role, subject string) *apptest.Browser {
+func join(t *testing.T, env *apptest.Env, accountID string, role core.Role, subject string) *apptest.Browser {
 	t.Helper()
-	token, _, err := env.Store.CreateInvite(context.Background(), models.NewInvite{AccountID: accountID, Role: role, By: models.OperatorInviter("test")})
+	token, _, err := env.Store.CreateInvite(context.Background(), people.NewInvite{AccountID: accountID, Role: role, By: people.OperatorInviter("test")})
 	if err != nil {
 		t.Fatalf("create invite: %v", err)
 	}
@@ -109,7 +111,7 @@ func (s *scene) decisionAsk(t *testing.T, options ...string) string {
 
 // askState is what a refusal must leave as it was.
 type askState struct {
-	Status     models.Status
+	Status     asks.Status
 	Version    int
 	Events     int
 	Decision   string
@@ -215,7 +217,7 @@ func TestInviteRegisterSignInAndDecideOverHTTP(t *testing.T) {
 
 		t.Run("the invite made a person with the passkey, and cannot be used again", func(t *testing.T) {
 			members, err := s.env.Store.Members(ctx, s.env.Account.ID)
-			if err != nil || len(members) != 1 || members[0].Subject != "ada" || members[0].Role != models.RoleOwner {
+			if err != nil || len(members) != 1 || members[0].Subject != "ada" || members[0].Role != core.RoleOwner {
 				t.Fatalf("members = %+v (%v); want ada, owner", members, err)
 			}
 			keys, err := s.env.Store.DeviceKeys(ctx, members[0].ID)
@@ -226,7 +228,7 @@ func TestInviteRegisterSignInAndDecideOverHTTP(t *testing.T) {
 			if string(owner.Passkey.UserHandle) != members[0].ID {
 				t.Fatalf("user handle %q, want the person id %q", owner.Passkey.UserHandle, members[0].ID)
 			}
-			token, _, err := s.env.Store.CreateInvite(ctx, models.NewInvite{AccountID: s.env.Account.ID, Role: models.RoleMember, By: models.OperatorInviter("test")})
+			token, _, err := s.env.Store.CreateInvite(ctx, people.NewInvite{AccountID: s.env.Account.ID, Role: core.RoleMember, By: people.OperatorInviter("test")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -236,13 +238,13 @@ func TestInviteRegisterSignInAndDecideOverHTTP(t *testing.T) {
 			}
 			again := apptest.NewBrowser(t, s.env.URL)
 			refused(t, again.AcceptInvite(token, "mallory"), http.StatusConflict, "FAILED_PRECONDITION")
-			if _, err := s.env.Store.PersonBySubject(ctx, "mallory"); models.CodeOf(err) != models.NotFound {
+			if _, err := s.env.Store.PersonBySubject(ctx, "mallory"); core.CodeOf(err) != core.NotFound {
 				t.Fatalf("a person was made from a used invite: %v", err)
 			}
 		})
 
 		t.Run("a passkey that does not verify the user, or answers for another origin, does not spend the invite", func(t *testing.T) {
-			token, _, err := s.env.Store.CreateInvite(ctx, models.NewInvite{AccountID: s.env.Account.ID, Role: models.RoleMember, By: models.OperatorInviter("test")})
+			token, _, err := s.env.Store.CreateInvite(ctx, people.NewInvite{AccountID: s.env.Account.ID, Role: core.RoleMember, By: people.OperatorInviter("test")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -253,7 +255,7 @@ func TestInviteRegisterSignInAndDecideOverHTTP(t *testing.T) {
 				if b.Session() != "" {
 					t.Fatalf("%+v: a session cookie was set", lie)
 				}
-				if _, err := s.env.Store.PersonBySubject(ctx, "heidi"); models.CodeOf(err) != models.NotFound {
+				if _, err := s.env.Store.PersonBySubject(ctx, "heidi"); core.CodeOf(err) != core.NotFound {
 					t.Fatalf("%+v: a person was made: %v", lie, err)
 				}
 			}
@@ -264,7 +266,7 @@ func TestInviteRegisterSignInAndDecideOverHTTP(t *testing.T) {
 		})
 
 		t.Run("a synced passkey (backup eligible) registers, signs in and decides", func(t *testing.T) {
-			token, _, err := s.env.Store.CreateInvite(ctx, models.NewInvite{AccountID: s.env.Account.ID, Role: models.RoleAdmin, By: models.OperatorInviter("test")})
+			token, _, err := s.env.Store.CreateInvite(ctx, people.NewInvite{AccountID: s.env.Account.ID, Role: core.RoleAdmin, By: people.OperatorInviter("test")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -326,7 +328,7 @@ func TestInviteRegisterSignInAndDecideOverHTTP(t *testing.T) {
 			}
 			// A passkey of a person this server does not know.
 			stranger := apptest.NewBrowser(t, s.env.URL)
-			stranger.Passkey.RPID, stranger.Passkey.UserHandle = "localhost", []byte(models.NewPersonID())
+			stranger.Passkey.RPID, stranger.Passkey.UserHandle = "localhost", []byte(people.NewPersonID())
 			r := stranger.SignIn()
 			refused(t, r, http.StatusForbidden, "PERMISSION_DENIED")
 			if stranger.Session() != "" {
@@ -443,7 +445,7 @@ func TestInviteRegisterSignInAndDecideOverHTTP(t *testing.T) {
 				t.Fatalf("decide: %s", r)
 			}
 			a, err := s.env.Store.GetApproval(ctx, s.env.Account.ID, id)
-			if err != nil || a.Status != models.StatusDenied || a.Decision != "not_mine" || a.DecidedBy != "ada" || a.Proof == nil {
+			if err != nil || a.Status != asks.StatusDenied || a.Decision != "not_mine" || a.DecidedBy != "ada" || a.Proof == nil {
 				t.Fatalf("approval %+v (%v); want denied, not_mine, by ada, with a proof", a, err)
 			}
 			var p proof.Proof
@@ -451,7 +453,7 @@ func TestInviteRegisterSignInAndDecideOverHTTP(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.checkProof(t, &p, owner, id, a.PayloadSHA256, "not_mine", "ada")
-			if o, err := s.env.Store.GetApproval(ctx, s.env.Account.ID, other); err != nil || o.Status != models.StatusCancelled {
+			if o, err := s.env.Store.GetApproval(ctx, s.env.Account.ID, other); err != nil || o.Status != asks.StatusCancelled {
 				t.Fatalf("the agent's other open ask is %v (%v), want cancelled", o.Status, err)
 			}
 			agent, err := s.env.Store.AgentByName(ctx, s.env.Account.ID, "pushy")
@@ -685,7 +687,7 @@ func TestDecideRefusalsChangeNothing(t *testing.T) {
 			before = s.state(t, withdrawn)
 			refused(t, owner.DecideWith(withdrawn, ceremony, credential), http.StatusConflict, "FAILED_PRECONDITION")
 			s.unchanged(t, withdrawn, before)
-			if before.Status != models.StatusStale {
+			if before.Status != asks.StatusStale {
 				t.Fatalf("status %s, want stale", before.Status)
 			}
 		})
@@ -698,12 +700,12 @@ func TestDecideRefusalsChangeNothing(t *testing.T) {
 			before := s.state(t, id)
 			refused(t, owner.DecideWith(id, ceremony, credential), http.StatusConflict, "FAILED_PRECONDITION")
 			after := s.state(t, id)
-			if after.Status != models.StatusExpired || after.Decision != "" || after.DecidedBy != "" || after.HasProof ||
+			if after.Status != asks.StatusExpired || after.Decision != "" || after.DecidedBy != "" || after.HasProof ||
 				after.UsedNonces != 0 || after.Events != before.Events+1 {
 				t.Fatalf("after: %+v; want expired (by the system), no decision, no proof, the nonce unused", after)
 			}
 			events, _ := s.env.Store.Timeline(ctx, s.env.Account.ID, id)
-			if last := events[len(events)-1]; last.Step != "expired" || last.ActorKind != models.ActorSystem {
+			if last := events[len(events)-1]; last.Step != "expired" || last.ActorKind != asks.ActorSystem {
 				t.Fatalf("last event %+v; want expired by the system", last)
 			}
 
@@ -766,7 +768,7 @@ func TestDecideRefusalsChangeNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			eve := join(t, s.env, other.ID, models.RoleOwner, "eve")
+			eve := join(t, s.env, other.ID, core.RoleOwner, "eve")
 
 			decided := s.prAsk(t, "")
 			if r := owner.Decide(decided, "approve", ""); r.Status != http.StatusOK {
@@ -790,7 +792,7 @@ func TestDecideRefusalsChangeNothing(t *testing.T) {
 		})
 
 		t.Run("a plain member decides only the asks asked of them", func(t *testing.T) {
-			bob := join(t, s.env, s.env.Account.ID, models.RoleMember, "bob")
+			bob := join(t, s.env, s.env.Account.ID, core.RoleMember, "bob")
 			forAdmins := s.prAsk(t, "")
 			before := s.state(t, forAdmins)
 			r := bob.Challenge(forAdmins, "approve", "")

@@ -8,7 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/passkey"
 )
 
@@ -67,7 +68,7 @@ func (h *Handlers) DeviceAuthoriseFinish(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	token, g, err := h.store.AuthoriseDeviceAdd(ctx, v.token, models.DeviceAssertion{
+	token, g, err := h.store.AuthoriseDeviceAdd(ctx, v.token, people.DeviceAssertion{
 		PersonID: a.PersonID, CredentialID: a.CredentialID, SignCount: a.SignCount, Credential: a.Credential})
 	if err != nil {
 		return err
@@ -82,9 +83,9 @@ func (h *Handlers) DeviceAuthoriseFinish(c echo.Context) error {
 }
 
 // grantUse is the assertion grant the signed-in browser presents.
-func grantUse(c echo.Context, token string) models.DeviceGrantUse {
+func grantUse(c echo.Context, token string) people.DeviceGrantUse {
 	v := viewerOf(c)
-	return models.DeviceGrantUse{Token: token, Kind: models.GrantAssertion, PersonID: v.member.ID, SessionToken: v.token}
+	return people.DeviceGrantUse{Token: token, Kind: people.GrantAssertion, PersonID: v.member.ID, SessionToken: v.token}
 }
 
 type deviceBegin struct {
@@ -133,7 +134,7 @@ func (h *Handlers) DeviceAddBegin(c echo.Context) error {
 		return err
 	}
 	return h.beginCeremony(c, "device", v.member.ID, options,
-		deviceCeremony{GrantHash: models.HashToken(in.Grant), DeviceName: in.DeviceName, Session: session})
+		deviceCeremony{GrantHash: core.HashToken(in.Grant), DeviceName: in.DeviceName, Session: session})
 }
 
 // DeviceAddFinish checks the new passkey and stores it for the person who
@@ -149,8 +150,8 @@ func (h *Handlers) DeviceAddFinish(c echo.Context) error {
 	if err := h.takeCeremony(c, reply.Ceremony, "device", v.member.ID, &st); err != nil {
 		return err
 	}
-	if st.GrantHash != models.HashToken(reply.Grant) {
-		return models.Refuse(models.PermissionDenied, "grant", "this passkey prompt was made under another permission; start again")
+	if st.GrantHash != core.HashToken(reply.Grant) {
+		return core.Refuse(core.PermissionDenied, "grant", "this passkey prompt was made under another permission; start again")
 	}
 	u, err := h.user(ctx, v.member.ID)
 	if err != nil {

@@ -12,29 +12,33 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/audit"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/outbox"
+	"github.com/countersign/countersign/models/people"
 )
 
-// people is a service with ada (an owner, also a member of a second
+// household is a service with ada (an owner, also a member of a second
 // account) and bob, each joined through an invite with a passkey, and two
 // browsers of ada's with notifications on.
-type people struct {
+type household struct {
 	env      *apptest.Env
 	ada, bob *apptest.Browser
-	adaM     *models.Member
-	bobM     *models.Member
-	second   *models.Account
+	adaM     *people.Member
+	bobM     *people.Member
+	second   *people.Account
 	mac      string // push endpoints of ada's browsers
 	phone    string
 }
 
-func newPeople(t *testing.T, db apptest.Database) *people {
+func newPeople(t *testing.T, db apptest.Database) *household {
 	t.Helper()
 	env := apptest.StartWeb(t, db, nil)
 	ctx := context.Background()
-	invite := func(subject string, role models.Role) (*apptest.Browser, *models.Member) {
+	invite := func(subject string, role core.Role) (*apptest.Browser, *people.Member) {
 		t.Helper()
-		token, _, err := env.Store.CreateInvite(ctx, models.NewInvite{AccountID: env.Account.ID, Role: role, By: models.OperatorInviter("test")})
+		token, _, err := env.Store.CreateInvite(ctx, people.NewInvite{AccountID: env.Account.ID, Role: role, By: people.OperatorInviter("test")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,19 +52,19 @@ func newPeople(t *testing.T, db apptest.Database) *people {
 		}
 		return b, m
 	}
-	p := &people{env: env, mac: "http://127.0.0.1:9/push/mac", phone: "http://127.0.0.1:9/push/phone"}
-	p.ada, p.adaM = invite("ada", models.RoleOwner)
-	p.bob, p.bobM = invite("bob", models.RoleMember)
+	p := &household{env: env, mac: "http://127.0.0.1:9/push/mac", phone: "http://127.0.0.1:9/push/phone"}
+	p.ada, p.adaM = invite("ada", core.RoleOwner)
+	p.bob, p.bobM = invite("bob", core.RoleMember)
 	second, err := env.Store.CreateAccount(ctx, "second")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Store.AddMember(ctx, second.ID, "ada", "ada", models.RoleMember); err != nil {
+	if _, err := env.Store.AddMember(ctx, second.ID, "ada", "ada", core.RoleMember); err != nil {
 		t.Fatal(err)
 	}
 	p.second = second
 	for _, endpoint := range []string{p.mac, p.phone} {
-		if _, err := env.Store.SavePushSubscription(ctx, p.adaM.ID, models.PushSubscription{Endpoint: endpoint, P256dh: "BKey", Auth: "auth"}); err != nil {
+		if _, err := env.Store.SavePushSubscription(ctx, p.adaM.ID, outbox.PushSubscription{Endpoint: endpoint, P256dh: "BKey", Auth: "auth"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -238,7 +242,7 @@ func TestAnAddDeviceAssertionAuthorisesOnlyForItsPurposeForFiveMinutesOnce(t *te
 		})
 		t.Run("an assertion older than five minutes does not authorise", func(t *testing.T) {
 			grant := grantOf(t, authorise(ada.For(t)))
-			later := time.Now().Add(models.DeviceGrantTTL + time.Second)
+			later := time.Now().Add(people.DeviceGrantTTL + time.Second)
 			p.env.Store.SetClock(func() time.Time { return later })
 			defer p.env.Store.SetClock(time.Now)
 			refused(t, "a grant past five minutes", addHere(t, ada.For(t), grant, newKey, "Late", ""), http.StatusConflict)
@@ -355,9 +359,9 @@ func setSession(t *testing.T, b *apptest.Browser, token string) {
 }
 
 // passkeyEvents are the account's audit events of step, oldest first.
-func passkeyEvents(t *testing.T, env *apptest.Env, accountID, step string) []models.TimelineEvent {
+func passkeyEvents(t *testing.T, env *apptest.Env, accountID, step string) []asks.TimelineEvent {
 	t.Helper()
-	events, _, err := env.Store.Audit(context.Background(), accountID, models.AuditFilter{Step: step})
+	events, _, err := env.Store.Audit(context.Background(), accountID, audit.AuditFilter{Step: step})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +423,7 @@ func TestAPasskeyAddedHereIsSignedForAuditedAndPushedToTheOtherDevices(t *testin
 		}
 
 		for _, acct := range []string{p.env.Account.ID, p.second.ID} {
-			events := passkeyEvents(t, p.env, acct, models.StepPasskeyAdded)
+			events := passkeyEvents(t, p.env, acct, people.StepPasskeyAdded)
 			if len(events) != 1 {
 				t.Fatalf("account %s has %d passkey_added events", acct, len(events))
 			}
@@ -428,25 +432,25 @@ func TestAPasskeyAddedHereIsSignedForAuditedAndPushedToTheOtherDevices(t *testin
 			if e.Data != nil {
 				_ = json.Unmarshal([]byte(*e.Data), &data)
 			}
-			if e.ApprovalID != "" || e.ActorKind != models.ActorPerson || e.Actor != "ada" || !strings.Contains(e.Note, `"Work Mac"`) ||
+			if e.ApprovalID != "" || e.ActorKind != asks.ActorPerson || e.Actor != "ada" || !strings.Contains(e.Note, `"Work Mac"`) ||
 				data["credential_id"] != work.CredentialIDString() || data["added_by"] != first {
 				t.Fatalf("the event in %s: %+v %v", acct, e, data)
 			}
 		}
-		if n := passkeyEvents(t, p.env, p.env.Account.ID, models.StepPasskeyAdded); len(n) != 1 {
+		if n := passkeyEvents(t, p.env, p.env.Account.ID, people.StepPasskeyAdded); len(n) != 1 {
 			t.Fatalf("events: %v", n)
 		}
-		if got := pushesTo(t, p.env, p.phone, models.PushPasskeyAdded); got != 1 {
+		if got := pushesTo(t, p.env, p.phone, people.PushPasskeyAdded); got != 1 {
 			t.Fatalf("pushes to ada's phone: %d, want 1", got)
 		}
-		if got := pushesTo(t, p.env, p.mac, models.PushPasskeyAdded); got != 0 {
+		if got := pushesTo(t, p.env, p.mac, people.PushPasskeyAdded); got != 0 {
 			t.Fatalf("pushes to the Mac the passkey was added on: %d, want 0", got)
 		}
 		var body string
-		if err := p.env.Store.DB().Table("push_jobs").Where("event = ?", models.PushPasskeyAdded).Pluck("body", &body).Error; err != nil {
+		if err := p.env.Store.DB().Table("push_jobs").Where("event = ?", people.PushPasskeyAdded).Pluck("body", &body).Error; err != nil {
 			t.Fatal(err)
 		}
-		var msg models.PushMessage
+		var msg outbox.PushMessage
 		if err := json.Unmarshal([]byte(body), &msg); err != nil || msg.URL != "/devices" || !strings.HasPrefix(msg.Title, "A new passkey was added to your account") {
 			t.Fatalf("the push says %s", body)
 		}
@@ -476,13 +480,13 @@ func TestAPasskeyAddedHereIsSignedForAuditedAndPushedToTheOtherDevices(t *testin
 			t.Fatalf("remove: %s", r)
 		}
 		for _, acct := range []string{p.env.Account.ID, p.second.ID} {
-			if events := passkeyEvents(t, p.env, acct, models.StepPasskeyRemoved); len(events) != 1 || events[0].Actor != "ada" ||
+			if events := passkeyEvents(t, p.env, acct, people.StepPasskeyRemoved); len(events) != 1 || events[0].Actor != "ada" ||
 				events[0].Note != `passkey "test passkey" removed, authorised by passkey "test passkey"` {
 				t.Fatalf("passkey_removed events in %s: %+v", acct, events)
 			}
 		}
 		for _, endpoint := range []string{p.mac, p.phone} {
-			if got := pushesTo(t, p.env, endpoint, models.PushPasskeyRemoved); got != 1 {
+			if got := pushesTo(t, p.env, endpoint, people.PushPasskeyRemoved); got != 1 {
 				t.Fatalf("removal pushes to %s: %d, want 1", endpoint, got)
 			}
 		}
@@ -493,7 +497,7 @@ func TestAPasskeyAddedHereIsSignedForAuditedAndPushedToTheOtherDevices(t *testin
 		if r := removeSigned(elsewhere, work.CredentialIDString()); r.Status != http.StatusConflict {
 			t.Fatalf("removing the last passkey: %s", r)
 		}
-		if events := passkeyEvents(t, p.env, p.env.Account.ID, models.StepPasskeyRemoved); len(events) != 1 {
+		if events := passkeyEvents(t, p.env, p.env.Account.ID, people.StepPasskeyRemoved); len(events) != 1 {
 			t.Fatalf("a refused removal was logged: %+v", events)
 		}
 		sealAndVerify(t, p.env, p.env.Account.ID)
@@ -516,7 +520,7 @@ func TestADeviceLinkAddsAPasskeyOnANewDeviceOnce(t *testing.T) {
 		token := strings.TrimPrefix(path, "/add-device/")
 
 		t.Run("the link is stored hashed", func(t *testing.T) {
-			var rows []models.DeviceGrant
+			var rows []people.DeviceGrant
 			if err := p.env.Store.DB().Table("device_grants").Find(&rows).Error; err != nil {
 				t.Fatal(err)
 			}
@@ -525,9 +529,9 @@ func TestADeviceLinkAddsAPasskeyOnANewDeviceOnce(t *testing.T) {
 				if strings.Contains(g.TokenHash, token) || strings.Contains(g.TokenHash, grant) {
 					t.Fatalf("a token is stored in the clear: %+v", g)
 				}
-				if g.TokenHash == models.HashToken(token) {
-					found = g.Kind == models.GrantLink && g.PersonID == p.adaM.ID && g.AuthorisedBy == ada.Passkey.CredentialIDString() &&
-						g.ExpiresAt.Sub(g.CreatedAt) == models.DeviceLinkTTL && g.UsedAt == nil
+				if g.TokenHash == core.HashToken(token) {
+					found = g.Kind == people.GrantLink && g.PersonID == p.adaM.ID && g.AuthorisedBy == ada.Passkey.CredentialIDString() &&
+						g.ExpiresAt.Sub(g.CreatedAt) == people.DeviceLinkTTL && g.UsedAt == nil
 				}
 			}
 			if !found {
@@ -563,11 +567,11 @@ func TestADeviceLinkAddsAPasskeyOnANewDeviceOnce(t *testing.T) {
 			t.Fatalf("the phone is not signed in as ada: %s", res)
 		}
 		for _, endpoint := range []string{p.mac, p.phone} {
-			if got := pushesTo(t, p.env, endpoint, models.PushPasskeyAdded); got != 1 {
+			if got := pushesTo(t, p.env, endpoint, people.PushPasskeyAdded); got != 1 {
 				t.Fatalf("pushes to %s: %d, want 1", endpoint, got)
 			}
 		}
-		if events := passkeyEvents(t, p.env, p.second.ID, models.StepPasskeyAdded); len(events) != 1 || !strings.Contains(events[0].Note, `"Phone"`) {
+		if events := passkeyEvents(t, p.env, p.second.ID, people.StepPasskeyAdded); len(events) != 1 || !strings.Contains(events[0].Note, `"Phone"`) {
 			t.Fatalf("passkey_added in ada's second account: %+v", events)
 		}
 
@@ -606,7 +610,7 @@ func TestADeviceLinkAddsAPasskeyOnANewDeviceOnce(t *testing.T) {
 			made := ada.For(t).Post("/devices/link", map[string]string{"grant": grant})
 			path := strings.TrimPrefix(made.Body["link"].(string), p.env.URL)
 			late := p.env.Browser()
-			later := time.Now().Add(models.DeviceLinkTTL + time.Second)
+			later := time.Now().Add(people.DeviceLinkTTL + time.Second)
 			p.env.Store.SetClock(func() time.Time { return later })
 			defer p.env.Store.SetClock(time.Now)
 			if r := late.Get(path); r.Status != http.StatusConflict || !strings.Contains(string(r.Raw), "expired") {
@@ -660,14 +664,14 @@ func TestAPasskeyRegisteredAlreadyIsRefusedWithTheReason(t *testing.T) {
 			}
 		})
 		t.Run("on an invite", func(t *testing.T) {
-			token, _, err := p.env.Store.CreateInvite(ctx, models.NewInvite{AccountID: p.env.Account.ID, Role: models.RoleMember, By: models.OperatorInviter("test")})
+			token, _, err := p.env.Store.CreateInvite(ctx, people.NewInvite{AccountID: p.env.Account.ID, Role: core.RoleMember, By: people.OperatorInviter("test")})
 			if err != nil {
 				t.Fatal(err)
 			}
 			carol := p.env.Browser()
 			carol.Passkey = p.bob.Passkey
 			refused(t, carol.AcceptInvite(token, "carol"))
-			if _, err := p.env.Store.MemberBySubject(ctx, p.env.Account.ID, "carol"); models.CodeOf(err) != models.NotFound {
+			if _, err := p.env.Store.MemberBySubject(ctx, p.env.Account.ID, "carol"); core.CodeOf(err) != core.NotFound {
 				t.Fatalf("carol after the refusal: %v, want no such member", err)
 			}
 			if r := p.env.Browser().AcceptInvite(token, "carol"); r.Status != http.StatusOK {

@@ -7,7 +7,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/views"
 )
@@ -67,7 +68,7 @@ func (h *Handlers) DeviceLinkBegin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.beginCeremony(c, "device-link", models.HashToken(token), options,
+	return h.beginCeremony(c, "device-link", core.HashToken(token), options,
 		deviceLinkCeremony{PersonID: p.ID, DeviceName: in.DeviceName, Session: session})
 }
 
@@ -81,7 +82,7 @@ func (h *Handlers) DeviceLinkFinish(c echo.Context) error {
 		return err
 	}
 	var st deviceLinkCeremony
-	if err := h.takeCeremony(c, reply.Ceremony, "device-link", models.HashToken(token), &st); err != nil {
+	if err := h.takeCeremony(c, reply.Ceremony, "device-link", core.HashToken(token), &st); err != nil {
 		return err
 	}
 	p, err := h.store.PersonByID(ctx, st.PersonID)
@@ -93,7 +94,7 @@ func (h *Handlers) DeviceLinkFinish(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	added, err := h.store.AddAuthorisedDeviceKey(ctx, models.DeviceGrantUse{Token: token, Kind: models.GrantLink}, *key, reply.PushEndpoint)
+	added, err := h.store.AddAuthorisedDeviceKey(ctx, people.DeviceGrantUse{Token: token, Kind: people.GrantLink}, *key, reply.PushEndpoint)
 	if err != nil {
 		return err
 	}

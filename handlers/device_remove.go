@@ -7,7 +7,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/passkey"
 )
 
@@ -31,7 +32,7 @@ func (st *deviceRemoveCeremony) beganIn() string { return st.SessionHash }
 
 // unsignedRemoval refuses a removal that carries no remove-device assertion.
 func unsignedRemoval() error {
-	return models.Refuse(models.PermissionDenied, "credential",
+	return core.Refuse(core.PermissionDenied, "credential",
 		"removing a passkey takes a confirmation with one of your passkeys: press Remove on the devices page and confirm")
 }
 
@@ -58,7 +59,7 @@ func (h *Handlers) DeviceRemoveBegin(c echo.Context) error {
 		return err
 	}
 	return h.beginCeremony(c, "device-remove", v.member.ID, options,
-		deviceRemoveCeremony{CredentialID: id, SessionHash: models.HashToken(v.token), Nonce: nonce, Session: session})
+		deviceRemoveCeremony{CredentialID: id, SessionHash: core.HashToken(v.token), Nonce: nonce, Session: session})
 }
 
 // DeviceRemove retires one of the person's passkeys on a remove-device
@@ -88,7 +89,7 @@ func (h *Handlers) removeDevice(c echo.Context) error {
 		return err
 	}
 	if st.CredentialID != id {
-		return models.Refuse(models.PermissionDenied, "credential", "this passkey prompt was made to remove another passkey; start again")
+		return core.Refuse(core.PermissionDenied, "credential", "this passkey prompt was made to remove another passkey; start again")
 	}
 	u, err := h.user(ctx, v.member.ID)
 	if err != nil {
@@ -98,6 +99,6 @@ func (h *Handlers) removeDevice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.store.RemoveSignedDeviceKey(ctx, id, models.DeviceAssertion{
+	return h.store.RemoveSignedDeviceKey(ctx, id, people.DeviceAssertion{
 		PersonID: a.PersonID, CredentialID: a.CredentialID, SignCount: a.SignCount, Credential: a.Credential})
 }

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/people"
 )
 
 // removeSigned removes the passkey id in b's session, confirmed with b's
@@ -57,7 +58,7 @@ func signAnyway(t *testing.T, key *apptest.Authenticator, origin string, options
 
 // withPasskeys adds, through signed add-device grants, a passkey of each
 // name to ada, and returns their authenticators.
-func withPasskeys(t *testing.T, p *people, names ...string) []*apptest.Authenticator {
+func withPasskeys(t *testing.T, p *household, names ...string) []*apptest.Authenticator {
 	t.Helper()
 	var keys []*apptest.Authenticator
 	for _, name := range names {
@@ -81,21 +82,21 @@ func signingWith(t *testing.T, b *apptest.Browser, key *apptest.Authenticator) *
 // passkey_removed events in both her accounts, the removal pushes to both
 // her browsers.
 type removals struct {
-	p      *people
+	p      *household
 	keys   []string
 	events [2]int
 	pushes [2]int64
 }
 
-func watchRemovals(t *testing.T, p *people) *removals {
+func watchRemovals(t *testing.T, p *household) *removals {
 	t.Helper()
 	r := &removals{p: p}
 	r.keys = keyIDs(t, p.env, p.adaM.ID)
 	for i, acct := range []string{p.env.Account.ID, p.second.ID} {
-		r.events[i] = len(passkeyEvents(t, p.env, acct, models.StepPasskeyRemoved))
+		r.events[i] = len(passkeyEvents(t, p.env, acct, people.StepPasskeyRemoved))
 	}
 	for i, endpoint := range []string{p.mac, p.phone} {
-		r.pushes[i] = pushesTo(t, p.env, endpoint, models.PushPasskeyRemoved)
+		r.pushes[i] = pushesTo(t, p.env, endpoint, people.PushPasskeyRemoved)
 	}
 	return r
 }
@@ -293,7 +294,7 @@ func TestASignedRemovalRemovesThePasskeyNamesItsSignerAndTellsTheOtherDevices(t 
 			t.Fatalf("the signing passkey's counter was not recorded: %+v (authenticator at %d)", k, ada.Passkey.Counter)
 		}
 		for _, acct := range []string{p.env.Account.ID, p.second.ID} {
-			events := passkeyEvents(t, p.env, acct, models.StepPasskeyRemoved)
+			events := passkeyEvents(t, p.env, acct, people.StepPasskeyRemoved)
 			if len(events) != 1 {
 				t.Fatalf("account %s has %d passkey_removed events", acct, len(events))
 			}
@@ -302,13 +303,13 @@ func TestASignedRemovalRemovesThePasskeyNamesItsSignerAndTellsTheOtherDevices(t 
 			if e.Data != nil {
 				_ = json.Unmarshal([]byte(*e.Data), &data)
 			}
-			if e.ApprovalID != "" || e.ActorKind != models.ActorPerson || e.Actor != "ada" || e.Note != `passkey "Old phone" removed, authorised by passkey "test passkey"` ||
+			if e.ApprovalID != "" || e.ActorKind != asks.ActorPerson || e.Actor != "ada" || e.Note != `passkey "Old phone" removed, authorised by passkey "test passkey"` ||
 				data["credential_id"] != old.CredentialIDString() || data["removed_by"] != first || data["removed_by_name"] != "test passkey" {
 				t.Fatalf("the event in %s: %+v %v", acct, e, data)
 			}
 		}
 		for _, endpoint := range []string{p.mac, p.phone} {
-			if got := pushesTo(t, p.env, endpoint, models.PushPasskeyRemoved); got != 1 {
+			if got := pushesTo(t, p.env, endpoint, people.PushPasskeyRemoved); got != 1 {
 				t.Fatalf("removal pushes to %s: %d, want 1", endpoint, got)
 			}
 		}
@@ -328,7 +329,7 @@ func TestASignedRemovalRemovesThePasskeyNamesItsSignerAndTellsTheOtherDevices(t 
 		if r := removeSigned(signingWith(t, ada, security), security.CredentialIDString()); r.Status != http.StatusOK {
 			t.Fatalf("a passkey signing its own removal: %s", r)
 		}
-		if events := passkeyEvents(t, p.env, p.env.Account.ID, models.StepPasskeyRemoved); len(events) != 2 ||
+		if events := passkeyEvents(t, p.env, p.env.Account.ID, people.StepPasskeyRemoved); len(events) != 2 ||
 			events[1].Note != `passkey "Security key" removed, authorised by passkey "Security key"` {
 			t.Fatalf("passkey_removed events: %+v", events)
 		}

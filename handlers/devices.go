@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/views"
 )
 
@@ -79,7 +79,7 @@ func (h *Handlers) setFlash(c echo.Context, flash string) {
 
 // awayView reads the person's away status and the members they may name
 // as their delegate.
-func (h *Handlers) awayView(ctx context.Context, m *models.Member) (views.AwayView, error) {
+func (h *Handlers) awayView(ctx context.Context, m *people.Member) (views.AwayView, error) {
 	var out views.AwayView
 	w, err := h.store.AwayOf(ctx, m)
 	if err != nil {

@@ -8,19 +8,20 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 func TestDevicesRenameAndRemoveButNeverTheLast(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		f := newFixture(t, db)
 		ctx := context.Background()
-		for _, k := range []models.DeviceKey{{ID: "cred-1", Name: "iPhone", Credential: "{}", PublicKey: "AQ", BackedUp: true}, {ID: "cred-2", Name: "Mac", Credential: "{}", PublicKey: "Ag"}} {
+		for _, k := range []people.DeviceKey{{ID: "cred-1", Name: "iPhone", Credential: "{}", PublicKey: "AQ", BackedUp: true}, {ID: "cred-2", Name: "Mac", Credential: "{}", PublicKey: "Ag"}} {
 			if err := apptest.SeedDeviceKey(ctx, f.env.Store, f.member.ID, k); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := apptest.SeedDeviceKey(ctx, f.env.Store, f.other.ID, models.DeviceKey{ID: "cred-cy", Name: "Cy's phone", Credential: "{}", PublicKey: "Aw"}); err != nil {
+		if err := apptest.SeedDeviceKey(ctx, f.env.Store, f.other.ID, people.DeviceKey{ID: "cred-cy", Name: "Cy's phone", Credential: "{}", PublicKey: "Aw"}); err != nil {
 			t.Fatal(err)
 		}
 		b := signIn(t, f.env, f.member)
@@ -79,7 +80,7 @@ func TestDevicesRenameAndRemoveButNeverTheLast(t *testing.T) {
 		if a.status != http.StatusConflict || !strings.Contains(a.raw, "last passkey") {
 			t.Fatalf("a prompt to remove the last passkey: %d %s", a.status, a.raw)
 		}
-		if err := f.env.Store.RemoveDeviceKey(ctx, f.member.ID, "cred-1"); models.CodeOf(err) != models.FailedPrecondition {
+		if err := f.env.Store.RemoveDeviceKey(ctx, f.member.ID, "cred-1"); core.CodeOf(err) != core.FailedPrecondition {
 			t.Fatalf("the store removed the last passkey: %v", err)
 		}
 		keys, err := f.env.Store.DeviceKeys(ctx, f.member.ID)

@@ -9,17 +9,17 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/views"
 )
 
 // statusOf maps a refusal code to its HTTP status.
-var statusOf = map[models.Code]int{
-	models.InvalidArgument:    http.StatusBadRequest,
-	models.NotFound:           http.StatusNotFound,
-	models.PermissionDenied:   http.StatusForbidden,
-	models.FailedPrecondition: http.StatusConflict,
-	models.ResourceExhausted:  http.StatusTooManyRequests,
+var statusOf = map[core.Code]int{
+	core.InvalidArgument:    http.StatusBadRequest,
+	core.NotFound:           http.StatusNotFound,
+	core.PermissionDenied:   http.StatusForbidden,
+	core.FailedPrecondition: http.StatusConflict,
+	core.ResourceExhausted:  http.StatusTooManyRequests,
 }
 
 // wantsJSON says whether the client reads JSON rather than a page.
@@ -38,7 +38,7 @@ func (h *Handlers) errorHandler(err error, c echo.Context) {
 		return
 	}
 	status, code, field, msg := http.StatusInternalServerError, "INTERNAL", "", "Something went wrong inside Countersign. Try again in a moment."
-	var refusal *models.Error
+	var refusal *core.Error
 	var he *echo.HTTPError
 	var over *http.MaxBytesError
 	switch {
@@ -46,7 +46,7 @@ func (h *Handlers) errorHandler(err error, c echo.Context) {
 		status, code, msg = http.StatusRequestEntityTooLarge, "REQUEST_ENTITY_TOO_LARGE", fmt.Sprintf("the request body is over %d bytes", over.Limit)
 	case errors.As(err, &refusal):
 		status, code, field, msg = statusOf[refusal.Code], string(refusal.Code), refusal.Field, refusal.Msg
-	case models.DatabaseUnavailable(err):
+	case core.DatabaseUnavailable(err):
 		status, code, msg = http.StatusServiceUnavailable, "UNAVAILABLE", "The database is unavailable for a moment. Try again in a few seconds."
 		c.Response().Header().Set("Retry-After", "5")
 		h.log.Warn("request failed: the database is unavailable", "method", c.Request().Method, "path", c.Path(), "err", err)

@@ -11,6 +11,11 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/outbox"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/rules"
 )
 
 // escalationWorld is a running service that sweeps every 100 ms on a clock
@@ -22,23 +27,23 @@ type escalationWorld struct {
 	ps    *apptest.PushService
 	clock *testClock
 	agent *apptest.Client
-	ada   *models.Member // owner
-	bob   *models.Member // member, the rule's reviewer
-	carol *models.Member // admin, the rule's escalation
-	dan   *models.Member // admin, nobody's reviewer
+	ada   *people.Member // owner
+	bob   *people.Member // member, the rule's reviewer
+	carol *people.Member // admin, the rule's escalation
+	dan   *people.Member // admin, nobody's reviewer
 }
 
-func newEscalationWorld(t *testing.T, db apptest.Database, spec models.RuleSpec) *escalationWorld {
+func newEscalationWorld(t *testing.T, db apptest.Database, spec rules.RuleSpec) *escalationWorld {
 	t.Helper()
 	ps := apptest.NewPushService(t)
 	env := apptest.Start(t, db, map[string]string{"COUNTERSIGN_PUSH_ALLOWED_HOSTS": ps.Host(), "COUNTERSIGN_PUSH_RETRY": "10ms",
 		"COUNTERSIGN_SWEEP_EVERY": "100ms", "COUNTERSIGN_ASK_TTL": "2h"})
 	w := &escalationWorld{env: env, ps: ps, clock: &testClock{}}
 	env.Store.SetClock(w.clock.now)
-	w.ada = env.Member(env.Account.ID, "ada", models.RoleOwner)
-	w.bob = env.Member(env.Account.ID, "bob", models.RoleMember)
-	w.carol = env.Member(env.Account.ID, "carol", models.RoleAdmin)
-	w.dan = env.Member(env.Account.ID, "dan", models.RoleAdmin)
+	w.ada = env.Member(env.Account.ID, "ada", core.RoleOwner)
+	w.bob = env.Member(env.Account.ID, "bob", core.RoleMember)
+	w.carol = env.Member(env.Account.ID, "carol", core.RoleAdmin)
+	w.dan = env.Member(env.Account.ID, "dan", core.RoleAdmin)
 	if _, err := env.Store.SetRule(context.Background(), env.Account.ID, "reviews", spec, "cli:test"); err != nil {
 		t.Fatalf("set the rule: %v", err)
 	}
@@ -50,15 +55,15 @@ func newEscalationWorld(t *testing.T, db apptest.Database, spec models.RuleSpec)
 
 // reviewRule is bob for every pull request, reminding every ten minutes and
 // escalating to carol after thirty.
-func reviewRule() models.RuleSpec {
-	return models.RuleSpec{Name: "bob reviews pull requests", Kinds: []string{models.KindPullRequest}, Count: 1,
-		Pool:       models.Pool{Kind: models.PoolGroup, Group: "reviewers", People: []string{"bob"}},
-		EscalateTo: models.Pool{Kind: models.PoolGroup, Group: "leads", People: []string{"carol"}}, EscalateAfter: models.Duration(30 * time.Minute),
-		RemindEvery: models.Duration(10 * time.Minute)}
+func reviewRule() rules.RuleSpec {
+	return rules.RuleSpec{Name: "bob reviews pull requests", Kinds: []string{asks.KindPullRequest}, Count: 1,
+		Pool:       rules.Pool{Kind: rules.PoolGroup, Group: "reviewers", People: []string{"bob"}},
+		EscalateTo: rules.Pool{Kind: rules.PoolGroup, Group: "leads", People: []string{"carol"}}, EscalateAfter: rules.Duration(30 * time.Minute),
+		RemindEvery: rules.Duration(10 * time.Minute)}
 }
 
 // subscribe turns notifications on for m's browser, a device named device.
-func (w *escalationWorld) subscribe(t *testing.T, m *models.Member, device string) *browser {
+func (w *escalationWorld) subscribe(t *testing.T, m *people.Member, device string) *browser {
 	t.Helper()
 	b := signIn(t, w.env, m)
 	endpoint, p256dh, auth := w.ps.Subscribe(device)
@@ -84,13 +89,13 @@ func (w *escalationWorld) file(t *testing.T, n int) string {
 }
 
 // next waits for the next push and returns its device and message.
-func (w *escalationWorld) next(t *testing.T, what string) (string, models.PushMessage) {
+func (w *escalationWorld) next(t *testing.T, what string) (string, outbox.PushMessage) {
 	t.Helper()
 	d, ok := w.ps.Next(20 * time.Second)
 	if !ok {
 		t.Fatalf("no push arrived for %s; %d taken so far", what, len(w.ps.Deliveries()))
 	}
-	var m models.PushMessage
+	var m outbox.PushMessage
 	if err := json.Unmarshal(d.Plaintext, &m); err != nil {
 		t.Fatalf("push body %q: %v", d.Plaintext, err)
 	}
@@ -105,7 +110,7 @@ func TestAnUnansweredAskIsRemindedAfterItsRulesIntervalAndEscalatesAfterItsDelay
 		id := w.file(t, 1)
 
 		dev, m := w.next(t, "the new ask")
-		if dev != "bob-phone" || m.Event != models.PushAsk || m.ApprovalID != id || m.Title != "Merge acme/web#1" {
+		if dev != "bob-phone" || m.Event != outbox.PushAsk || m.ApprovalID != id || m.Title != "Merge acme/web#1" {
 			t.Fatalf("the new ask pushed %s %+v, want bob's phone told of %s", dev, m, id)
 		}
 		if res, _ := carol.get("/approvals/" + id); res.StatusCode != http.StatusOK {
@@ -117,20 +122,20 @@ func TestAnUnansweredAskIsRemindedAfterItsRulesIntervalAndEscalatesAfterItsDelay
 
 		w.clock.advance(11 * time.Minute)
 		dev, m = w.next(t, "the reminder")
-		if dev != "bob-phone" || m.Event != models.PushAsk || m.ApprovalID != id || m.Title != "Reminder: Merge acme/web#1" {
+		if dev != "bob-phone" || m.Event != outbox.PushAsk || m.ApprovalID != id || m.Title != "Reminder: Merge acme/web#1" {
 			t.Fatalf("the reminder pushed %s %+v, want bob's phone reminded of %s", dev, m, id)
 		}
 		a, err := w.env.Store.GetApproval(context.Background(), w.env.Account.ID, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.RemindedAt == nil || a.EscalatedAt != nil || a.Status != models.StatusPending {
+		if a.RemindedAt == nil || a.EscalatedAt != nil || a.Status != asks.StatusPending {
 			t.Fatalf("after the reminder: reminded_at %v, escalated_at %v, status %s; want reminded, not escalated, pending", a.RemindedAt, a.EscalatedAt, a.Status)
 		}
 
 		w.clock.advance(20 * time.Minute) // 31 minutes unanswered
 		dev, m = w.next(t, "the escalation")
-		if dev != "carol-phone" || m.Event != models.PushAsk || m.ApprovalID != id || m.Title != "Escalated to you: Merge acme/web#1" {
+		if dev != "carol-phone" || m.Event != outbox.PushAsk || m.ApprovalID != id || m.Title != "Escalated to you: Merge acme/web#1" {
 			t.Fatalf("the escalation pushed %s %+v, want carol's phone told of %s", dev, m, id)
 		}
 		if n := w.ps.Requests("bob-phone"); n != 2 {
@@ -140,7 +145,7 @@ func TestAnUnansweredAskIsRemindedAfterItsRulesIntervalAndEscalatesAfterItsDelay
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.EscalatedAt == nil || a.Status != models.StatusPending {
+		if a.EscalatedAt == nil || a.Status != asks.StatusPending {
 			t.Fatalf("after the delay: escalated_at %v, status %s; want escalated, pending", a.EscalatedAt, a.Status)
 		}
 		_, body := carol.get("/approvals/" + id)
@@ -148,7 +153,7 @@ func TestAnUnansweredAskIsRemindedAfterItsRulesIntervalAndEscalatesAfterItsDelay
 			t.Errorf("the ask page does not say it escalated to carol")
 		}
 		events := timelineSteps(t, w.env, id)
-		if !strings.Contains(strings.Join(events, " "), string(models.EventEscalated)) {
+		if !strings.Contains(strings.Join(events, " "), string(asks.EventEscalated)) {
 			t.Errorf("the timeline %v has no escalated event", events)
 		}
 		if dan := signIn(t, w.env, w.dan); !strings.Contains(htmlOf(t, dan, "/approvals/"+id), "escalated") {
@@ -186,8 +191,8 @@ func TestTwoInstancesRemindAndEscalateAnAskOnce(t *testing.T) {
 		env.Store.SetClock(w.clock.now)
 		other, _ := apptest.OpenStore(t, env.App.Config)
 		other.SetClock(w.clock.now)
-		w.bob = env.Member(env.Account.ID, "bob", models.RoleMember)
-		w.carol = env.Member(env.Account.ID, "carol", models.RoleAdmin)
+		w.bob = env.Member(env.Account.ID, "bob", core.RoleMember)
+		w.carol = env.Member(env.Account.ID, "carol", core.RoleAdmin)
 		if _, err := env.Store.SetRule(context.Background(), env.Account.ID, "reviews", reviewRule(), "cli:test"); err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +224,7 @@ func TestTwoInstancesRemindAndEscalateAnAskOnce(t *testing.T) {
 		jobs := func(person string) int64 {
 			var n int64
 			env.Store.DB().Table("push_jobs j").Joins("JOIN persons p ON p.id = j.person_id").
-				Where("j.approval_id = ? AND p.subject = ? AND j.event = ?", id, person, models.PushAsk).Count(&n)
+				Where("j.approval_id = ? AND p.subject = ? AND j.event = ?", id, person, outbox.PushAsk).Count(&n)
 			return n
 		}
 
@@ -231,7 +236,7 @@ func TestTwoInstancesRemindAndEscalateAnAskOnce(t *testing.T) {
 		if r, e := both(); r != 0 || e != 1 || jobs("carol") != 1 || jobs("bob") != 2 {
 			t.Fatalf("two instances at once: %d reminded, %d escalated, carol %d and bob %d ask pushes; want 0, 1, 1 and 2", r, e, jobs("carol"), jobs("bob"))
 		}
-		if steps := timelineSteps(t, env, id); strings.Count(strings.Join(steps, " "), string(models.EventEscalated)) != 1 {
+		if steps := timelineSteps(t, env, id); strings.Count(strings.Join(steps, " "), string(asks.EventEscalated)) != 1 {
 			t.Errorf("the timeline %v has not exactly one escalated event", steps)
 		}
 	})

@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/views"
 )
 
@@ -17,11 +17,11 @@ const historySize = 50
 func (h *Handlers) History(c echo.Context) error {
 	v := viewerOf(c)
 	view := views.HistoryView{Now: h.store.Now(), Status: c.QueryParam("status"), Kind: c.QueryParam("kind"),
-		Kinds: append(append([]string{}, models.AskKinds...), models.KindAutoApprove)}
-	for _, s := range models.AllStatuses {
+		Kinds: append(append([]string{}, asks.AskKinds...), asks.KindAutoApprove)}
+	for _, s := range asks.AllStatuses {
 		view.Statuses = append(view.Statuses, string(s))
 	}
-	asks, next, err := h.store.ListApprovals(c.Request().Context(), v.account.ID, models.ListFilter{
+	list, next, err := h.store.ListApprovals(c.Request().Context(), v.account.ID, asks.ListFilter{
 		Status: view.Status, Kind: view.Kind, PageSize: historySize, PageToken: c.QueryParam("page"),
 	})
 	status := http.StatusOK
@@ -31,6 +31,6 @@ func (h *Handlers) History(c echo.Context) error {
 			return err
 		}
 	}
-	view.Asks, view.Next = askRows(asks), next
+	view.Asks, view.Next = askRows(list), next
 	return h.render(c, status, views.History(h.page(c, "History", "history"), view))
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/ask"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/views"
 )
 
@@ -20,17 +20,17 @@ const inboxSize = 100
 // apart, each with its quorum.
 func (h *Handlers) Inbox(c echo.Context) error {
 	v := viewerOf(c)
-	asks, err := h.store.Inbox(c.Request().Context(), v.member, inboxSize+1)
+	open, err := h.store.Inbox(c.Request().Context(), v.member, inboxSize+1)
 	if err != nil {
 		return err
 	}
 	view := views.InboxView{Now: h.store.Now(), MCPURL: h.baseURL + "/mcp", IsAdmin: v.isAdmin()}
-	if len(asks) > inboxSize {
-		asks, view.More = asks[:inboxSize], true
+	if len(open) > inboxSize {
+		open, view.More = open[:inboxSize], true
 	}
-	view.Asks = askRows(asks)
-	ids := make([]string, len(asks))
-	for i, a := range asks {
+	view.Asks = askRows(open)
+	ids := make([]string, len(open))
+	for i, a := range open {
 		ids[i] = a.ID
 	}
 	kept, err := h.store.PolicySkips(c.Request().Context(), v.account.ID, ids)
@@ -45,7 +45,7 @@ func (h *Handlers) Inbox(c echo.Context) error {
 	view.Asks = nil
 	for i := range rows {
 		rows[i].KeptAsking = kept[rows[i].ID]
-		a := &asks[i]
+		a := &open[i]
 		if a.Requirement == nil {
 			view.Asks = append(view.Asks, rows[i])
 			continue
@@ -57,7 +57,7 @@ func (h *Handlers) Inbox(c echo.Context) error {
 		}
 		// An ask a rule covers waits for the viewer only while they may
 		// still sign it.
-		if a.Status == models.StatusPending && v.member.MayDecide(a) && !signed[a.ID] {
+		if a.Status == asks.StatusPending && v.member.MayDecide(a) && !signed[a.ID] {
 			view.Asks = append(view.Asks, rows[i])
 		} else {
 			view.Others = append(view.Others, rows[i])
@@ -73,9 +73,9 @@ func (h *Handlers) Inbox(c echo.Context) error {
 
 // askRows is asks as lists show them, with the badges the inbox's cards
 // carry: production or high risk, a check code to pick, how many people.
-func askRows(asks []models.Approval) []views.AskRow {
-	rows := make([]views.AskRow, len(asks))
-	for i, a := range asks {
+func askRows(list []asks.Approval) []views.AskRow {
+	rows := make([]views.AskRow, len(list))
+	for i, a := range list {
 		rows[i] = views.AskRow{ID: a.ID, Kind: a.Kind, Title: a.Title, AgentLabel: a.AgentLabel, Requester: a.RequesterSubject,
 			AskedOf: a.AskedOf, Status: string(a.Status), CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt,
 			NeedsCode: ask.NeedsCheckCode(a.Kind, a.Payload)}

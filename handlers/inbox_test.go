@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 func TestTheInboxShowsOnlyOpenAsksForTheViewer(t *testing.T) {
@@ -20,7 +22,7 @@ func TestTheInboxShowsOnlyOpenAsksForTheViewer(t *testing.T) {
 		forCy := f.ask(t, "For cy", "cy")
 		forAnyAdmin := f.ask(t, "For the owners and admins", "")
 		forBobDenied := f.ask(t, "For bob, denied", "bob")
-		if _, err := f.env.Store.Decide(ctx, f.env.Account.ID, forBobDenied.ID, f.member, models.Decision{Verdict: models.VerdictDeny}); err != nil {
+		if _, err := f.env.Store.Decide(ctx, f.env.Account.ID, forBobDenied.ID, f.member, asks.Decision{Verdict: asks.VerdictDeny}); err != nil {
 			t.Fatalf("deny: %v", err)
 		}
 		forBobNew := f.ask(t, "For bob, newer", "bob")
@@ -33,7 +35,7 @@ func TestTheInboxShowsOnlyOpenAsksForTheViewer(t *testing.T) {
 
 		cases := []struct {
 			who  string
-			m    *models.Member
+			m    *people.Member
 			want []string
 		}{
 			{"a member sees the open asks of their subject, soonest deadline first, and not those of nobody in particular", f.member, []string{forBobNew.ID, forBobOld.ID}},
@@ -55,7 +57,7 @@ func TestTheInboxShowsOnlyOpenAsksForTheViewer(t *testing.T) {
 		}
 
 		t.Run("an empty inbox is the first-run checklist", func(t *testing.T) {
-			lone := f.env.Member(f.env.Account.ID, "dee", models.RoleMember)
+			lone := f.env.Member(f.env.Account.ID, "dee", core.RoleMember)
 			_, body := signIn(t, f.env, lone).get("/")
 			doc := parseHTML(t, body)
 			empty := elements(doc, byAttr("data-testid", "inbox-empty"))
@@ -99,7 +101,7 @@ func TestHistoryFiltersAndPages(t *testing.T) {
 			all = append([]string{a.ID}, all...)
 		}
 		denied := all[5]
-		if _, err := f.env.Store.Decide(ctx, f.env.Account.ID, denied, f.member, models.Decision{Verdict: models.VerdictDeny}); err != nil {
+		if _, err := f.env.Store.Decide(ctx, f.env.Account.ID, denied, f.member, asks.Decision{Verdict: asks.VerdictDeny}); err != nil {
 			t.Fatalf("deny: %v", err)
 		}
 		b := signIn(t, f.env, f.member)

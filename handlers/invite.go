@@ -7,7 +7,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/views"
 )
@@ -32,9 +33,9 @@ func (h *Handlers) InvitePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	setup := inv.CreatedBy == models.SetupInviter
+	setup := inv.CreatedBy == people.SetupInviter
 	view := views.InviteView{Token: token, AccountName: acct.Name, Role: string(inv.Role), Subject: inv.Subject, Setup: setup,
-		AddRole: inv.Kind == models.InviteAddRole}
+		AddRole: inv.Kind == people.InviteAddRole}
 	status := http.StatusOK
 	if m, err := h.memberHere(c, inv); err != nil {
 		return err
@@ -48,13 +49,13 @@ func (h *Handlers) InvitePage(c echo.Context) error {
 // in as (in any account of theirs), nil when it is signed in as nobody who
 // is. One person's second identity must not count as a second person, so
 // an invite is never accepted in such a browser.
-func (h *Handlers) memberHere(c echo.Context, inv *models.Invite) (*models.Member, error) {
+func (h *Handlers) memberHere(c echo.Context, inv *people.Invite) (*people.Member, error) {
 	v := viewerOf(c)
 	if v == nil {
 		return nil, nil
 	}
 	m, err := h.store.MemberByID(c.Request().Context(), inv.AccountID, v.member.ID)
-	if models.CodeOf(err) == models.NotFound {
+	if core.CodeOf(err) == core.NotFound {
 		return nil, nil
 	}
 	return m, err
@@ -62,7 +63,7 @@ func (h *Handlers) memberHere(c echo.Context, inv *models.Invite) (*models.Membe
 
 // notMemberHere refuses to go on with an invite in a browser signed in as
 // a member of its account (memberHere), saying why.
-func (h *Handlers) notMemberHere(c echo.Context, inv *models.Invite) error {
+func (h *Handlers) notMemberHere(c echo.Context, inv *people.Invite) error {
 	m, err := h.memberHere(c, inv)
 	if err != nil || m == nil {
 		return err
@@ -71,7 +72,7 @@ func (h *Handlers) notMemberHere(c echo.Context, inv *models.Invite) error {
 	if err != nil {
 		return err
 	}
-	return models.Refuse(models.FailedPrecondition, "invite", "%s", views.MemberHereRefusal(m.Subject, acct.Name))
+	return core.Refuse(core.FailedPrecondition, "invite", "%s", views.MemberHereRefusal(m.Subject, acct.Name))
 }
 
 type inviteBegin struct {
@@ -99,8 +100,8 @@ func (h *Handlers) InviteBegin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if inv.Kind != models.InviteNewPerson {
-		return models.Refuse(models.FailedPrecondition, "invite", "this invite adds a role to %s, who accepts it by signing in with their own passkey", inv.Subject)
+	if inv.Kind != people.InviteNewPerson {
+		return core.Refuse(core.FailedPrecondition, "invite", "this invite adds a role to %s, who accepts it by signing in with their own passkey", inv.Subject)
 	}
 	if err := h.notMemberHere(c, inv); err != nil {
 		return err
@@ -113,7 +114,7 @@ func (h *Handlers) InviteBegin(c echo.Context) error {
 	if inv.Subject != "" {
 		in.Subject = inv.Subject
 	}
-	if err := models.CheckSubject(in.Subject); err != nil {
+	if err := people.CheckSubject(in.Subject); err != nil {
 		return err
 	}
 	if err := checkName("display_name", in.DisplayName); err != nil {
@@ -124,21 +125,21 @@ func (h *Handlers) InviteBegin(c echo.Context) error {
 	}
 	switch _, err := h.store.PersonBySubject(ctx, in.Subject); {
 	case err == nil && inv.Subject != "":
-		return models.Refuse(models.FailedPrecondition, "subject", "%q is already a person: this invite cannot add a passkey to them; ask for an add-role invite, which they accept with their own passkey", in.Subject)
+		return core.Refuse(core.FailedPrecondition, "subject", "%q is already a person: this invite cannot add a passkey to them; ask for an add-role invite, which they accept with their own passkey", in.Subject)
 	case err == nil:
-		return models.Invalid("subject", "%q is taken; choose another", in.Subject)
-	case models.CodeOf(err) != models.NotFound:
+		return core.Invalid("subject", "%q is taken; choose another", in.Subject)
+	case core.CodeOf(err) != core.NotFound:
 		return err
 	}
 	if err := h.store.SubjectFree(ctx, in.Subject); err != nil { // "Bob" while bob exists
 		return err
 	}
-	u := &passkey.User{ID: models.NewPersonID(), Subject: in.Subject, DisplayName: in.DisplayName}
+	u := &passkey.User{ID: people.NewPersonID(), Subject: in.Subject, DisplayName: in.DisplayName}
 	options, session, err := h.rp.BeginRegistration(u)
 	if err != nil {
 		return err
 	}
-	return h.beginCeremony(c, ceremonyInvite, models.HashToken(token), options,
+	return h.beginCeremony(c, ceremonyInvite, core.HashToken(token), options,
 		inviteCeremony{PersonID: u.ID, Subject: in.Subject, DisplayName: in.DisplayName, DeviceName: in.DeviceName, Session: session})
 }
 
@@ -152,7 +153,7 @@ func (h *Handlers) InviteFinish(c echo.Context) error {
 		return err
 	}
 	var st inviteCeremony
-	if err := h.takeCeremony(c, reply.Ceremony, ceremonyInvite, models.HashToken(token), &st); err != nil {
+	if err := h.takeCeremony(c, reply.Ceremony, ceremonyInvite, core.HashToken(token), &st); err != nil {
 		return err
 	}
 	if err := h.notMemberHereOf(c, token); err != nil {
@@ -182,8 +183,8 @@ func (h *Handlers) InviteAcceptBegin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if inv.Kind != models.InviteAddRole {
-		return models.Refuse(models.FailedPrecondition, "invite", "this invite is for a new person, who accepts it by making a passkey")
+	if inv.Kind != people.InviteAddRole {
+		return core.Refuse(core.FailedPrecondition, "invite", "this invite is for a new person, who accepts it by making a passkey")
 	}
 	if err := h.notMemberHere(c, inv); err != nil {
 		return err
@@ -192,7 +193,7 @@ func (h *Handlers) InviteAcceptBegin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.beginCeremony(c, ceremonyInviteAccept, models.HashToken(token), options, json.RawMessage(session))
+	return h.beginCeremony(c, ceremonyInviteAccept, core.HashToken(token), options, json.RawMessage(session))
 }
 
 // InviteAcceptFinish checks the assertion, gives the person who signed the
@@ -205,7 +206,7 @@ func (h *Handlers) InviteAcceptFinish(c echo.Context) error {
 		return err
 	}
 	var session json.RawMessage
-	if err := h.takeCeremony(c, reply.Ceremony, ceremonyInviteAccept, models.HashToken(token), &session); err != nil {
+	if err := h.takeCeremony(c, reply.Ceremony, ceremonyInviteAccept, core.HashToken(token), &session); err != nil {
 		return err
 	}
 	if err := h.notMemberHereOf(c, token); err != nil {
@@ -217,7 +218,7 @@ func (h *Handlers) InviteAcceptFinish(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := h.store.AcceptRoleInvite(ctx, token, models.PasskeyUse{
+	m, err := h.store.AcceptRoleInvite(ctx, token, people.PasskeyUse{
 		PersonID: a.PersonID, CredentialID: a.CredentialID, SignCount: a.SignCount, Credential: a.Credential,
 	})
 	if err != nil {

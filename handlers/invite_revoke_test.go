@@ -16,7 +16,9 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/audit"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 var (
@@ -106,7 +108,7 @@ func TestAnInviteLinkComesWithCopyAndAQRCodeAndAnUnusedOneIsRevoked(t *testing.T
 			}
 		})
 		t.Run("an admin cannot revoke an owner's invite for an owner", func(t *testing.T) {
-			_, ownerInv, err := f.env.Store.CreateInvite(ctx, models.NewInvite{AccountID: f.env.Account.ID, Role: models.RoleOwner, By: f.owner.AsInviter()})
+			_, ownerInv, err := f.env.Store.CreateInvite(ctx, people.NewInvite{AccountID: f.env.Account.ID, Role: core.RoleOwner, By: f.owner.AsInviter()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,13 +143,13 @@ func TestAnInviteLinkComesWithCopyAndAQRCodeAndAnUnusedOneIsRevoked(t *testing.T
 		if res, _ := admin.post(revoke, nil, true); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin/members" {
 			t.Fatalf("revoke: %d to %q, want 303 to the members page", res.StatusCode, res.Header.Get("Location"))
 		}
-		if _, err := f.env.Store.InviteByToken(ctx, token); models.CodeOf(err) != models.FailedPrecondition {
+		if _, err := f.env.Store.InviteByToken(ctx, token); core.CodeOf(err) != core.FailedPrecondition {
 			t.Errorf("the revoked invite's link: %v, want refused", err)
 		}
 		if status := apptest.NewBrowser(t, f.env.URL).Page("/invite/" + token).Status; status == http.StatusOK {
 			t.Errorf("the revoked invite's page still opens")
 		}
-		events, _, err := f.env.Store.Audit(ctx, f.env.Account.ID, models.AuditFilter{Step: models.StepInviteRevoked})
+		events, _, err := f.env.Store.Audit(ctx, f.env.Account.ID, audit.AuditFilter{Step: people.StepInviteRevoked})
 		if err != nil || len(events) != 1 || events[0].Actor != "ali" || !strings.Contains(events[0].Note, "dee") || !strings.Contains(events[0].Note, "ada") {
 			t.Errorf("audit of the revocation: %+v (%v), want one event by ali naming dee and ada", events, err)
 		}

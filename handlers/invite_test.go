@@ -12,16 +12,18 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/audit"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // takeover is the scene of the invite takeover: dave owns account A with a
 // passkey; mallory is an admin of account B with hers; ali is an admin of A.
 type takeover struct {
 	env          *apptest.Env
-	a, b         *models.Account
-	dave, ali    *models.Member
-	mallory      *models.Member
+	a, b         *people.Account
+	dave, ali    *people.Member
+	mallory      *people.Member
 	daveBrowser  *apptest.Browser
 	malloryPages *apptest.Browser
 }
@@ -35,16 +37,16 @@ func newTakeover(t *testing.T, db apptest.Database) *takeover {
 		t.Fatal(err)
 	}
 	s := &takeover{env: env, a: env.Account, b: b}
-	s.daveBrowser = join(t, env, s.a.ID, models.RoleOwner, "dave")
-	join(t, env, s.a.ID, models.RoleAdmin, "ali")
-	s.malloryPages = join(t, env, s.b.ID, models.RoleAdmin, "mallory")
+	s.daveBrowser = join(t, env, s.a.ID, core.RoleOwner, "dave")
+	join(t, env, s.a.ID, core.RoleAdmin, "ali")
+	s.malloryPages = join(t, env, s.b.ID, core.RoleAdmin, "mallory")
 	s.dave = s.member(t, s.a.ID, "dave")
 	s.ali = s.member(t, s.a.ID, "ali")
 	s.mallory = s.member(t, s.b.ID, "mallory")
 	return s
 }
 
-func (s *takeover) member(t *testing.T, accountID, subject string) *models.Member {
+func (s *takeover) member(t *testing.T, accountID, subject string) *people.Member {
 	t.Helper()
 	m, err := s.env.Store.MemberBySubject(context.Background(), accountID, subject)
 	if err != nil {
@@ -63,7 +65,7 @@ func (s *takeover) daveUnchanged(t *testing.T) {
 		t.Fatalf("dave's passkeys = %+v (%v); want only his own", keys, err)
 	}
 	ms, err := s.env.Store.Memberships(ctx, s.dave.ID)
-	if err != nil || len(ms) != 1 || ms[0].AccountID != s.a.ID || ms[0].Role != models.RoleOwner {
+	if err != nil || len(ms) != 1 || ms[0].AccountID != s.a.ID || ms[0].Role != core.RoleOwner {
 		t.Fatalf("dave's memberships = %+v (%v); want owner of A only", ms, err)
 	}
 }
@@ -86,12 +88,12 @@ func (s *takeover) invites(t *testing.T, accountID string) int {
 
 // legacyInvite puts an invite row straight into the database, as one made
 // before invites had kinds: a new-person invite that names subject.
-func (s *takeover) legacyInvite(t *testing.T, accountID string, role models.Role, subject string) string {
+func (s *takeover) legacyInvite(t *testing.T, accountID string, role core.Role, subject string) string {
 	t.Helper()
-	token := "inv_legacy" + strings.ReplaceAll(models.NewPersonID(), "_", "")
+	token := "inv_legacy" + strings.ReplaceAll(people.NewPersonID(), "_", "")
 	now := time.Now()
 	if err := s.env.Store.DB().Exec(`INSERT INTO invites (token_hash, account_id, role, subject, created_by, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, models.HashToken(token), accountID, role, subject, "mallory", now, now.Add(time.Hour)).Error; err != nil {
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, core.HashToken(token), accountID, role, subject, "mallory", now, now.Add(time.Hour)).Error; err != nil {
 		t.Fatal(err)
 	}
 	return token
@@ -134,15 +136,15 @@ func TestAnInviteCannotTakeOverAnotherAccountsPerson(t *testing.T) {
 		}
 
 		t.Run("the store refuses it too, with the field named", func(t *testing.T) {
-			_, _, err := s.env.Store.CreateInvite(ctx, models.NewInvite{AccountID: s.b.ID, Role: models.RoleMember, Subject: "dave", By: s.mallory.AsInviter()})
-			var r *models.Error
-			if models.CodeOf(err) != models.FailedPrecondition || !errors.As(err, &r) || r.Field != "subject" {
+			_, _, err := s.env.Store.CreateInvite(ctx, people.NewInvite{AccountID: s.b.ID, Role: core.RoleMember, Subject: "dave", By: s.mallory.AsInviter()})
+			var r *core.Error
+			if core.CodeOf(err) != core.FailedPrecondition || !errors.As(err, &r) || r.Field != "subject" {
 				t.Fatalf("CreateInvite naming dave: %v; want FAILED_PRECONDITION on subject", err)
 			}
 		})
 
 		t.Run("a legacy invite naming dave registers no passkey onto him", func(t *testing.T) {
-			token := s.legacyInvite(t, s.b.ID, models.RoleAdmin, "dave")
+			token := s.legacyInvite(t, s.b.ID, core.RoleAdmin, "dave")
 			attacker := apptest.NewBrowser(t, s.env.URL)
 			r := attacker.AcceptInvite(token, "dave")
 			if r.Status != http.StatusConflict || r.Code() != "FAILED_PRECONDITION" || r.Field() != "subject" {
@@ -157,14 +159,14 @@ func TestAnInviteCannotTakeOverAnotherAccountsPerson(t *testing.T) {
 
 		t.Run("a person made after registration began gets no passkey when it finishes", func(t *testing.T) {
 			// The invite names zed, who does not exist yet: registration begins.
-			token := s.legacyInvite(t, s.b.ID, models.RoleAdmin, "zed")
+			token := s.legacyInvite(t, s.b.ID, core.RoleAdmin, "zed")
 			attacker := apptest.NewBrowser(t, s.env.URL)
 			begin := attacker.Post("/invite/"+token+"/begin", map[string]string{"subject": "zed"})
 			if begin.Status != http.StatusOK {
 				t.Fatalf("begin: %s", begin)
 			}
 			// zed joins A through an invite of their own before the attacker finishes.
-			join(t, s.env, s.a.ID, models.RoleMember, "zed")
+			join(t, s.env, s.a.ID, core.RoleMember, "zed")
 			zed := s.member(t, s.a.ID, "zed")
 			id, options := begin.Ceremony()
 			credential, err := attacker.Passkey.Register(attacker.Origin, options)
@@ -179,7 +181,7 @@ func TestAnInviteCannotTakeOverAnotherAccountsPerson(t *testing.T) {
 			if err != nil || len(keys) != 1 || keys[0].ID == attacker.Passkey.CredentialIDString() {
 				t.Fatalf("zed's passkeys = %+v (%v); want only zed's own", keys, err)
 			}
-			if _, err := s.env.Store.MemberByID(ctx, s.b.ID, zed.ID); models.CodeOf(err) != models.NotFound {
+			if _, err := s.env.Store.MemberByID(ctx, s.b.ID, zed.ID); core.CodeOf(err) != core.NotFound {
 				t.Fatalf("zed became a member of B: %v", err)
 			}
 			if attacker.Session() != "" {
@@ -189,7 +191,7 @@ func TestAnInviteCannotTakeOverAnotherAccountsPerson(t *testing.T) {
 		})
 
 		t.Run("no exported key of A or B is the attacker's", func(t *testing.T) {
-			for _, acct := range []*models.Account{s.a, s.b} {
+			for _, acct := range []*people.Account{s.a, s.b} {
 				export, err := s.env.Store.ExportKeys(ctx, acct.ID, "localhost")
 				if err != nil {
 					t.Fatal(err)
@@ -238,36 +240,36 @@ func TestAnAdminCannotEscalateInTheirOwnAccount(t *testing.T) {
 		}
 
 		t.Run("the store holds the ceiling whoever calls it", func(t *testing.T) {
-			bob, err := s.env.Store.AddMember(ctx, s.a.ID, "bob", "Bob", models.RoleMember)
+			bob, err := s.env.Store.AddMember(ctx, s.a.ID, "bob", "Bob", core.RoleMember)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, tc := range []struct {
 				name string
-				by   models.Inviter
-				role models.Role
-				code models.Code
+				by   people.Inviter
+				role core.Role
+				code core.Code
 			}{
-				{"an admin asking for owner", s.ali.AsInviter(), models.RoleOwner, models.PermissionDenied},
-				{"a member asking for member", bob.AsInviter(), models.RoleMember, models.PermissionDenied},
-				{"an admin of another account", s.mallory.AsInviter(), models.RoleMember, models.PermissionDenied},
-				{"nobody at all", models.Inviter{Name: "ghost"}, models.RoleMember, models.InvalidArgument},
+				{"an admin asking for owner", s.ali.AsInviter(), core.RoleOwner, core.PermissionDenied},
+				{"a member asking for member", bob.AsInviter(), core.RoleMember, core.PermissionDenied},
+				{"an admin of another account", s.mallory.AsInviter(), core.RoleMember, core.PermissionDenied},
+				{"nobody at all", people.Inviter{Name: "ghost"}, core.RoleMember, core.InvalidArgument},
 			} {
-				_, _, err := s.env.Store.CreateInvite(ctx, models.NewInvite{AccountID: s.a.ID, Role: tc.role, By: tc.by})
-				if models.CodeOf(err) != tc.code {
+				_, _, err := s.env.Store.CreateInvite(ctx, people.NewInvite{AccountID: s.a.ID, Role: tc.role, By: tc.by})
+				if core.CodeOf(err) != tc.code {
 					t.Errorf("%s: %v, want %s", tc.name, err, tc.code)
 				}
 			}
 			if n := s.invites(t, s.a.ID); n != 0 {
 				t.Fatalf("%d invites were made", n)
 			}
-			if _, _, err := s.env.Store.CreateInvite(ctx, models.NewInvite{AccountID: s.a.ID, Role: models.RoleAdmin, By: s.ali.AsInviter()}); err != nil {
+			if _, _, err := s.env.Store.CreateInvite(ctx, people.NewInvite{AccountID: s.a.ID, Role: core.RoleAdmin, By: s.ali.AsInviter()}); err != nil {
 				t.Fatalf("an admin inviting an admin: %v", err)
 			}
 		})
 
 		t.Run("a legacy owner invite naming dave does not make its opener dave", func(t *testing.T) {
-			token := s.legacyInvite(t, s.a.ID, models.RoleOwner, "dave")
+			token := s.legacyInvite(t, s.a.ID, core.RoleOwner, "dave")
 			attacker := apptest.NewBrowser(t, s.env.URL)
 			if r := attacker.AcceptInvite(token, "dave"); r.Status != http.StatusConflict || r.Field() != "subject" {
 				t.Fatalf("accept: %s; want 409 on subject", r)
@@ -308,7 +310,7 @@ func TestAnAddRoleInviteIsAcceptedOnlyByItsPersonsOwnPasskey(t *testing.T) {
 		}
 		token := strings.TrimPrefix(textOf(box[0]), s.env.URL+"/invite/")
 		inv, err := s.env.Store.InviteByToken(ctx, token)
-		if err != nil || inv.Kind != models.InviteAddRole || inv.Subject != "dave" || inv.Role != models.RoleMember || inv.CreatedBy != "mallory" {
+		if err != nil || inv.Kind != people.InviteAddRole || inv.Subject != "dave" || inv.Role != core.RoleMember || inv.CreatedBy != "mallory" {
 			t.Fatalf("invite = %+v (%v)", inv, err)
 		}
 		if rows := elements(parseHTML(t, body), byAttr("data-invite-kind", "add_role")); len(rows) != 1 {
@@ -379,17 +381,17 @@ func TestAnAddRoleInviteIsAcceptedOnlyByItsPersonsOwnPasskey(t *testing.T) {
 				t.Fatalf("dave accepts: %s", r)
 			}
 			m, err := s.env.Store.MemberByID(ctx, s.b.ID, s.dave.ID)
-			if err != nil || m.Role != models.RoleMember {
+			if err != nil || m.Role != core.RoleMember {
 				t.Fatalf("dave in B: %+v (%v); want a member", m, err)
 			}
 			keys, err := s.env.Store.DeviceKeys(ctx, s.dave.ID)
 			if err != nil || len(keys) != 1 || keys[0].ID != s.daveBrowser.Passkey.CredentialIDString() {
 				t.Fatalf("dave's passkeys = %+v (%v); want only his own", keys, err)
 			}
-			if _, err := s.env.Store.InviteByToken(ctx, token); models.CodeOf(err) != models.FailedPrecondition {
+			if _, err := s.env.Store.InviteByToken(ctx, token); core.CodeOf(err) != core.FailedPrecondition {
 				t.Fatalf("the invite was not spent: %v", err)
 			}
-			events, _, err := s.env.Store.Audit(ctx, s.b.ID, models.AuditFilter{Step: models.StepMemberJoined, Actor: "dave"})
+			events, _, err := s.env.Store.Audit(ctx, s.b.ID, audit.AuditFilter{Step: people.StepMemberJoined, Actor: "dave"})
 			if err != nil || len(events) != 1 || events[0].ApprovalID != "" || !strings.Contains(events[0].Note, "invited by mallory") {
 				t.Fatalf("member_joined events of dave in B = %+v (%v)", events, err)
 			}
@@ -400,8 +402,8 @@ func TestAnAddRoleInviteIsAcceptedOnlyByItsPersonsOwnPasskey(t *testing.T) {
 
 		t.Run("each joining is on its account's sealed chain, which verifies", func(t *testing.T) {
 			sealer := s.env.Store.NewAuditSealer()
-			for _, acct := range []*models.Account{s.a, s.b} {
-				joined, _, err := s.env.Store.Audit(ctx, acct.ID, models.AuditFilter{Step: models.StepMemberJoined})
+			for _, acct := range []*people.Account{s.a, s.b} {
+				joined, _, err := s.env.Store.Audit(ctx, acct.ID, audit.AuditFilter{Step: people.StepMemberJoined})
 				if err != nil || len(joined) == 0 {
 					t.Fatalf("account %s has no member_joined events (%v)", acct.Name, err)
 				}
@@ -432,7 +434,7 @@ func TestAnAddRoleInviteIsAcceptedOnlyByItsPersonsOwnPasskey(t *testing.T) {
 // newPersonInvite is an operator's invite to B for a new person.
 func newPersonInvite(t *testing.T, s *takeover) string {
 	t.Helper()
-	token, _, err := s.env.Store.CreateInvite(context.Background(), models.NewInvite{AccountID: s.b.ID, Role: models.RoleMember, By: models.OperatorInviter("test")})
+	token, _, err := s.env.Store.CreateInvite(context.Background(), people.NewInvite{AccountID: s.b.ID, Role: core.RoleMember, By: people.OperatorInviter("test")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +448,7 @@ func TestAnInviteCannotMakeASubjectThatReadsAsAnExistingOne(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		env := apptest.StartWeb(t, db, nil)
-		join(t, env, env.Account.ID, models.RoleOwner, "bob")
+		join(t, env, env.Account.ID, core.RoleOwner, "bob")
 		persons := func() int64 {
 			n, err := env.Store.CountPersons(ctx)
 			if err != nil {
@@ -457,7 +459,7 @@ func TestAnInviteCannotMakeASubjectThatReadsAsAnExistingOne(t *testing.T) {
 		before := persons()
 		for _, subject := range []string{"Bob", "BOB", "bOb"} {
 			t.Run("an open invite accepted as "+subject+" is refused naming bob", func(t *testing.T) {
-				token, _, err := env.Store.CreateInvite(ctx, models.NewInvite{AccountID: env.Account.ID, Role: models.RoleMember, By: models.OperatorInviter("test")})
+				token, _, err := env.Store.CreateInvite(ctx, people.NewInvite{AccountID: env.Account.ID, Role: core.RoleMember, By: people.OperatorInviter("test")})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -471,12 +473,12 @@ func TestAnInviteCannotMakeASubjectThatReadsAsAnExistingOne(t *testing.T) {
 			})
 		}
 		t.Run("the store refuses it at finish too, whatever the page checked", func(t *testing.T) {
-			token, _, err := env.Store.CreateInvite(ctx, models.NewInvite{AccountID: env.Account.ID, Role: models.RoleMember, By: models.OperatorInviter("test")})
+			token, _, err := env.Store.CreateInvite(ctx, people.NewInvite{AccountID: env.Account.ID, Role: core.RoleMember, By: people.OperatorInviter("test")})
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = env.Store.AcceptInvite(ctx, token, models.NewPersonID(), "Bob", "Bob", models.DeviceKey{ID: "cred-bob-2", PublicKey: "x", Credential: "{}"})
-			if models.CodeOf(err) != models.FailedPrecondition || models.FieldOf(err) != "subject" {
+			_, err = env.Store.AcceptInvite(ctx, token, people.NewPersonID(), "Bob", "Bob", people.DeviceKey{ID: "cred-bob-2", PublicKey: "x", Credential: "{}"})
+			if core.CodeOf(err) != core.FailedPrecondition || core.FieldOf(err) != "subject" {
 				t.Fatalf("AcceptInvite as Bob: %v; want FAILED_PRECONDITION on subject", err)
 			}
 			if n := persons(); n != before {
@@ -484,21 +486,21 @@ func TestAnInviteCannotMakeASubjectThatReadsAsAnExistingOne(t *testing.T) {
 			}
 		})
 		t.Run("a new-person invite naming Bob is refused when made; an add-role one for Bob is for bob", func(t *testing.T) {
-			_, _, err := env.Store.CreateInvite(ctx, models.NewInvite{AccountID: env.Account.ID, Role: models.RoleMember, Subject: "Bob", By: models.OperatorInviter("test")})
-			if models.CodeOf(err) != models.FailedPrecondition || models.FieldOf(err) != "subject" || !strings.Contains(err.Error(), `"bob"`) {
+			_, _, err := env.Store.CreateInvite(ctx, people.NewInvite{AccountID: env.Account.ID, Role: core.RoleMember, Subject: "Bob", By: people.OperatorInviter("test")})
+			if core.CodeOf(err) != core.FailedPrecondition || core.FieldOf(err) != "subject" || !strings.Contains(err.Error(), `"bob"`) {
 				t.Fatalf("a new-person invite naming Bob: %v; want FAILED_PRECONDITION on subject naming bob", err)
 			}
 			other, err := env.Store.CreateAccount(ctx, "other")
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, inv, err := env.Store.CreateInvite(ctx, models.NewInvite{AccountID: other.ID, Kind: models.InviteAddRole, Role: models.RoleMember, Subject: "Bob", By: models.OperatorInviter("test")})
+			_, inv, err := env.Store.CreateInvite(ctx, people.NewInvite{AccountID: other.ID, Kind: people.InviteAddRole, Role: core.RoleMember, Subject: "Bob", By: people.OperatorInviter("test")})
 			if err != nil || inv.Subject != "bob" {
 				t.Fatalf("an add-role invite naming Bob = %+v, %v; want one for bob", inv, err)
 			}
 		})
 		t.Run("a subject in agents' namespace is refused", func(t *testing.T) {
-			token, _, err := env.Store.CreateInvite(ctx, models.NewInvite{AccountID: env.Account.ID, Role: models.RoleMember, By: models.OperatorInviter("test")})
+			token, _, err := env.Store.CreateInvite(ctx, people.NewInvite{AccountID: env.Account.ID, Role: core.RoleMember, By: people.OperatorInviter("test")})
 			if err != nil {
 				t.Fatal(err)
 			}

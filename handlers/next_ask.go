@@ -3,7 +3,8 @@ package handlers
 import (
 	"context"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/people"
 )
 
 // nextAsk is where the page goes once the person answered the ask done:
@@ -11,8 +12,8 @@ import (
 // inbox's order), or the inbox when none is left; an ask a rule covers that
 // they signed already waits for others, not for them. A question keeps the
 // person on its ask, where the agent's answer arrives.
-func (h *Handlers) nextAsk(ctx context.Context, m *models.Member, done *models.Approval) (string, error) {
-	if done.Status == models.StatusQuestion {
+func (h *Handlers) nextAsk(ctx context.Context, m *people.Member, done *asks.Approval) (string, error) {
+	if done.Status == asks.StatusQuestion {
 		return "/approvals/" + done.ID, nil
 	}
 	next, _, err := h.waitingAfter(ctx, m, done)
@@ -21,13 +22,13 @@ func (h *Handlers) nextAsk(ctx context.Context, m *models.Member, done *models.A
 
 // waitingAfter is, once the person answered the ask done, the next open ask
 // they may answer now (or the inbox when none is left), and how many wait.
-func (h *Handlers) waitingAfter(ctx context.Context, m *models.Member, done *models.Approval) (next string, waiting int, err error) {
-	asks, err := h.store.Inbox(ctx, m, inboxSize)
+func (h *Handlers) waitingAfter(ctx context.Context, m *people.Member, done *asks.Approval) (next string, waiting int, err error) {
+	open, err := h.store.Inbox(ctx, m, inboxSize)
 	if err != nil {
 		return "", 0, err
 	}
 	var covered []string
-	for _, a := range asks {
+	for _, a := range open {
 		if a.Requirement != nil {
 			covered = append(covered, a.ID)
 		}
@@ -37,8 +38,8 @@ func (h *Handlers) waitingAfter(ctx context.Context, m *models.Member, done *mod
 		return "", 0, err
 	}
 	next = "/"
-	for _, a := range asks {
-		if a.ID != done.ID && a.Status == models.StatusPending && m.MayDecide(&a) && !signed[a.ID] {
+	for _, a := range open {
+		if a.ID != done.ID && a.Status == asks.StatusPending && m.MayDecide(&a) && !signed[a.ID] {
 			if waiting == 0 {
 				next = "/approvals/" + a.ID
 			}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // After a decision the page goes on to the next ask the person may answer,
@@ -13,7 +13,7 @@ import (
 func TestADecisionMovesOnToTheNextAskSoonestDeadlineFirst(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := newScene(t, db, nil)
-		join(t, s.env, s.env.Account.ID, models.RoleMember, "bob")
+		join(t, s.env, s.env.Account.ID, core.RoleMember, "bob")
 		first, later, soon, bobs := s.prAsk(t, ""), s.prAsk(t, ""), s.prAsk(t, ""), s.prAsk(t, "bob")
 		now := time.Now().UTC()
 		for id, left := range map[string]time.Duration{first: 4 * time.Hour, later: 3 * time.Hour, soon: time.Hour, bobs: time.Minute} {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/oauth"
 	"github.com/countersign/countersign/views"
 )
@@ -90,7 +90,7 @@ func (h *Handlers) consentPage(c echo.Context, status int, r *oauth.Request, kep
 	v := viewerOf(c)
 	view := views.ConsentView{ClientName: r.Client.Name, RedirectHost: r.RedirectHost(), Unverified: !r.Client.Verified,
 		ClientHost: r.Client.Host, AccountName: v.account.Name, Subject: v.member.Subject, Error: refusal,
-		ScopeRule: models.ToolScopeRule}
+		ScopeRule: people.ToolScopeRule}
 	for _, f := range r.Form() {
 		view.Request = append(view.Request, views.HiddenField{Name: f[0], Value: f[1]})
 	}

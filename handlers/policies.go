@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/policy"
 	"github.com/countersign/countersign/views"
 )
 
@@ -27,7 +27,7 @@ func (h *Handlers) policiesPage(c echo.Context, status int, view views.PoliciesV
 	ctx := c.Request().Context()
 	v := viewerOf(c)
 	view.Now, view.IsAdmin = h.store.Now(), v.isAdmin()
-	newest, _, err := h.store.PolicyList(ctx, v.account.ID, models.PolicyFilter{PageSize: 1})
+	newest, _, err := h.store.PolicyList(ctx, v.account.ID, policy.PolicyFilter{PageSize: 1})
 	if err != nil {
 		return err
 	}
@@ -49,8 +49,8 @@ func (h *Handlers) policiesPage(c echo.Context, status int, view views.PoliciesV
 	}
 	view.Requests = askRows(requests)
 	if v.isAdmin() {
-		all := views.AdminPoliciesView{State: c.QueryParam("state"), States: models.PolicyStates, Now: view.Now}
-		rows, next, err := h.store.PolicyList(ctx, v.account.ID, models.PolicyFilter{
+		all := views.AdminPoliciesView{State: c.QueryParam("state"), States: policy.PolicyStates, Now: view.Now}
+		rows, next, err := h.store.PolicyList(ctx, v.account.ID, policy.PolicyFilter{
 			State: all.State, PageSize: adminPoliciesSize, PageToken: c.QueryParam("page"),
 		})
 		if err != nil {
@@ -69,7 +69,7 @@ func (h *Handlers) policiesPage(c echo.Context, status int, view views.PoliciesV
 }
 
 // policyView reads a policy into what the policy screens show.
-func policyView(r models.PolicyRow) views.PolicyView {
+func policyView(r policy.PolicyRow) views.PolicyView {
 	sc := r.ScopeOf()
 	return views.PolicyView{
 		ID: r.ID, ApprovalID: r.ApprovalID, Requester: r.Requester, Device: r.Device,

@@ -13,7 +13,9 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/policy"
 )
 
 // requestPolicy has the scene's agent ask for auto-approve until d from now
@@ -261,7 +263,7 @@ func TestRevokingOnThePolicyPage(t *testing.T) {
 		ctx := context.Background()
 		s := newScene(t, db, nil)
 		reqID, polID := s.enablePolicy(t, time.Hour, nil)
-		bob := join(t, s.env, s.env.Account.ID, models.RoleMember, "bob")
+		bob := join(t, s.env, s.env.Account.ID, core.RoleMember, "bob")
 		active := func(t *testing.T) {
 			t.Helper()
 			st, err := s.env.Store.CurrentPolicy(ctx, s.env.Account.ID)
@@ -313,7 +315,7 @@ func TestRevokingOnThePolicyPage(t *testing.T) {
 				t.Fatal(err)
 			}
 			last := events[len(events)-1]
-			if last.Step != models.StepPolicyRevoked || last.Actor != "bob" || last.ActorKind != models.ActorPerson || !strings.Contains(last.Note, "the docs sprint is over") {
+			if last.Step != policy.StepPolicyRevoked || last.Actor != "bob" || last.ActorKind != asks.ActorPerson || !strings.Contains(last.Note, "the docs sprint is over") {
 				t.Errorf("last event of the enabling ask = %+v", last)
 			}
 			_, doc, _ := page(t, bob, "/policies")
@@ -353,7 +355,7 @@ func TestTheAdminPolicyListIsForAdminsAndFilters(t *testing.T) {
 		if _, st := s.reviewAsk(t, "Read the onboarding doc"); st != "approved" {
 			t.Fatalf("the matching ask is %s", st)
 		}
-		bob := join(t, s.env, s.env.Account.ID, models.RoleMember, "bob")
+		bob := join(t, s.env, s.env.Account.ID, core.RoleMember, "bob")
 
 		t.Run("a member's Policies page has the pending requests and not the list of every policy", func(t *testing.T) {
 			status, _, _ := page(t, bob, "/admin/policies")

@@ -9,7 +9,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/outbox"
 	"github.com/countersign/countersign/views"
 )
 
@@ -41,8 +42,8 @@ func askSignIn(approvalID string) string {
 func (h *Handlers) PushLinkOpen(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
-	if !models.ValidPushLinkApproval(id) {
-		return h.pushLinkRefused(c, id, models.Refuse(models.NotFound, "link", "this link opens nothing: it is not a link to an ask"))
+	if !outbox.ValidPushLinkApproval(id) {
+		return h.pushLinkRefused(c, id, core.Refuse(core.NotFound, "link", "this link opens nothing: it is not a link to an ask"))
 	}
 	if v := viewerOf(c); v != nil {
 		if _, err := h.store.GetApproval(ctx, v.account.ID, id); err == nil {
@@ -61,10 +62,10 @@ func (h *Handlers) PushLinkOpen(c echo.Context) error {
 }
 
 // pushLinkOf reads the live push link this browser holds for the ask id.
-func (h *Handlers) pushLinkOf(c echo.Context, id string) (*models.PushLink, error) {
+func (h *Handlers) pushLinkOf(c echo.Context, id string) (*outbox.PushLink, error) {
 	ck, err := c.Cookie(pushLinkCookie(id))
-	if !models.ValidPushLinkApproval(id) || err != nil || ck.Value == "" {
-		return nil, models.Refuse(models.NotFound, "link", "this browser holds no link to this ask: open it from its notification, or sign in")
+	if !outbox.ValidPushLinkApproval(id) || err != nil || ck.Value == "" {
+		return nil, core.Refuse(core.NotFound, "link", "this browser holds no link to this ask: open it from its notification, or sign in")
 	}
 	return h.store.PushLinkFor(c.Request().Context(), id, ck.Value)
 }
@@ -79,8 +80,8 @@ func (h *Handlers) PushLinkShow(c echo.Context) error {
 		return h.pushLinkRefused(c, id, err)
 	}
 	m, err := h.store.MemberByID(ctx, l.AccountID, l.PersonID)
-	if models.CodeOf(err) == models.NotFound {
-		return h.pushLinkRefused(c, id, models.Refuse(models.PermissionDenied, "link", "the person this link was sent to is no longer a member of the ask's account"))
+	if core.CodeOf(err) == core.NotFound {
+		return h.pushLinkRefused(c, id, core.Refuse(core.PermissionDenied, "link", "the person this link was sent to is no longer a member of the ask's account"))
 	}
 	if err != nil {
 		return err
@@ -138,7 +139,7 @@ func (h *Handlers) PushLinkDecide(c echo.Context) error {
 	// receipt with it.
 	if ck, err := c.Cookie(pushLinkCookie(id)); err == nil {
 		c.SetCookie(&http.Cookie{Name: pushReceiptCookie(id), Value: ck.Value, Path: pushLinkPath(id) + "/done",
-			MaxAge: int(models.PushLinkReceiptLife.Seconds()), HttpOnly: true, Secure: h.secure, SameSite: http.SameSiteLaxMode})
+			MaxAge: int(outbox.PushLinkReceiptLife.Seconds()), HttpOnly: true, Secure: h.secure, SameSite: http.SameSiteLaxMode})
 	}
 	c.SetCookie(&http.Cookie{Name: pushLinkCookie(id), Path: "/", MaxAge: -1, HttpOnly: true, Secure: h.secure, SameSite: http.SameSiteLaxMode})
 	return c.JSON(http.StatusOK, map[string]string{"status": string(decided.Status), "redirect": pushLinkPath(id) + "/done"})
@@ -149,18 +150,18 @@ func (h *Handlers) PushLinkDecide(c echo.Context) error {
 // holds for a while; to anyone else it says only that an answer was signed.
 func (h *Handlers) PushLinkDone(c echo.Context) error {
 	ctx, id := c.Request().Context(), c.Param("id")
-	if !models.ValidPushLinkApproval(id) {
+	if !outbox.ValidPushLinkApproval(id) {
 		id = ""
 	}
 	var receipt *views.Receipt
 	if ck, err := c.Cookie(pushReceiptCookie(id)); id != "" && err == nil && ck.Value != "" {
 		a, l, err := h.store.SpentPushLinkReceipt(ctx, id, ck.Value)
-		if err != nil && models.CodeOf(err) != models.NotFound {
+		if err != nil && core.CodeOf(err) != core.NotFound {
 			return err
 		}
 		if err == nil {
 			m, err := h.store.MemberByID(ctx, l.AccountID, l.PersonID)
-			if err != nil && models.CodeOf(err) != models.NotFound {
+			if err != nil && core.CodeOf(err) != core.NotFound {
 				return err
 			}
 			if m != nil {
@@ -181,11 +182,11 @@ func (h *Handlers) PushLinkDone(c echo.Context) error {
 // pushLinkRefused answers a page that says why the link opens nothing, with
 // the refusal's status (404, 403 or 409), or the refusal itself to a script.
 func (h *Handlers) pushLinkRefused(c echo.Context, id string, err error) error {
-	var refusal *models.Error
+	var refusal *core.Error
 	if wantsJSON(c) || !errors.As(err, &refusal) {
 		return err
 	}
-	if !models.ValidPushLinkApproval(id) {
+	if !outbox.ValidPushLinkApproval(id) {
 		id = ""
 	}
 	return h.render(c, statusOf[refusal.Code], views.PushLinkRefused(h.page(c, "Link refused", ""), refusal.Msg, askSignIn(id)))

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/outbox"
 )
 
 // linkScene is a scene whose pushes reach a local push service: ada, the
@@ -31,10 +32,10 @@ func newLinkScene(t *testing.T, db apptest.Database) *linkScene {
 		t.Fatal(err)
 	}
 	endpoint, p256dh, auth := ps.Subscribe("phone")
-	if _, err := s.env.Store.SavePushSubscription(context.Background(), ada.ID, models.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
+	if _, err := s.env.Store.SavePushSubscription(context.Background(), ada.ID, outbox.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
 		t.Fatal(err)
 	}
-	s.bob = join(t, s.env, s.env.Account.ID, models.RoleOwner, "bob")
+	s.bob = join(t, s.env, s.env.Account.ID, core.RoleOwner, "bob")
 	return s
 }
 
@@ -46,11 +47,11 @@ func (s *linkScene) pushedLink(t *testing.T, id string) string {
 		if !ok {
 			t.Fatalf("no push for %s arrived", id)
 		}
-		var m models.PushMessage
+		var m outbox.PushMessage
 		if err := json.Unmarshal(d.Plaintext, &m); err != nil {
 			t.Fatal(err)
 		}
-		if m.Event == models.PushAsk && m.ApprovalID == id {
+		if m.Event == outbox.PushAsk && m.ApprovalID == id {
 			if !strings.HasPrefix(m.URL, "/link/"+id+"/pl_") {
 				t.Fatalf("the push of %s opens %q, want its one-time link", id, m.URL)
 			}
@@ -206,9 +207,9 @@ func TestAPushLinkDecidesItsAskWithOnePasskeyPromptOnceAndNothingElse(t *testing
 				strings.Contains(body, `data-testid="receipt"`) {
 				t.Errorf("the done page in another browser: HTTP %d, want 200 showing nothing of the ask", status)
 			}
-			s.clock.advance(models.PushLinkReceiptLife)
+			s.clock.advance(outbox.PushLinkReceiptLife)
 			if status, body, _ := openPage(t, phone, "/link/"+id+"/done"); status != http.StatusOK || strings.Contains(body, "Merge acme/web#") {
-				t.Errorf("the done page %s after the answer: HTTP %d, want 200 showing nothing of the ask", models.PushLinkReceiptLife, status)
+				t.Errorf("the done page %s after the answer: HTTP %d, want 200 showing nothing of the ask", outbox.PushLinkReceiptLife, status)
 			}
 		})
 
@@ -241,7 +242,7 @@ func TestAPushLinkExpiresAfterFifteenMinutesAndNeverOutlivesItsAsk(t *testing.T)
 		t.Fatalf("opening the link: HTTP %d", status)
 	}
 
-	s.clock.advance(models.PushLinkLife - time.Second)
+	s.clock.advance(outbox.PushLinkLife - time.Second)
 	if status, _, _ := openPage(t, phone, "/link/"+opened); status != http.StatusOK {
 		t.Fatalf("the link a second before its 15 minutes: HTTP %d, want 200", status)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // Renewals allowed per client address: a browser rotates its subscription
@@ -36,7 +36,7 @@ func (h *Handlers) PushRenew(c echo.Context) error {
 		return err
 	}
 	if in.OldEndpoint == "" || in.OldAuth == "" {
-		return models.Invalid("old_endpoint", "name the old subscription's endpoint and auth secret")
+		return core.Invalid("old_endpoint", "name the old subscription's endpoint and auth secret")
 	}
 	sub, err := h.subscription(in.Subscription, "subscription.endpoint")
 	if err != nil {
@@ -60,7 +60,7 @@ func (h *Handlers) renewLimits() []echo.MiddlewareFunc {
 			return h.clientKey(c.Request()), nil
 		},
 		DenyHandler: func(echo.Context, string, error) error {
-			return models.Refuse(models.ResourceExhausted, "", "too many subscription renewals from this address; try again in a minute")
+			return core.Refuse(core.ResourceExhausted, "", "too many subscription renewals from this address; try again in a minute")
 		},
 	})}
 }

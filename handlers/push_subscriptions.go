@@ -8,7 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/outbox"
 	"github.com/countersign/countersign/push"
 )
 
@@ -27,11 +28,11 @@ type subscriptionJSON struct {
 
 // subscription checks that the endpoint is on a push service we post to
 // (never an address a client picked) and returns the row to store.
-func (h *Handlers) subscription(in subscriptionJSON, field string) (models.PushSubscription, error) {
+func (h *Handlers) subscription(in subscriptionJSON, field string) (outbox.PushSubscription, error) {
 	if !push.Allowed(in.Endpoint, h.push.AllowedHosts) {
-		return models.PushSubscription{}, models.Invalid(field, "the endpoint is not on a known push service (Apple, Google, Mozilla or Microsoft)")
+		return outbox.PushSubscription{}, core.Invalid(field, "the endpoint is not on a known push service (Apple, Google, Mozilla or Microsoft)")
 	}
-	return models.PushSubscription{Endpoint: in.Endpoint, P256dh: in.Keys.P256dh, Auth: in.Keys.Auth}, nil
+	return outbox.PushSubscription{Endpoint: in.Endpoint, P256dh: in.Keys.P256dh, Auth: in.Keys.Auth}, nil
 }
 
 // pushSubscribed is the answer to a subscription: the stored row, as the
@@ -72,7 +73,7 @@ func (h *Handlers) PushUnsubscribe(c echo.Context) error {
 		return err
 	}
 	if in.Endpoint == "" {
-		return models.Invalid("endpoint", "name the subscription's endpoint")
+		return core.Invalid("endpoint", "name the subscription's endpoint")
 	}
 	if err := h.store.DeletePushSubscription(c.Request().Context(), viewerOf(c).member.ID, in.Endpoint); err != nil {
 		return err

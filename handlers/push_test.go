@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/outbox"
+	"github.com/countersign/countersign/models/people"
 )
 
 const iPhoneSafari = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1"
@@ -26,8 +28,8 @@ type pushWorld struct {
 	env    *apptest.Env
 	ps     *apptest.PushService
 	agent  string // the agent's token
-	owner  *models.Member
-	member *models.Member
+	owner  *people.Member
+	member *people.Member
 }
 
 func newPushWorld(t *testing.T, db apptest.Database) *pushWorld {
@@ -36,8 +38,8 @@ func newPushWorld(t *testing.T, db apptest.Database) *pushWorld {
 	env := apptest.Start(t, db, map[string]string{"COUNTERSIGN_PUSH_ALLOWED_HOSTS": ps.Host(), "COUNTERSIGN_PUSH_RETRY": "10ms"})
 	_, token := env.Agent(env.Account.ID, "bot")
 	return &pushWorld{env: env, ps: ps, agent: token,
-		owner:  env.Member(env.Account.ID, "ada", models.RoleOwner),
-		member: env.Member(env.Account.ID, "bob", models.RoleMember)}
+		owner:  env.Member(env.Account.ID, "ada", core.RoleOwner),
+		member: env.Member(env.Account.ID, "bob", core.RoleMember)}
 }
 
 // subscriptionOf is the PushSubscription.toJSON() a browser posts.
@@ -112,7 +114,7 @@ func renew(t *testing.T, env *apptest.Env, body any, header http.Header) jsonAns
 	return a
 }
 
-func pushRows(t *testing.T, env *apptest.Env, personID string) []models.PushSubscription {
+func pushRows(t *testing.T, env *apptest.Env, personID string) []outbox.PushSubscription {
 	t.Helper()
 	subs, err := env.Store.PushSubscriptions(context.Background(), personID)
 	if err != nil {
@@ -131,13 +133,13 @@ func allPushRows(t *testing.T, env *apptest.Env) int64 {
 }
 
 // nextPush waits for the next push the local service decrypted.
-func (w *pushWorld) nextPush(t *testing.T) (apptest.Delivery, models.PushMessage) {
+func (w *pushWorld) nextPush(t *testing.T) (apptest.Delivery, outbox.PushMessage) {
 	t.Helper()
 	d, ok := w.ps.Next(10 * time.Second)
 	if !ok {
 		t.Fatalf("no push arrived within 10 s; %d taken so far", len(w.ps.Deliveries()))
 	}
-	var m models.PushMessage
+	var m outbox.PushMessage
 	if err := json.Unmarshal(d.Plaintext, &m); err != nil {
 		t.Fatalf("push body %q is not JSON: %v", d.Plaintext, err)
 	}
@@ -258,7 +260,7 @@ func TestPushCallsNeedTheCSRFTokenAndASession(t *testing.T) {
 	w := newPushWorld(t, apptest.SQLite)
 	b := signIn(t, w.env, w.owner)
 	endpoint, p256dh, auth := w.ps.Subscribe("phone")
-	if _, err := w.env.Store.SavePushSubscription(context.Background(), w.owner.ID, models.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
+	if _, err := w.env.Store.SavePushSubscription(context.Background(), w.owner.ID, outbox.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
 		t.Fatal(err)
 	}
 	other, _, _ := w.ps.Subscribe("mac")
@@ -339,11 +341,11 @@ func TestATestPushReachesEveryDeviceOfThePerson(t *testing.T) {
 		for range 2 {
 			d, m := w.nextPush(t)
 			seen[d.Device] = true
-			want := models.PushMessage{Event: models.PushTest, Title: "Countersign test: notifications work", URL: "/devices",
-				WebPush: models.DeclarativeWebPush}
+			want := outbox.PushMessage{Event: outbox.PushTest, Title: "Countersign test: notifications work", URL: "/devices",
+				WebPush: outbox.DeclarativeWebPush}
 			n := m.Notification
 			m.Notification = nil
-			if m != want || n == nil || *n != (models.DeclarativeNotification{Title: want.Title, Body: "Notifications work on this device.", Tag: "countersign-test", Navigate: w.env.App.Config.BaseURL + "/devices"}) {
+			if m != want || n == nil || *n != (outbox.DeclarativeNotification{Title: want.Title, Body: "Notifications work on this device.", Tag: "countersign-test", Navigate: w.env.App.Config.BaseURL + "/devices"}) {
 				t.Errorf("%s got %+v with the declarative notification %+v, want %+v", d.Device, m, n, want)
 			}
 		}
@@ -381,7 +383,7 @@ func TestTheDevicesPageShowsADevicesFailedTries(t *testing.T) {
 		t.Fatalf("test push: %d %s", a.status, a.raw)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	var row models.PushSubscription
+	var row outbox.PushSubscription
 	for row = pushRows(t, w.env, w.owner.ID)[0]; row.Failures < 2; row = pushRows(t, w.env, w.owner.ID)[0] {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d failures recorded within 10 s of 503 answers, want 2", row.Failures)
@@ -468,7 +470,7 @@ func TestTheServiceWorkerRenewsARotatedSubscriptionWithTheOldAuthSecret(t *testi
 		if a := b.postJSON("/push/test", "test", map[string]string{}, true); a.status != http.StatusOK {
 			t.Fatalf("test push: %d %s", a.status, a.raw)
 		}
-		if d, m := w.nextPush(t); d.Device != "phone-rotated" || m.Event != models.PushTest {
+		if d, m := w.nextPush(t); d.Device != "phone-rotated" || m.Event != outbox.PushTest {
 			t.Errorf("the test push went to %s as %+v, want phone-rotated", d.Device, m)
 		}
 		if n := w.ps.Requests("phone"); n != 0 {
@@ -521,7 +523,7 @@ func TestAnAskFiledOverMCPReachesTheSubscribedBrowser(t *testing.T) {
 			t.Fatalf("the phone's push opens %q (declarative %+v), want the ask's one-time link", m.URL, m.Notification)
 		}
 		m.URL, m.Notification = "", nil
-		want := models.PushMessage{Event: models.PushAsk, ApprovalID: id, Title: title, WebPush: models.DeclarativeWebPush}
+		want := outbox.PushMessage{Event: outbox.PushAsk, ApprovalID: id, Title: title, WebPush: outbox.DeclarativeWebPush}
 		if d.Device != "phone" || m != want {
 			t.Fatalf("the phone got %+v on %s, want %+v", m, d.Device, want)
 		}

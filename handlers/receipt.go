@@ -8,7 +8,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/ask"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/views"
 )
 
@@ -40,7 +41,7 @@ func (h *Handlers) ApprovalReceipt(c echo.Context) error {
 // receiptOf is the receipt of m's answer on a: ok is false when m signed
 // no answer on it that stands (it is open for them, or someone else
 // decided it).
-func (h *Handlers) receiptOf(ctx context.Context, a *models.Approval, m *models.Member) (views.Receipt, bool, error) {
+func (h *Handlers) receiptOf(ctx context.Context, a *asks.Approval, m *people.Member) (views.Receipt, bool, error) {
 	r := views.Receipt{ApprovalID: a.ID, Title: a.Title, At: h.store.Now(), Check: "your passkey's signature over the ask's payload, SHA-256 " + a.PayloadSHA256[:min(12, len(a.PayloadSHA256))] + "…"}
 	if a.DecidedAt != nil {
 		r.At = *a.DecidedAt
@@ -57,20 +58,20 @@ func (h *Handlers) receiptOf(ctx context.Context, a *models.Approval, m *models.
 		return r, false, nil
 	}
 	switch a.Status {
-	case models.StatusApproved, models.StatusInProgress, models.StatusDone, models.StatusFailed:
+	case asks.StatusApproved, asks.StatusInProgress, asks.StatusDone, asks.StatusFailed:
 		r.Verdict, r.Tone = "Approved", "approved"
 		if ask.NeedsCheckCode(a.Kind, a.Payload) {
 			r.Check = "the check code " + ask.CheckCode(a.PayloadSHA256) + " and " + r.Check
 		}
-		if a.Kind == models.KindDecision && a.Note != "" {
+		if a.Kind == asks.KindDecision && a.Note != "" {
 			r.Verdict = "Approved: " + a.Note
 		}
-	case models.StatusDenied:
+	case asks.StatusDenied:
 		r.Verdict, r.Tone = "Denied", "denied"
-		if a.Decision == string(models.VerdictNotMine) {
+		if a.Decision == string(asks.VerdictNotMine) {
 			r.Verdict = "Denied as not yours"
 		}
-	case models.StatusPending:
+	case asks.StatusPending:
 		if a.Requirement == nil {
 			return r, false, nil
 		}

@@ -3,14 +3,14 @@ package handlers
 import (
 	"errors"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // refusalOf returns the message and HTTP status of a refusal, so a page can
 // show it where the person acted; ok is false for any other error, which the
 // error handler answers.
 func refusalOf(err error) (msg string, status int, ok bool) {
-	var r *models.Error
+	var r *core.Error
 	if !errors.As(err, &r) {
 		return "", 0, false
 	}

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
 )
 
 // pageOf fetches an HTML page in b and parses it.
@@ -50,7 +50,7 @@ func requestScene(t *testing.T, db apptest.Database) (s *scene, itemID, session 
 			t.Fatal(err)
 		}
 	}
-	it, err := s.env.Store.AddItem(ctx, s.env.Account.ID, "doing", "Fix <b>login</b>", "", models.ActorPerson, "ada")
+	it, err := s.env.Store.AddItem(ctx, s.env.Account.ID, "doing", "Fix <b>login</b>", "", asks.ActorPerson, "ada")
 	if err != nil {
 		t.Fatal(err)
 	}

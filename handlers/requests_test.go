@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // logLines is a JSON log kept in memory, safe for the server's goroutines.
@@ -125,7 +125,7 @@ func TestAClientThatGoesAwayIsNotAServerError(t *testing.T) {
 		"kind": "review", "title": "Read this", "approve_means": "I go on", "deny_means": "I stop",
 		"payload": map[string]any{"review": map[string]any{"url": "https://example.com/doc"}},
 	})
-	owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+	owner := env.Member(env.Account.ID, "ada", core.RoleOwner)
 	browser := signIn(t, env, owner).client
 	// The live timeline streams until the client leaves.
 	ctx, cancel := context.WithCancel(context.Background())

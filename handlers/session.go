@@ -6,7 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/views"
 )
 
@@ -17,8 +18,8 @@ const (
 
 // viewer is the signed-in person, as a member of the account they use.
 type viewer struct {
-	member  *models.Member
-	account *models.Account
+	member  *people.Member
+	account *people.Account
 	token   string
 }
 
@@ -28,7 +29,7 @@ func (v *viewer) view() *views.Viewer {
 }
 
 func (v *viewer) isAdmin() bool {
-	return v.member.Role == models.RoleOwner || v.member.Role == models.RoleAdmin
+	return v.member.Role == core.RoleOwner || v.member.Role == core.RoleAdmin
 }
 
 func viewerOf(c echo.Context) *viewer {
@@ -46,7 +47,7 @@ func (h *Handlers) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx := c.Request().Context()
 		ws, err := h.store.SessionByToken(ctx, ck.Value)
 		if err != nil {
-			if models.CodeOf(err) == "" {
+			if core.CodeOf(err) == "" {
 				return err
 			}
 			h.clearSession(c)
@@ -54,7 +55,7 @@ func (h *Handlers) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		m, err := h.store.MemberByID(ctx, ws.AccountID, ws.PersonID)
 		if err != nil {
-			if models.CodeOf(err) == "" {
+			if core.CodeOf(err) == "" {
 				return err
 			}
 			_ = h.store.DeleteSession(ctx, ck.Value)
@@ -85,7 +86,7 @@ func (h *Handlers) startSession(c echo.Context, personID, accountID string) erro
 		return err
 	}
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
-		Secure: h.secure, MaxAge: int(models.SessionAbsolute.Seconds())})
+		Secure: h.secure, MaxAge: int(people.SessionAbsolute.Seconds())})
 	c.Set(csrfKey, sessionCSRF(token))
 	c.Response().Header().Set(csrfHeader, sessionCSRF(token))
 	return nil
@@ -113,7 +114,7 @@ func (h *Handlers) requirePerson(next echo.HandlerFunc) echo.HandlerFunc {
 func (h *Handlers) requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if !viewerOf(c).isAdmin() {
-			return models.Refuse(models.PermissionDenied, "", "only owners and admins of this account can do this")
+			return core.Refuse(core.PermissionDenied, "", "only owners and admins of this account can do this")
 		}
 		return next(c)
 	}

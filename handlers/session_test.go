@@ -12,7 +12,8 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/rules"
 )
 
 // signedIn says whether b's session still opens the inbox.
@@ -34,8 +35,8 @@ func TestASessionEndsWhenIdle(t *testing.T) {
 	env := apptest.Start(t, apptest.SQLite, map[string]string{"COUNTERSIGN_SESSION_IDLE_WEB": "10m"})
 	var skew atomic.Int64
 	env.Store.SetClock(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })
-	ada := signIn(t, env, env.Member(env.Account.ID, "ada", models.RoleOwner))
-	bob := signIn(t, env, env.Member(env.Account.ID, "bob", models.RoleMember))
+	ada := signIn(t, env, env.Member(env.Account.ID, "ada", core.RoleOwner))
+	bob := signIn(t, env, env.Member(env.Account.ID, "bob", core.RoleMember))
 	for _, step := range []time.Duration{8 * time.Minute, 8 * time.Minute} {
 		skew.Add(int64(step))
 		if !ada.signedIn() {
@@ -76,7 +77,7 @@ func TestARemovedMembersStreamCloses(t *testing.T) {
 		f := newFixture(t, db)
 		// The removal is made at once: the rule that asks two people for it
 		// is off (TestWhoDecidesIsChangedOnlyByTwoPeople has it on).
-		if err := f.env.Store.RemoveRule(context.Background(), f.env.Account.ID, models.RuleMemberChange, "cli:test"); err != nil {
+		if err := f.env.Store.RemoveRule(context.Background(), f.env.Account.ID, rules.RuleMemberChange, "cli:test"); err != nil {
 			t.Fatal(err)
 		}
 		ask := f.ask(t, "Watched", "bob")

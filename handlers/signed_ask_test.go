@@ -10,7 +10,9 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/rules"
 )
 
 // answerIDs are the test ids of every way the ask page offers to answer.
@@ -34,13 +36,13 @@ func TestTheAskPageShowsASignerTheirApprovalInPlaceOfTheAnswers(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		env := apptest.StartWeb(t, db, nil)
-		ada := env.Join(env.Account.ID, models.RoleOwner, "ada")
-		bob := env.Join(env.Account.ID, models.RoleAdmin, "bob")
-		carol := env.Join(env.Account.ID, models.RoleMember, "carol")
-		dan := env.Join(env.Account.ID, models.RoleMember, "dan")
-		if _, err := env.Store.SetRule(ctx, env.Account.ID, "reviews", models.RuleSpec{Name: "two reviewers merge a pull request",
-			Kinds: []string{models.KindPullRequest}, Count: 2,
-			Pool: models.Pool{Kind: models.PoolGroup, Group: "reviewers", People: []string{"ada", "bob", "carol"}}}, "cli:test"); err != nil {
+		ada := env.Join(env.Account.ID, core.RoleOwner, "ada")
+		bob := env.Join(env.Account.ID, core.RoleAdmin, "bob")
+		carol := env.Join(env.Account.ID, core.RoleMember, "carol")
+		dan := env.Join(env.Account.ID, core.RoleMember, "dan")
+		if _, err := env.Store.SetRule(ctx, env.Account.ID, "reviews", rules.RuleSpec{Name: "two reviewers merge a pull request",
+			Kinds: []string{asks.KindPullRequest}, Count: 2,
+			Pool: rules.Pool{Kind: rules.PoolGroup, Group: "reviewers", People: []string{"ada", "bob", "carol"}}}, "cli:test"); err != nil {
 			t.Fatal(err)
 		}
 		_, token := env.Agent(env.Account.ID, "bot")

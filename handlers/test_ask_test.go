@@ -9,17 +9,19 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 // testAsks are the open test asks of the account, by id.
-func testAsks(t *testing.T, env *apptest.Env) map[string]models.Approval {
+func testAsks(t *testing.T, env *apptest.Env) map[string]asks.Approval {
 	t.Helper()
-	var asks []models.Approval
-	if err := env.Store.DB().Where("account_id = ? AND title = ?", env.Account.ID, models.TestAskTitle).Find(&asks).Error; err != nil {
+	var list []asks.Approval
+	if err := env.Store.DB().Where("account_id = ? AND title = ?", env.Account.ID, models.TestAskTitle).Find(&list).Error; err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]models.Approval{}
-	for _, a := range asks {
+	out := map[string]asks.Approval{}
+	for _, a := range list {
 		out[a.ID] = a
 	}
 	return out
@@ -29,7 +31,7 @@ func TestSendMeATestAskFilesOneHarmlessAskFromTheServiceAndItsReceiptFollowsTheA
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := newScene(t, db, nil)
 		ada := s.owner
-		bob := join(t, s.env, s.env.Account.ID, models.RoleMember, "bob")
+		bob := join(t, s.env, s.env.Account.ID, core.RoleMember, "bob")
 
 		t.Run("without the CSRF token nothing is filed", func(t *testing.T) {
 			b := ada.For(t)
@@ -53,8 +55,8 @@ func TestSendMeATestAskFilesOneHarmlessAskFromTheServiceAndItsReceiptFollowsTheA
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.Kind != models.KindDecision || a.Title != models.TestAskTitle || a.RequesterSubject != "agent:"+models.ServiceAgentName ||
-			a.AskedOf != "ada" || a.Status != models.StatusPending {
+		if a.Kind != asks.KindDecision || a.Title != models.TestAskTitle || a.RequesterSubject != "agent:"+models.ServiceAgentName ||
+			a.AskedOf != "ada" || a.Status != asks.StatusPending {
 			t.Fatalf("the test ask is kind %q title %q from %q asked of %q, %s; want a pending decision titled as a test, from the test agent, asked of ada",
 				a.Kind, a.Title, a.RequesterSubject, a.AskedOf, a.Status)
 		}
@@ -88,7 +90,7 @@ func TestSendMeATestAskFilesOneHarmlessAskFromTheServiceAndItsReceiptFollowsTheA
 		}
 
 		t.Run("nobody else sees a receipt of ada's answer", func(t *testing.T) {
-			other := join(t, s.env, s.env.Account.ID, models.RoleAdmin, "ali")
+			other := join(t, s.env, s.env.Account.ID, core.RoleAdmin, "ali")
 			if r := other.Page("/approvals/" + id + "/receipt"); r.Status != http.StatusSeeOther || r.Header.Get("Location") != "/approvals/"+url.PathEscape(id) {
 				t.Errorf("ali opens ada's receipt: %s, want 303 to the ask", r)
 			}

@@ -17,6 +17,9 @@ import (
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // browser is a person's browser: a cookie jar signed in to the service, and
@@ -32,7 +35,7 @@ var csrfMeta = regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)"`)
 
 // signIn opens a browser for m: it fetches the sign-in page for the CSRF
 // cookie and token, then holds a session made in the store.
-func signIn(t *testing.T, env *apptest.Env, m *models.Member) *browser {
+func signIn(t *testing.T, env *apptest.Env, m *people.Member) *browser {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	b := &browser{t: t, env: env, client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
@@ -105,12 +108,12 @@ func (b *browser) post(path string, form url.Values, withCSRF bool) (*http.Respo
 // fixture is an account with an agent and people of each role.
 type fixture struct {
 	env    *apptest.Env
-	agent  *models.Agent
+	agent  *people.Agent
 	token  string
-	owner  *models.Member // ada
-	admin  *models.Member // ali
-	member *models.Member // bob
-	other  *models.Member // cy, a member too
+	owner  *people.Member // ada
+	admin  *people.Member // ali
+	member *people.Member // bob
+	other  *people.Member // cy, a member too
 }
 
 func newFixture(t *testing.T, db apptest.Database) *fixture {
@@ -124,23 +127,23 @@ func newFixtureOpened(t *testing.T, db apptest.Database, opened func(*app.App)) 
 	agent, token := env.Agent(env.Account.ID, "bot")
 	return &fixture{
 		env: env, agent: agent, token: token,
-		owner:  env.Member(env.Account.ID, "ada", models.RoleOwner),
-		admin:  env.Member(env.Account.ID, "ali", models.RoleAdmin),
-		member: env.Member(env.Account.ID, "bob", models.RoleMember),
-		other:  env.Member(env.Account.ID, "cy", models.RoleMember),
+		owner:  env.Member(env.Account.ID, "ada", core.RoleOwner),
+		admin:  env.Member(env.Account.ID, "ali", core.RoleAdmin),
+		member: env.Member(env.Account.ID, "bob", core.RoleMember),
+		other:  env.Member(env.Account.ID, "cy", core.RoleMember),
 	}
 }
 
 // ask files a review ask of the fixture's agent, asked of askedOf.
-func (f *fixture) ask(t *testing.T, title, askedOf string) *models.Approval {
+func (f *fixture) ask(t *testing.T, title, askedOf string) *asks.Approval {
 	t.Helper()
 	return fileAsk(t, f.env, f.agent, title, askedOf)
 }
 
-func fileAsk(t *testing.T, env *apptest.Env, agent *models.Agent, title, askedOf string) *models.Approval {
+func fileAsk(t *testing.T, env *apptest.Env, agent *people.Agent, title, askedOf string) *asks.Approval {
 	t.Helper()
 	a, err := env.Store.CreateApproval(context.Background(), models.NewAsk{
-		Requester: agent, Kind: models.KindReview, Title: title, Summary: "Read the design review.",
+		Requester: agent, Kind: asks.KindReview, Title: title, Summary: "Read the design review.",
 		ApproveMeans: "I merge the design", DenyMeans: "The design waits", AgentLabel: "design bot", AskedOf: askedOf,
 		Payload: json.RawMessage(`{"review":{"url":"https://review.example.com/r/1"}}`),
 	})

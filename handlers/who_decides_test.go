@@ -9,7 +9,10 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/rules"
 )
 
 // whoDecides is an account under the built-in rules with two people who
@@ -23,18 +26,18 @@ type whoDecides struct {
 func newWhoDecides(t *testing.T, db apptest.Database) *whoDecides {
 	t.Helper()
 	env := apptest.StartWeb(t, db, nil)
-	s := &whoDecides{env: env, ada: env.Join(env.Account.ID, models.RoleOwner, "ada"),
-		bob: env.Join(env.Account.ID, models.RoleAdmin, "bob"), cy: env.Join(env.Account.ID, models.RoleMember, "cy")}
+	s := &whoDecides{env: env, ada: env.Join(env.Account.ID, core.RoleOwner, "ada"),
+		bob: env.Join(env.Account.ID, core.RoleAdmin, "bob"), cy: env.Join(env.Account.ID, core.RoleMember, "cy")}
 	_, token := env.Agent(env.Account.ID, "release-bot")
 	s.agent = env.Connect(token)
 	return s
 }
 
 // member is the member subject of the account, nil once they are none.
-func (s *whoDecides) member(t *testing.T, subject string) *models.Member {
+func (s *whoDecides) member(t *testing.T, subject string) *people.Member {
 	t.Helper()
 	m, err := s.env.Store.MemberBySubject(context.Background(), s.env.Account.ID, subject)
-	if models.CodeOf(err) == models.NotFound {
+	if core.CodeOf(err) == core.NotFound {
 		return nil
 	}
 	if err != nil {
@@ -67,8 +70,8 @@ func (s *whoDecides) wantWaiting(t *testing.T, what, id string) {
 		t.Fatal(err)
 	}
 	req := a.RequirementOf()
-	if a.Kind != models.KindMemberChange || a.Status != models.StatusPending || req == nil || req.RuleID != models.RuleMemberChange || req.Count != 2 {
-		t.Fatalf("%s: the ask is %s %s under %+v; want a pending member_change needing 2 under %s", what, a.Kind, a.Status, req, models.RuleMemberChange)
+	if a.Kind != asks.KindMemberChange || a.Status != asks.StatusPending || req == nil || req.RuleID != rules.RuleMemberChange || req.Count != 2 {
+		t.Fatalf("%s: the ask is %s %s under %+v; want a pending member_change needing 2 under %s", what, a.Kind, a.Status, req, rules.RuleMemberChange)
 	}
 }
 
@@ -109,7 +112,7 @@ func TestWhoDecidesIsChangedOnlyByTwoPeople(t *testing.T) {
 			if r := newcomer.AcceptInvite(token, "dee"); r.Status != http.StatusOK {
 				t.Fatalf("dee accepts the invite both signed: %s", r)
 			}
-			if m := s.member(t, "dee"); m == nil || m.Role != models.RoleOwner {
+			if m := s.member(t, "dee"); m == nil || m.Role != core.RoleOwner {
 				t.Fatalf("dee is %+v, want an owner", m)
 			}
 		})
@@ -118,11 +121,11 @@ func TestWhoDecidesIsChangedOnlyByTwoPeople(t *testing.T) {
 			cy := s.member(t, "cy")
 			id := s.memberChange(t, "ada makes cy an admin", s.ada.PostForm("/admin/members/"+cy.ID+"/role", url.Values{"role": {"admin"}}))
 			sign(t, "ada", s.ada, id)
-			if m := s.member(t, "cy"); m.Role != models.RoleMember {
+			if m := s.member(t, "cy"); m.Role != core.RoleMember {
 				t.Fatalf("after ada's signature alone cy is %s, want member", m.Role)
 			}
 			sign(t, "bob", s.bob, id)
-			if m := s.member(t, "cy"); m.Role != models.RoleAdmin {
+			if m := s.member(t, "cy"); m.Role != core.RoleAdmin {
 				t.Fatalf("after both signatures cy is %s, want admin", m.Role)
 			}
 		})
@@ -157,7 +160,7 @@ func TestWhoDecidesIsChangedOnlyByTwoPeople(t *testing.T) {
 		})
 
 		t.Run("an invite accepted in a browser signed in as ada is not a second person", func(t *testing.T) {
-			token, _, err := s.env.Store.CreateInvite(ctx, models.NewInvite{AccountID: s.env.Account.ID, Role: models.RoleOwner, By: models.OperatorInviter("cli")})
+			token, _, err := s.env.Store.CreateInvite(ctx, people.NewInvite{AccountID: s.env.Account.ID, Role: core.RoleOwner, By: people.OperatorInviter("cli")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +172,7 @@ func TestWhoDecidesIsChangedOnlyByTwoPeople(t *testing.T) {
 			if r := s.ada.AcceptInvite(token, "ada-travel"); r.Status != http.StatusConflict || !strings.Contains(r.String(), "signed in as ada") {
 				t.Fatalf("ada accepts an owner invite as ada-travel: %s; want 409 saying she is ada", r)
 			}
-			if _, err := s.env.Store.PersonBySubject(ctx, "ada-travel"); models.CodeOf(err) != models.NotFound {
+			if _, err := s.env.Store.PersonBySubject(ctx, "ada-travel"); core.CodeOf(err) != core.NotFound {
 				t.Fatalf("ada-travel was made: %v", err)
 			}
 			if _, err := s.env.Store.InviteByToken(ctx, token); err != nil {
@@ -181,8 +184,8 @@ func TestWhoDecidesIsChangedOnlyByTwoPeople(t *testing.T) {
 
 func TestWhereOnlyOnePersonDecidesAMemberChangeHappensAtOnce(t *testing.T) {
 	env := apptest.StartWeb(t, apptest.SQLite, nil)
-	ada := env.Join(env.Account.ID, models.RoleOwner, "ada")
-	env.Join(env.Account.ID, models.RoleMember, "cy")
+	ada := env.Join(env.Account.ID, core.RoleOwner, "ada")
+	env.Join(env.Account.ID, core.RoleMember, "cy")
 	cy, err := env.Store.MemberBySubject(context.Background(), env.Account.ID, "cy")
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +194,7 @@ func TestWhereOnlyOnePersonDecidesAMemberChangeHappensAtOnce(t *testing.T) {
 		!strings.HasPrefix(r.Header.Get("Location"), "/admin/members") {
 		t.Fatalf("ada, the only owner or admin, makes cy an admin: %s (Location %q); want it made at once", r, r.Header.Get("Location"))
 	}
-	if m, _ := env.Store.MemberByID(context.Background(), env.Account.ID, cy.ID); m == nil || m.Role != models.RoleAdmin {
+	if m, _ := env.Store.MemberByID(context.Background(), env.Account.ID, cy.ID); m == nil || m.Role != core.RoleAdmin {
 		t.Fatalf("cy is %+v, want an admin", m)
 	}
 	// Now two decide: taking cy back out is an ask.

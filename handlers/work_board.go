@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/work"
 	"github.com/countersign/countersign/views"
 )
 
@@ -27,7 +27,7 @@ func (h *Handlers) workBoardPage(c echo.Context, status int, refusal string) err
 }
 
 // boardColumns groups the board's items under their columns, in order.
-func boardColumns(b *models.Board) []views.WorkColumn {
+func boardColumns(b *work.Board) []views.WorkColumn {
 	cols := make([]views.WorkColumn, len(b.Columns))
 	at := make(map[string]int, len(b.Columns))
 	for i, c := range b.Columns {
@@ -42,7 +42,7 @@ func boardColumns(b *models.Board) []views.WorkColumn {
 	return cols
 }
 
-func workItemView(it *models.WorkItem) views.WorkItem {
+func workItemView(it *work.WorkItem) views.WorkItem {
 	return views.WorkItem{ID: it.ID, Title: it.Title, Description: it.Description, Column: it.ColumnKey}
 }
 

@@ -10,7 +10,8 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 // columnOf is the column an item is in now.
@@ -171,7 +172,7 @@ func TestTheWorkBoardPage(t *testing.T) {
 				"proposal": map[string]any{"mode": "command", "command": map[string]any{"method": "work_move",
 					"input": map[string]any{"itemId": itemID, "columnKey": "doing"}}}, "idempotencyKey": "k"})
 			id := req["approvalId"].(string)
-			if _, err := f.env.Store.Decide(ctx, f.env.Account.ID, id, f.owner, models.Decision{Verdict: models.VerdictApprove}); err != nil {
+			if _, err := f.env.Store.Decide(ctx, f.env.Account.ID, id, f.owner, asks.Decision{Verdict: asks.VerdictApprove}); err != nil {
 				t.Fatal(err)
 			}
 			_, body := bob.get("/work/items/" + itemID)
@@ -189,7 +190,7 @@ func TestTheWorkBoardPage(t *testing.T) {
 			if _, err := f.env.Store.AddColumn(ctx, acct.ID, "done", "Done"); err != nil {
 				t.Fatal(err)
 			}
-			eve := signIn(t, f.env, f.env.Member(acct.ID, "eve", models.RoleOwner))
+			eve := signIn(t, f.env, f.env.Member(acct.ID, "eve", core.RoleOwner))
 			if res, body := eve.get("/work/items/" + itemID); res.StatusCode != http.StatusNotFound || strings.Contains(body, "Fix sign-in") {
 				t.Fatalf("GET another account's item: %d", res.StatusCode)
 			}
@@ -248,7 +249,7 @@ func TestTheSessionsPageListsWaitingSessionsFirst(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, body = signIn(t, f.env, f.env.Member(acct.ID, "eve", models.RoleOwner)).get("/sessions")
+		_, body = signIn(t, f.env, f.env.Member(acct.ID, "eve", core.RoleOwner)).get("/sessions")
 		if strings.Contains(body, waiting) || strings.Contains(body, "just working") {
 			t.Fatal("another account's sessions are shown")
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // decodeArguments reads a tool's arguments into In. They must be one JSON
@@ -39,7 +39,7 @@ func decodeArguments[In any](raw json.RawMessage, input *inputSchema) (In, error
 		}
 	}
 	if err != nil || v == nil { // a map that failed part way may hold the rest
-		return in, models.Invalid("", "the arguments must be a JSON object")
+		return in, core.Invalid("", "the arguments must be a JSON object")
 	}
 	if err := nullMembers(v, input.resolved.Schema()); err != nil {
 		return in, err
@@ -50,15 +50,15 @@ func decodeArguments[In any](raw json.RawMessage, input *inputSchema) (In, error
 			if m := schemaField.FindStringSubmatch(err.Error()); m != nil {
 				field = m[1] + m[2] + m[3]
 			}
-			return in, models.Invalid(field, "validating \"arguments\": %v", err)
+			return in, core.Invalid(field, "validating \"arguments\": %v", err)
 		}
 	}
 	if err = json.Unmarshal(raw, &in); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
-			return in, models.Invalid(typeErr.Field, "must be %s, not %s", jsonKind(typeErr.Type.Kind()), typeErr.Value)
+			return in, core.Invalid(typeErr.Field, "must be %s, not %s", jsonKind(typeErr.Type.Kind()), typeErr.Value)
 		}
-		return in, models.Invalid("", "%v", err)
+		return in, core.Invalid("", "%v", err)
 	}
 	return in, nil
 }
@@ -151,9 +151,9 @@ func nullMembersAt(path string, args map[string]any, schema *jsonschema.Schema) 
 		}
 		want := schemaKind(prop)
 		if slices.Contains(schema.Required, name) {
-			return models.Invalid(field, "must be %s, not null", want)
+			return core.Invalid(field, "must be %s, not null", want)
 		}
-		return models.Invalid(field, "must be %s, not null: leave an optional member out instead", want)
+		return core.Invalid(field, "must be %s, not null: leave an optional member out instead", want)
 	}
 	return nil
 }
@@ -219,7 +219,7 @@ func strictArguments(raw json.RawMessage) error {
 		return err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return models.Invalid("", "the arguments hold more than one JSON value")
+		return core.Invalid("", "the arguments hold more than one JSON value")
 	}
 	return nil
 }
@@ -227,7 +227,7 @@ func strictArguments(raw json.RawMessage) error {
 func walkValue(dec *json.Decoder, path string) error {
 	tok, err := dec.Token()
 	if err != nil {
-		return models.Invalid(path, "not valid JSON: %v", err)
+		return core.Invalid(path, "not valid JSON: %v", err)
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -235,7 +235,7 @@ func walkValue(dec *json.Decoder, path string) error {
 		for dec.More() {
 			t, err := dec.Token()
 			if err != nil {
-				return models.Invalid(path, "not valid JSON: %v", err)
+				return core.Invalid(path, "not valid JSON: %v", err)
 			}
 			name := t.(string)
 			child := name
@@ -243,7 +243,7 @@ func walkValue(dec *json.Decoder, path string) error {
 				child = path + "." + name
 			}
 			if seen[name] {
-				return models.Invalid(child, "this member appears twice; send each member once")
+				return core.Invalid(child, "this member appears twice; send each member once")
 			}
 			seen[name] = true
 			if err := walkValue(dec, child); err != nil {
@@ -260,7 +260,7 @@ func walkValue(dec *json.Decoder, path string) error {
 		_, err = dec.Token() // ]
 	}
 	if err != nil {
-		return models.Invalid(path, "not valid JSON: %v", err)
+		return core.Invalid(path, "not valid JSON: %v", err)
 	}
 	return nil
 }

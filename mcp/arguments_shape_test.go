@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // Every typed tool's input schema compiles to a shape, and the shape passes
@@ -151,11 +151,11 @@ func TestArgumentsThatAreNoPlainObjectAreRefusedNamingWhy(t *testing.T) {
 		{`{"links":[{"a":1},{"a":1,"a":2}]}`, "links[1].a", "appears twice"},
 	} {
 		_, err := decodeArguments[CreateInput](json.RawMessage(tc.raw), input)
-		if models.CodeOf(err) != models.InvalidArgument || !strings.Contains(err.Error(), tc.says) {
+		if core.CodeOf(err) != core.InvalidArgument || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s: %v, want INVALID_ARGUMENT saying %q", tc.raw, err, tc.says)
 			continue
 		}
-		var refusal *models.Error
+		var refusal *core.Error
 		if errors.As(err, &refusal); refusal.Field != tc.field {
 			t.Errorf("%s: names %q, want %q", tc.raw, refusal.Field, tc.field)
 		}

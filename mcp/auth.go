@@ -10,7 +10,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/runners"
 	"github.com/countersign/countersign/requestlog"
 )
 
@@ -33,10 +35,10 @@ type (
 // checked per call, in scopeMiddleware.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	verified := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
-		if runner, ok := ctx.Value(runnerKey{}).(*models.Runner); ok {
+		if runner, ok := ctx.Value(runnerKey{}).(*runners.Runner); ok {
 			return &auth.TokenInfo{UserID: runner.ID, Extra: map[string]any{"runner": runner}}, nil
 		}
-		agent := ctx.Value(agentKey{}).(*models.Agent)
+		agent := ctx.Value(agentKey{}).(*people.Agent)
 		return &auth.TokenInfo{Scopes: agent.ScopeList(), UserID: agent.ID, Extra: map[string]any{"agent": agent}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -70,14 +72,14 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		var (
-			agent *models.Agent
+			agent *people.Agent
 			err   error
 		)
 		if cred.kind == credentialOAuth {
 			var audience string
 			agent, audience, err = s.store.AgentByOAuthTokenHash(r.Context(), cred.hash)
-			if models.CodeOf(err) == models.FailedPrecondition { // revoked or expired
-				var refusal *models.Error
+			if core.CodeOf(err) == core.FailedPrecondition { // revoked or expired
+				var refusal *core.Error
 				errors.As(err, &refusal)
 				s.challenge(w, http.StatusUnauthorized, "invalid_token", "", refusal.Msg)
 				return
@@ -112,7 +114,7 @@ func (s *Server) lookupFailed(w http.ResponseWriter, err error, principal, unkno
 	switch {
 	case err == nil:
 		return false
-	case models.CodeOf(err) == models.NotFound:
+	case core.CodeOf(err) == core.NotFound:
 		s.challenge(w, http.StatusUnauthorized, "invalid_token", "", unknown)
 	default:
 		s.log.Error("authenticate "+principal, "err", err)
@@ -127,10 +129,10 @@ func (s *Server) lookupFailed(w http.ResponseWriter, err error, principal, unkno
 // of mcp:read and mcp:write (mcp:read is named, the least that opens a
 // session); the GET stream, which carries only the changes of subscribed
 // resources, needs the read scopes resources need.
-func httpScopes(r *http.Request, agent *models.Agent) ([]string, string) {
+func httpScopes(r *http.Request, agent *people.Agent) ([]string, string) {
 	switch {
-	case !agent.HasScopes(models.ScopeMCPRead) && !agent.HasScopes(models.ScopeMCPWrite):
-		return []string{models.ScopeMCPRead}, "this token holds neither mcp:read nor mcp:write; MCP needs one of them"
+	case !agent.HasScopes(people.ScopeMCPRead) && !agent.HasScopes(people.ScopeMCPWrite):
+		return []string{people.ScopeMCPRead}, "this token holds neither mcp:read nor mcp:write; MCP needs one of them"
 	case r.Method == http.MethodGet && !agent.HasScopes(readScopes...):
 		return readScopes, "the notification stream carries changes of resources, which need " + strings.Join(readScopes, " and ")
 	}
@@ -166,30 +168,30 @@ func bearerToken(r *http.Request) (string, bool) {
 // runnerFrom returns the runner a request was authenticated as, or nil. A
 // runner is a principal of its own, never an agent: it can read the runs that
 // name it and report on them, nothing else.
-func runnerFrom(req sdk.Request) *models.Runner {
+func runnerFrom(req sdk.Request) *runners.Runner {
 	extra := req.GetExtra()
 	if extra == nil || extra.TokenInfo == nil {
 		return nil
 	}
-	runner, _ := extra.TokenInfo.Extra["runner"].(*models.Runner)
+	runner, _ := extra.TokenInfo.Extra["runner"].(*runners.Runner)
 	return runner
 }
 
 // agentFrom returns the agent a request was authenticated as, or nil.
-func agentFrom(req sdk.Request) *models.Agent {
+func agentFrom(req sdk.Request) *people.Agent {
 	extra := req.GetExtra()
 	if extra == nil || extra.TokenInfo == nil {
 		return nil
 	}
-	agent, _ := extra.TokenInfo.Extra["agent"].(*models.Agent)
+	agent, _ := extra.TokenInfo.Extra["agent"].(*people.Agent)
 	return agent
 }
 
 // principalOf returns the agent or the runner an HTTP request on /mcp was
 // authenticated as, for what is served before the SDK sees it.
-func principalOf(ctx context.Context) (*models.Agent, *models.Runner) {
-	agent, _ := ctx.Value(agentKey{}).(*models.Agent)
-	runner, _ := ctx.Value(runnerKey{}).(*models.Runner)
+func principalOf(ctx context.Context) (*people.Agent, *runners.Runner) {
+	agent, _ := ctx.Value(agentKey{}).(*people.Agent)
+	runner, _ := ctx.Value(runnerKey{}).(*runners.Runner)
 	return agent, runner
 }
 

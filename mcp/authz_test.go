@@ -20,19 +20,21 @@ import (
 
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // toolScopes is the tool surface of seed 001: each of its seven tools and
 // the scopes a token needs to see and call it.
 var toolScopes = map[string][]string{
-	"approvals_create":                     {models.ScopeMCPWrite, models.ScopeApprovalsWrite},
-	"approvals_get":                        {models.ScopeMCPRead, models.ScopeApprovalsRead},
-	"approvals_list":                       {models.ScopeMCPRead, models.ScopeApprovalsRead},
-	"approvals_add_progress":               {models.ScopeMCPWrite, models.ScopeApprovalsWrite},
-	"approvals_request_auto_approve":       {models.ScopeMCPWrite, models.ScopeApprovalsWrite},
-	"approvals_get_auto_approve_policy":    {models.ScopeMCPRead, models.ScopeApprovalsRead},
-	"approvals_revoke_auto_approve_policy": {models.ScopeMCPWrite, models.ScopeApprovalsWrite},
+	"approvals_create":                     {people.ScopeMCPWrite, people.ScopeApprovalsWrite},
+	"approvals_get":                        {people.ScopeMCPRead, people.ScopeApprovalsRead},
+	"approvals_list":                       {people.ScopeMCPRead, people.ScopeApprovalsRead},
+	"approvals_add_progress":               {people.ScopeMCPWrite, people.ScopeApprovalsWrite},
+	"approvals_request_auto_approve":       {people.ScopeMCPWrite, people.ScopeApprovalsWrite},
+	"approvals_get_auto_approve_policy":    {people.ScopeMCPRead, people.ScopeApprovalsRead},
+	"approvals_revoke_auto_approve_policy": {people.ScopeMCPWrite, people.ScopeApprovalsWrite},
 }
 
 // Ids that no row has: one shaped like a real account id, one like an approval id.
@@ -94,9 +96,9 @@ func (w world) mustEqual(t *testing.T, after world, what string) {
 }
 
 // approvalRow reads the status and version of one approval from the database.
-func approvalRow(t *testing.T, env *apptest.Env, id string) (models.Status, int) {
+func approvalRow(t *testing.T, env *apptest.Env, id string) (asks.Status, int) {
 	t.Helper()
-	var a models.Approval
+	var a asks.Approval
 	if err := env.Store.DB().Table("approvals").Where("id = ?", id).Take(&a).Error; err != nil {
 		t.Fatalf("read approval %s: %v", id, err)
 	}
@@ -231,7 +233,7 @@ func TestEveryToolRefusesACallerWithoutTheRightToIt(t *testing.T) {
 		foreign := env.Connect(strangerToken).OK("approvals_create", prAsk(77, "1234567abcdef"))
 		foreignID := foreign["approval_id"].(string)
 		foreignStatus, foreignVersion := approvalRow(t, env, foreignID)
-		if foreignStatus != models.StatusPending || foreign["account_id"] != other.ID {
+		if foreignStatus != asks.StatusPending || foreign["account_id"] != other.ID {
 			t.Fatalf("foreign ask = %v", foreign)
 		}
 
@@ -244,8 +246,8 @@ func TestEveryToolRefusesACallerWithoutTheRightToIt(t *testing.T) {
 
 		// One agent per scope, holding every scope but that one.
 		lacking := map[string]*apptest.Client{}
-		for _, s := range models.AllScopes {
-			_, tok := env.Agent(env.Account.ID, "no-"+strings.ReplaceAll(s, ":", "-"), without(models.AllScopes, s)...)
+		for _, s := range people.AllScopes {
+			_, tok := env.Agent(env.Account.ID, "no-"+strings.ReplaceAll(s, ":", "-"), without(people.AllScopes, s)...)
 			lacking[s] = env.Connect(tok)
 		}
 
@@ -288,7 +290,7 @@ func TestEveryToolRefusesACallerWithoutTheRightToIt(t *testing.T) {
 
 		badTokens := []struct{ name, token string }{
 			{"no token", ""},
-			{"a wrong token", models.TokenPrefix + "notatokenofthisservicenotatokenofthisserv"},
+			{"a wrong token", people.TokenPrefix + "notatokenofthisservicenotatokenofthisserv"},
 			{"a disabled agent's token", goneToken},
 		}
 
@@ -315,7 +317,7 @@ func TestEveryToolRefusesACallerWithoutTheRightToIt(t *testing.T) {
 						}
 						before := snapshot(t, env)
 						r := c.Call(name, args)
-						if !r.IsError || r.Code != string(models.PermissionDenied) {
+						if !r.IsError || r.Code != string(core.PermissionDenied) {
 							t.Errorf("without %s: %s, want PERMISSION_DENIED", scope, r)
 						}
 						if !strings.Contains(r.Text, name) || !strings.Contains(r.Text, scope) {
@@ -329,7 +331,7 @@ func TestEveryToolRefusesACallerWithoutTheRightToIt(t *testing.T) {
 					t.Run("refuses "+acct.name+" as account_id", func(t *testing.T) {
 						before := snapshot(t, env)
 						r := bot.Call(name, withArgs(args, "account_id", acct.id))
-						if !r.IsError || r.Code != string(models.PermissionDenied) || r.Field != "account_id" {
+						if !r.IsError || r.Code != string(core.PermissionDenied) || r.Field != "account_id" {
 							t.Errorf("account_id %s: %s, want PERMISSION_DENIED on account_id", acct.id, r)
 						}
 						before.mustEqual(t, snapshot(t, env), name+" with "+acct.name)
@@ -341,7 +343,7 @@ func TestEveryToolRefusesACallerWithoutTheRightToIt(t *testing.T) {
 						before := snapshot(t, env)
 						theirs := bot.Call(name, withArgs(args, field, foreignID))
 						none := bot.Call(name, withArgs(args, field, madeUpApprovalID))
-						if !none.IsError || none.Code != string(models.NotFound) || none.Field != field {
+						if !none.IsError || none.Code != string(core.NotFound) || none.Field != field {
 							t.Errorf("made-up %s: %s, want NOT_FOUND on %s", field, none, field)
 						}
 						if theirs.IsError != none.IsError || theirs.Code != none.Code || theirs.Field != none.Field ||
@@ -365,7 +367,7 @@ func TestEveryToolRefusesACallerWithoutTheRightToIt(t *testing.T) {
 		if st, v := approvalRow(t, env, foreignID); st != foreignStatus || v != foreignVersion {
 			t.Errorf("foreign approval is %s v%d, was %s v%d", st, v, foreignStatus, foreignVersion)
 		}
-		if st, _ := approvalRow(t, env, ownID); st != models.StatusPending {
+		if st, _ := approvalRow(t, env, ownID); st != asks.StatusPending {
 			t.Errorf("bot's own approval is %s after the refusals, want pending", st)
 		}
 
@@ -380,7 +382,7 @@ func TestEveryToolRefusesACallerWithoutTheRightToIt(t *testing.T) {
 				t.Errorf("%s filed %v, want a pending auto_approve ask", name, r.Out)
 			}
 		}
-		if st, _ := approvalRow(t, env, ownID); st != models.StatusStale {
+		if st, _ := approvalRow(t, env, ownID); st != asks.StatusStale {
 			t.Errorf("bot's own approval is %s after its stale, want stale", st)
 		}
 	})
@@ -394,11 +396,11 @@ func TestToolsListShowsOnlyWhatTheScopesAllow(t *testing.T) {
 			scopes []string
 			want   []string
 		}{
-			{"read scopes show the read tools", []string{models.ScopeMCPRead, models.ScopeApprovalsRead},
+			{"read scopes show the read tools", []string{people.ScopeMCPRead, people.ScopeApprovalsRead},
 				[]string{"approvals_get", "approvals_get_auto_approve_policy", "approvals_list"}},
-			{"write scopes show the write tools", []string{models.ScopeMCPWrite, models.ScopeApprovalsWrite},
+			{"write scopes show the write tools", []string{people.ScopeMCPWrite, people.ScopeApprovalsWrite},
 				[]string{"approvals_add_progress", "approvals_create", "approvals_request_auto_approve", "approvals_revoke_auto_approve_policy"}},
-			{"mcp:write alone shows no approvals tool", []string{models.ScopeMCPWrite}, nil},
+			{"mcp:write alone shows no approvals tool", []string{people.ScopeMCPWrite}, nil},
 			// approvals:read alone, with no mcp scope, cannot open a session at all: see
 			// TestATokenWithoutTheScopesOfAnHTTPOperationGets403InsufficientScope.
 		}
@@ -490,8 +492,8 @@ func TestATokenDisabledOnAnotherInstanceStopsThere(t *testing.T) {
 		}
 
 		heard := make(chan struct{}, 1)
-		cancel := a.Store.Changes().Subscribe(func(c models.Change) {
-			if c.Kind == models.AgentsChanged {
+		cancel := a.Store.Changes().Subscribe(func(c core.Change) {
+			if c.Kind == core.AgentsChanged {
 				select {
 				case heard <- struct{}{}:
 				default:
@@ -520,13 +522,13 @@ func TestOnlyTheRequesterMovesItsAskButAnyAgentOfTheAccountSupersedesIt(t *testi
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		env := apptest.Start(t, db, nil)
-		owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+		owner := env.Member(env.Account.ID, "ada", core.RoleOwner)
 		_, tokenA := env.Agent(env.Account.ID, "filer")
 		_, tokenB := env.Agent(env.Account.ID, "bystander")
 		a, b := env.Connect(tokenA), env.Connect(tokenB)
 		pending := a.OK("approvals_create", prAsk(900, "abcdef1234567"))
 		approved := a.OK("approvals_create", prAsk(901, "abcdef7654321"))
-		if _, err := env.Store.Decide(ctx, env.Account.ID, approved["approval_id"].(string), owner, models.Decision{Verdict: models.VerdictApprove}); err != nil {
+		if _, err := env.Store.Decide(ctx, env.Account.ID, approved["approval_id"].(string), owner, asks.Decision{Verdict: asks.VerdictApprove}); err != nil {
 			t.Fatalf("decide: %v", err)
 		}
 
@@ -545,7 +547,7 @@ func TestOnlyTheRequesterMovesItsAskButAnyAgentOfTheAccountSupersedesIt(t *testi
 			t.Run("another agent is refused "+tc.name, func(t *testing.T) {
 				before := snapshot(t, env)
 				r := b.Call(tc.tool, tc.args)
-				if !r.IsError || r.Code != string(models.PermissionDenied) || r.Field != tc.field {
+				if !r.IsError || r.Code != string(core.PermissionDenied) || r.Field != tc.field {
 					t.Errorf("%s: %s, want PERMISSION_DENIED on %s", tc.tool, r, tc.field)
 				}
 				before.mustEqual(t, snapshot(t, env), tc.name)

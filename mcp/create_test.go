@@ -16,7 +16,7 @@ import (
 	"github.com/gowebpki/jcs"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // Shapes of seed 001's approvals_create, shared by create_test.go,
@@ -153,7 +153,7 @@ func specCounts(t testing.TB, env *apptest.Env) (approvals, events int64) {
 }
 
 // specRefused fails unless r is a refusal with code about field.
-func specRefused(t testing.TB, r apptest.Result, code models.Code, field string) {
+func specRefused(t testing.TB, r apptest.Result, code core.Code, field string) {
 	t.Helper()
 	if !r.IsError || r.Code != string(code) || r.Field != field {
 		t.Errorf("got %s; want isError with %s on %q", r, code, field)
@@ -200,7 +200,7 @@ func specJSON(t testing.TB, v any) any {
 type createCase struct {
 	name  string
 	args  map[string]any
-	code  models.Code
+	code  core.Code
 	field string
 	text  string // a part of the refusal's text, when it matters
 }
@@ -231,60 +231,60 @@ func specCreateCases() []createCase {
 
 	return []createCase{
 		// kind
-		{name: "an unknown kind is refused", args: specAsk("merge", map[string]any{"merge": map[string]any{}}), code: models.InvalidArgument, field: "kind"},
+		{name: "an unknown kind is refused", args: specAsk("merge", map[string]any{"merge": map[string]any{}}), code: core.InvalidArgument, field: "kind"},
 		{name: "an auto_approve ask is sent to approvals_request_auto_approve", args: specAsk("auto_approve", map[string]any{"auto_approve": map[string]any{}}),
-			code: models.InvalidArgument, field: "kind", text: "approvals_request_auto_approve"},
-		{name: "an empty kind is refused", args: specWith(pr, "kind", ""), code: models.InvalidArgument, field: "kind"},
+			code: core.InvalidArgument, field: "kind", text: "approvals_request_auto_approve"},
+		{name: "an empty kind is refused", args: specWith(pr, "kind", ""), code: core.InvalidArgument, field: "kind"},
 
 		// title, summary, approve_means, deny_means, agent
-		{name: "a missing title is refused", args: specWith(pr, "title", ""), code: models.InvalidArgument, field: "title"},
-		{name: "a blank title is refused", args: specWith(pr, "title", "   "), code: models.InvalidArgument, field: "title"},
+		{name: "a missing title is refused", args: specWith(pr, "title", ""), code: core.InvalidArgument, field: "title"},
+		{name: "a blank title is refused", args: specWith(pr, "title", "   "), code: core.InvalidArgument, field: "title"},
 		{name: "a title of 120 characters is accepted", args: specWith(pr, "title", long(120))},
-		{name: "a title of 121 characters is refused", args: specWith(pr, "title", long(121)), code: models.InvalidArgument, field: "title"},
-		{name: "a title over two lines is refused", args: specWith(pr, "title", "Merge #900\nand roll"), code: models.InvalidArgument, field: "title"},
+		{name: "a title of 121 characters is refused", args: specWith(pr, "title", long(121)), code: core.InvalidArgument, field: "title"},
+		{name: "a title over two lines is refused", args: specWith(pr, "title", "Merge #900\nand roll"), code: core.InvalidArgument, field: "title"},
 		{name: "a summary of 500 characters is accepted", args: specWith(pr, "summary", long(500))},
-		{name: "a summary of 501 characters is refused", args: specWith(pr, "summary", long(501)), code: models.InvalidArgument, field: "summary"},
-		{name: "a missing approve_means is refused", args: specWith(pr, "approve_means", specDrop), code: models.InvalidArgument, field: "approve_means"},
+		{name: "a summary of 501 characters is refused", args: specWith(pr, "summary", long(501)), code: core.InvalidArgument, field: "summary"},
+		{name: "a missing approve_means is refused", args: specWith(pr, "approve_means", specDrop), code: core.InvalidArgument, field: "approve_means"},
 		{name: "an approve_means of 300 characters is accepted", args: specWith(pr, "approve_means", long(300))},
-		{name: "an approve_means of 301 characters is refused", args: specWith(pr, "approve_means", long(301)), code: models.InvalidArgument, field: "approve_means"},
-		{name: "a missing deny_means is refused", args: specWith(pr, "deny_means", ""), code: models.InvalidArgument, field: "deny_means"},
+		{name: "an approve_means of 301 characters is refused", args: specWith(pr, "approve_means", long(301)), code: core.InvalidArgument, field: "approve_means"},
+		{name: "a missing deny_means is refused", args: specWith(pr, "deny_means", ""), code: core.InvalidArgument, field: "deny_means"},
 		{name: "a deny_means of 300 characters is accepted", args: specWith(pr, "deny_means", long(300))},
-		{name: "a deny_means of 301 characters is refused", args: specWith(pr, "deny_means", long(301)), code: models.InvalidArgument, field: "deny_means"},
+		{name: "a deny_means of 301 characters is refused", args: specWith(pr, "deny_means", long(301)), code: core.InvalidArgument, field: "deny_means"},
 		{name: "an agent label of 64 characters is accepted", args: specWith(pr, "agent", long(64))},
-		{name: "an agent label of 65 characters is refused", args: specWith(pr, "agent", long(65)), code: models.InvalidArgument, field: "agent"},
+		{name: "an agent label of 65 characters is refused", args: specWith(pr, "agent", long(65)), code: core.InvalidArgument, field: "agent"},
 
 		// links
 		{name: "20 https links are accepted", args: specWith(pr, "links", specList(20, https))},
-		{name: "21 links are refused", args: specWith(pr, "links", specList(21, https)), code: models.InvalidArgument, field: "links"},
-		{name: "an http link is refused", args: specWith(pr, "links", []any{"http://example.com/900"}), code: models.InvalidArgument, field: "links[0]"},
-		{name: "a relative link is refused", args: specWith(pr, "links", []any{"https://example.com/1", "/pull/900"}), code: models.InvalidArgument, field: "links[1]"},
+		{name: "21 links are refused", args: specWith(pr, "links", specList(21, https)), code: core.InvalidArgument, field: "links"},
+		{name: "an http link is refused", args: specWith(pr, "links", []any{"http://example.com/900"}), code: core.InvalidArgument, field: "links[0]"},
+		{name: "a relative link is refused", args: specWith(pr, "links", []any{"https://example.com/1", "/pull/900"}), code: core.InvalidArgument, field: "links[1]"},
 
 		// asked_of
-		{name: "asked_of a subject nobody has is refused", args: specWith(pr, "asked_of", "nobody"), code: models.InvalidArgument, field: "asked_of"},
+		{name: "asked_of a subject nobody has is refused", args: specWith(pr, "asked_of", "nobody"), code: core.InvalidArgument, field: "asked_of"},
 		{name: "asked_of a member's subject is accepted", args: specWith(pr, "asked_of", "ada")},
 
 		// pull_request
 		{name: "a pull_request payload is accepted", args: pr},
 		{name: "an unknown top-level member beside pull_request is refused", args: specWith(pr, "payload", map[string]any{"pull_request": specPRBody(), "extra": map[string]any{}}),
-			code: models.InvalidArgument, field: "payload.extra"},
+			code: core.InvalidArgument, field: "payload.extra"},
 		{name: "an unknown member inside pull_request is refused", args: specWith(pr, "payload", specPR("url", "https://example.com")),
-			code: models.InvalidArgument, field: "payload.pull_request.url"},
+			code: core.InvalidArgument, field: "payload.pull_request.url"},
 		{name: "a member spelled in another case inside pull_request is refused", args: specWith(pr, "payload", specPR("repo", specDrop, "Repo", "acme/web")),
-			code: models.InvalidArgument, field: "payload.pull_request.Repo"},
+			code: core.InvalidArgument, field: "payload.pull_request.Repo"},
 		{name: "a pull_request payload with a second member is refused", args: specWith(pr, "payload", map[string]any{"pull_request": specPRBody(), "roll": specRollBody()}),
-			code: models.InvalidArgument, field: "payload.roll"},
+			code: core.InvalidArgument, field: "payload.roll"},
 		{name: "a pull_request payload under another member name is refused", args: specWith(pr, "payload", map[string]any{"pullrequest": specPRBody()}),
-			code: models.InvalidArgument, field: "payload.pullrequest"},
+			code: core.InvalidArgument, field: "payload.pullrequest"},
 		{name: "a pull_request number that is not an integer is refused", args: specWith(pr, "payload", specPR("number", 900.5)),
-			code: models.InvalidArgument, field: "payload.pull_request.number"},
+			code: core.InvalidArgument, field: "payload.pull_request.number"},
 		{name: "a pull_request number sent as a string is refused", args: specWith(pr, "payload", specPR("number", "900")),
-			code: models.InvalidArgument, field: "payload.pull_request.number"},
+			code: core.InvalidArgument, field: "payload.pull_request.number"},
 		{name: "a pull_request number of 0 is refused", args: specWith(pr, "payload", specPR("number", 0)),
-			code: models.InvalidArgument, field: "payload.pull_request.number"},
+			code: core.InvalidArgument, field: "payload.pull_request.number"},
 		{name: "a pull_request without repo is refused", args: specWith(pr, "payload", specPR("repo", specDrop)),
-			code: models.InvalidArgument, field: "payload.pull_request.repo"},
+			code: core.InvalidArgument, field: "payload.pull_request.repo"},
 		{name: "a pull_request head that is not a sha is refused", args: specWith(pr, "payload", specPR("head", "main")),
-			code: models.InvalidArgument, field: "payload.pull_request.head"},
+			code: core.InvalidArgument, field: "payload.pull_request.head"},
 
 		// roll
 		{name: "a roll payload is accepted", args: specAsk("roll", specRoll())},
@@ -293,116 +293,116 @@ func specCreateCases() []createCase {
 			"other_commits", []any{map[string]any{"sha": "abcdef1", "subject": "Bump deps"}}, "behind", 2,
 			"gate_tree", "tree 1", "gate", "canary green", "steps", []any{"canary", "all"}, "rollback", "roll back to abcdef0"))},
 		{name: "a roll without deployments is refused", args: specAsk("roll", specRoll("deployments", specDrop)),
-			code: models.InvalidArgument, field: "payload.roll.deployments"},
+			code: core.InvalidArgument, field: "payload.roll.deployments"},
 		{name: "an unknown member inside roll is refused", args: specAsk("roll", specRoll("canary", "10%")),
-			code: models.InvalidArgument, field: "payload.roll.canary"},
+			code: core.InvalidArgument, field: "payload.roll.canary"},
 		{name: "an unknown member inside a roll pr is refused", args: specAsk("roll", specRoll("prs", []any{map[string]any{"number": 900, "title": "x", "url": "https://x.example"}})),
-			code: models.InvalidArgument, field: "payload.roll.prs[0].url"},
+			code: core.InvalidArgument, field: "payload.roll.prs[0].url"},
 		{name: "an unknown top-level member beside roll is refused", args: specAsk("roll", map[string]any{"roll": specRollBody(), "note": "x"}),
-			code: models.InvalidArgument, field: "payload.note"},
+			code: core.InvalidArgument, field: "payload.note"},
 
 		// review
 		{name: "a review payload is accepted", args: specAsk("review", specReview("https://github.com/acme/web/pull/900"))},
 		{name: "a review url over http is refused", args: specAsk("review", specReview("http://github.com/acme/web/pull/900")),
-			code: models.InvalidArgument, field: "payload.review.url"},
+			code: core.InvalidArgument, field: "payload.review.url"},
 		{name: "a relative review url is refused", args: specAsk("review", specReview("/acme/web/pull/900")),
-			code: models.InvalidArgument, field: "payload.review.url"},
+			code: core.InvalidArgument, field: "payload.review.url"},
 		{name: "an unknown member inside review is refused", args: specAsk("review", specReview("https://github.com/acme/web/pull/900", "title", "x")),
-			code: models.InvalidArgument, field: "payload.review.title"},
+			code: core.InvalidArgument, field: "payload.review.title"},
 		{name: "a review payload under two members is refused", args: specAsk("review", map[string]any{"review": map[string]any{"url": "https://x.example"}, "document": specDocument()["document"]}),
-			code: models.InvalidArgument, field: "payload.document"},
+			code: core.InvalidArgument, field: "payload.document"},
 
 		// document
 		{name: "a document payload is accepted", args: specAsk("document", specDocument())},
 		{name: "a document version 0 is accepted", args: specAsk("document", specDocument("version", 0))},
 		{name: "a negative document version is refused", args: specAsk("document", specDocument("version", -1)),
-			code: models.InvalidArgument, field: "payload.document.version"},
+			code: core.InvalidArgument, field: "payload.document.version"},
 		{name: "a document without document_id is refused", args: specAsk("document", specDocument("document_id", specDrop)),
-			code: models.InvalidArgument, field: "payload.document.document_id"},
+			code: core.InvalidArgument, field: "payload.document.document_id"},
 		{name: "an unknown member inside document is refused", args: specAsk("document", specDocument("url", "https://x.example")),
-			code: models.InvalidArgument, field: "payload.document.url"},
+			code: core.InvalidArgument, field: "payload.document.url"},
 
 		// decision
 		{name: "a decision of 2 options is accepted", args: specAsk("decision", specDecision("Ship today", "Wait for Monday"))},
 		{name: "a decision of 4 options of 80 characters is accepted", args: specAsk("decision", specDecision(long(80), "b", "c", "d"))},
 		{name: "a decision of 1 option is refused", args: specAsk("decision", specDecision("Ship today")),
-			code: models.InvalidArgument, field: "payload.decision.options"},
+			code: core.InvalidArgument, field: "payload.decision.options"},
 		{name: "a decision of 5 options is refused", args: specAsk("decision", specDecision("a", "b", "c", "d", "e")),
-			code: models.InvalidArgument, field: "payload.decision.options"},
+			code: core.InvalidArgument, field: "payload.decision.options"},
 		{name: "a decision with the same option twice is refused", args: specAsk("decision", specDecision("Ship", "Wait", "Ship")),
-			code: models.InvalidArgument, field: "payload.decision.options[2]"},
+			code: core.InvalidArgument, field: "payload.decision.options[2]"},
 		{name: "a decision with options equal once trimmed is refused", args: specAsk("decision", specDecision("Ship", " Ship ")),
-			code: models.InvalidArgument, field: "payload.decision.options[1]"},
+			code: core.InvalidArgument, field: "payload.decision.options[1]"},
 		{name: "a decision option of 81 characters is refused", args: specAsk("decision", specDecision("a", long(81))),
-			code: models.InvalidArgument, field: "payload.decision.options[1]"},
+			code: core.InvalidArgument, field: "payload.decision.options[1]"},
 		{name: "an unknown member inside decision is refused", args: specAsk("decision", map[string]any{"decision": map[string]any{"options": []any{"a", "b"}, "default": 0}}),
-			code: models.InvalidArgument, field: "payload.decision.default"},
+			code: core.InvalidArgument, field: "payload.decision.default"},
 
 		// run
 		{name: "a run with cmd only is refused with the seed's hint", args: specAsk("run", map[string]any{"run": map[string]any{"cmd": "./deploy.sh api"}}),
-			code: models.InvalidArgument, field: "payload.run", text: cmdOnlyHint},
+			code: core.InvalidArgument, field: "payload.run", text: cmdOnlyHint},
 		{name: "a well-formed pinned run is refused until its runner is enrolled", args: run(30 * time.Minute),
-			code: models.FailedPrecondition, field: "payload.run.runner_id", text: `"runner_1"`},
+			code: core.FailedPrecondition, field: "payload.run.runner_id", text: `"runner_1"`},
 		{name: "a pinned production run 14 minutes ahead passes validation", args: run(14*time.Minute, "effect", "production"),
-			code: models.FailedPrecondition, field: "payload.run.runner_id", text: `"runner_1"`},
+			code: core.FailedPrecondition, field: "payload.run.runner_id", text: `"runner_1"`},
 		{name: "a pinned run without runner_id is refused", args: run(30*time.Minute, "runner_id", ""),
-			code: models.InvalidArgument, field: "payload.run.runner_id"},
+			code: core.InvalidArgument, field: "payload.run.runner_id"},
 		{name: "a run expiring 61 minutes ahead is refused", args: run(61 * time.Minute),
-			code: models.InvalidArgument, field: "payload.run.expires_at"},
+			code: core.InvalidArgument, field: "payload.run.expires_at"},
 		{name: "a production run expiring 16 minutes ahead is refused", args: run(16*time.Minute, "effect", "production"),
-			code: models.InvalidArgument, field: "payload.run.expires_at"},
+			code: core.InvalidArgument, field: "payload.run.expires_at"},
 		{name: "a run asked of a subject nobody has is refused", args: specWith(specAsk("run", specRun("nobody", 30*time.Minute)), "asked_of", specDrop),
-			code: models.InvalidArgument, field: "asked_of"},
+			code: core.InvalidArgument, field: "asked_of"},
 		{name: "a run whose asked_of differs from its payload's is refused", args: specWith(run(30*time.Minute), "asked_of", "bob"),
-			code: models.InvalidArgument, field: "asked_of"},
+			code: core.InvalidArgument, field: "asked_of"},
 		{name: "an unknown member inside run is refused", args: run(30*time.Minute, "env", map[string]any{"A": "1"}),
-			code: models.InvalidArgument, field: "payload.run.env"},
+			code: core.InvalidArgument, field: "payload.run.env"},
 		{name: "an unknown top-level member beside run is refused", args: specWith(run(30*time.Minute), "payload", map[string]any{"run": specRunBody("ada", 30*time.Minute), "x": 1}),
-			code: models.InvalidArgument, field: "payload.x"},
+			code: core.InvalidArgument, field: "payload.x"},
 
 		// context: the plan item or document rule
-		{name: "a pull_request ask without context is refused", args: specWith(pr, "context", specDrop), code: models.InvalidArgument, field: "context"},
-		{name: "a roll ask without context is refused", args: specWith(specAsk("roll", specRoll()), "context", specDrop), code: models.InvalidArgument, field: "context"},
-		{name: "a decision ask without context is refused", args: specWith(specAsk("decision", specDecision("a", "b")), "context", specDrop), code: models.InvalidArgument, field: "context"},
-		{name: "a run ask without context is refused", args: specWith(run(30*time.Minute), "context", specDrop), code: models.InvalidArgument, field: "context"},
+		{name: "a pull_request ask without context is refused", args: specWith(pr, "context", specDrop), code: core.InvalidArgument, field: "context"},
+		{name: "a roll ask without context is refused", args: specWith(specAsk("roll", specRoll()), "context", specDrop), code: core.InvalidArgument, field: "context"},
+		{name: "a decision ask without context is refused", args: specWith(specAsk("decision", specDecision("a", "b")), "context", specDrop), code: core.InvalidArgument, field: "context"},
+		{name: "a run ask without context is refused", args: specWith(run(30*time.Minute), "context", specDrop), code: core.InvalidArgument, field: "context"},
 		{name: "a run ask with a no_context_reason reaches the runner check", args: specWith(run(30*time.Minute), "context", map[string]any{"no_context_reason": "a one-off fix"}),
-			code: models.FailedPrecondition, field: "payload.run.runner_id"},
+			code: core.FailedPrecondition, field: "payload.run.runner_id"},
 		{name: "a document ask without context is accepted: its payload names a document", args: specWith(specAsk("document", specDocument()), "context", specDrop)},
 		{name: "a review ask without context is accepted", args: specWith(specAsk("review", specReview("https://github.com/acme/web/pull/900")), "context", specDrop)},
 		{name: "a pull_request ask with a plan_id and no plan_item is refused", args: specWith(pr, "context", map[string]any{"plan_id": "plan_1"}),
-			code: models.InvalidArgument, field: "context"},
+			code: core.InvalidArgument, field: "context"},
 		{name: "a pull_request ask naming a document is accepted", args: specWith(pr, "context", map[string]any{"documents": []any{doc(0)}})},
 		{name: "a pull_request ask naming a document by kind and number is accepted", args: specWith(pr, "context", map[string]any{"documents": []any{map[string]any{"kind": "issue", "number": 12}}})},
 		{name: "a pull_request ask with a no_context_reason is accepted", args: specWith(pr, "context", map[string]any{"no_context_reason": "a hotfix outside any plan"})},
 		{name: "a blank no_context_reason is refused", args: specWith(pr, "context", map[string]any{"no_context_reason": "   "}),
-			code: models.InvalidArgument, field: "context"},
+			code: core.InvalidArgument, field: "context"},
 		{name: "20 documents are accepted", args: withCtx("documents", specList(20, doc))},
-		{name: "21 documents are refused", args: withCtx("documents", specList(21, doc)), code: models.InvalidArgument, field: "context.documents"},
+		{name: "21 documents are refused", args: withCtx("documents", specList(21, doc)), code: core.InvalidArgument, field: "context.documents"},
 		{name: "20 commits are accepted", args: withCtx("commits", specList(20, commit))},
-		{name: "21 commits are refused", args: withCtx("commits", specList(21, commit)), code: models.InvalidArgument, field: "context.commits"},
+		{name: "21 commits are refused", args: withCtx("commits", specList(21, commit)), code: core.InvalidArgument, field: "context.commits"},
 		{name: "20 diagram_ids are accepted", args: withCtx("diagram_ids", specList(20, diagram))},
-		{name: "21 diagram_ids are refused", args: withCtx("diagram_ids", specList(21, diagram)), code: models.InvalidArgument, field: "context.diagram_ids"},
-		{name: "an unknown member of context is refused", args: withCtx("ticket", "T-1"), code: models.InvalidArgument, field: "context.ticket"},
+		{name: "21 diagram_ids are refused", args: withCtx("diagram_ids", specList(21, diagram)), code: core.InvalidArgument, field: "context.diagram_ids"},
+		{name: "an unknown member of context is refused", args: withCtx("ticket", "T-1"), code: core.InvalidArgument, field: "context.ticket"},
 
 		// context: explanation evidence
 		{name: "8 evidence items are accepted", args: evidence(specList(8, link)...)},
-		{name: "9 evidence items are refused", args: evidence(specList(9, link)...), code: models.InvalidArgument, field: "context.explanation.evidence"},
+		{name: "9 evidence items are refused", args: evidence(specList(9, link)...), code: core.InvalidArgument, field: "context.explanation.evidence"},
 		{name: "link evidence is accepted without private evidence", args: evidence(link(0))},
-		{name: "code evidence is refused without private evidence", args: evidence(code), code: models.PermissionDenied, field: "context.explanation.evidence[0]", text: "allow_private_evidence"},
-		{name: "diff evidence is refused without private evidence", args: evidence(link(0), diff), code: models.PermissionDenied, field: "context.explanation.evidence[1]"},
-		{name: "log evidence is refused without private evidence", args: evidence(link(0), link(1), logItem), code: models.PermissionDenied, field: "context.explanation.evidence[2]"},
+		{name: "code evidence is refused without private evidence", args: evidence(code), code: core.PermissionDenied, field: "context.explanation.evidence[0]", text: "allow_private_evidence"},
+		{name: "diff evidence is refused without private evidence", args: evidence(link(0), diff), code: core.PermissionDenied, field: "context.explanation.evidence[1]"},
+		{name: "log evidence is refused without private evidence", args: evidence(link(0), link(1), logItem), code: core.PermissionDenied, field: "context.explanation.evidence[2]"},
 
 		// context: job_id
 		{name: "a job_id starting with job_ is accepted", args: withCtx("job_id", "job_42")},
-		{name: "a job_id not starting with job_ is refused", args: withCtx("job_id", "42"), code: models.InvalidArgument, field: "context.job_id"},
+		{name: "a job_id not starting with job_ is refused", args: withCtx("job_id", "42"), code: core.InvalidArgument, field: "context.job_id"},
 	}
 }
 
 func TestCreateChecksEveryRuleOfSeed001(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		env := apptest.Start(t, db, nil)
-		env.Member(env.Account.ID, "ada", models.RoleOwner)
-		env.Member(env.Account.ID, "bob", models.RoleMember)
+		env.Member(env.Account.ID, "ada", core.RoleOwner)
+		env.Member(env.Account.ID, "bob", core.RoleMember)
 		_, token := env.Agent(env.Account.ID, "bot")
 		c := env.Connect(token)
 
@@ -466,7 +466,7 @@ func TestCreateTakesPrivateEvidenceOnlyWhenTheAccountAllowsIt(t *testing.T) {
 					r := c.Call("approvals_create", args)
 					after, _ := specCounts(t, env)
 					if kind != "link" && !allow {
-						specRefused(t, r, models.PermissionDenied, "context.explanation.evidence[0]")
+						specRefused(t, r, core.PermissionDenied, "context.explanation.evidence[0]")
 						if after != approvals {
 							t.Errorf("a refused create wrote %d approvals", after-approvals)
 						}
@@ -501,7 +501,7 @@ func TestCreateReturnsEverythingItWasGiven(t *testing.T) {
 					overrides = map[string]string{"COUNTERSIGN_ASK_TTL": tc.ttl}
 				}
 				env := apptest.Start(t, db, overrides)
-				env.Member(env.Account.ID, "ada", models.RoleOwner)
+				env.Member(env.Account.ID, "ada", core.RoleOwner)
 				_, token := env.Agent(env.Account.ID, "release-bot")
 				c := env.Connect(token)
 
@@ -661,7 +661,7 @@ func TestCreateRefusesAnAskMissingARequiredArgument(t *testing.T) {
 				r := c.Call("approvals_create", specWith(specAsk("pull_request", specPR()), name, specDrop))
 				// The input schema refuses it before the tool runs; the refusal
 				// still names the argument in the field position.
-				if !r.IsError || r.Code != string(models.InvalidArgument) || r.Field != name {
+				if !r.IsError || r.Code != string(core.InvalidArgument) || r.Field != name {
 					t.Errorf("got %s; want INVALID_ARGUMENT on field %q", r, name)
 				}
 				if a, e := specCounts(t, env); a != approvals || e != events {
@@ -726,7 +726,7 @@ func TestCreateRefusesDuplicateMemberNames(t *testing.T) {
 				approvals, _ := specCounts(t, env)
 				r := c.Call("approvals_create", json.RawMessage(tc.args))
 				after, _ := specCounts(t, env)
-				specRefused(t, r, models.InvalidArgument, tc.field)
+				specRefused(t, r, core.InvalidArgument, tc.field)
 				if after != approvals {
 					t.Errorf("a refused create wrote %d approvals", after-approvals)
 				}

@@ -6,7 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 )
 
 // BearerMethods are the ways an agent token may be sent (RFC 9728 §2): only
@@ -21,7 +21,7 @@ var BearerMethods = []string{"header"}
 func (s *Server) ResourceMetadata(resource string) http.Handler {
 	meta := &oauthex.ProtectedResourceMetadata{
 		Resource:               resource,
-		ScopesSupported:        models.AllScopes,
+		ScopesSupported:        people.AllScopes,
 		BearerMethodsSupported: BearerMethods,
 		ResourceName:           "Countersign",
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 )
 
 // noRedirects is a client that reports a redirect instead of following it.
@@ -124,8 +124,8 @@ func TestTheProtectedResourceMetadataValidatesAndNeverRedirects(t *testing.T) {
 			if got := strs(doc["bearer_methods_supported"]); !slices.Equal(got, []string{"header"}) {
 				t.Errorf("bearer_methods_supported = %v, want [header]", got)
 			}
-			if got := strs(doc["scopes_supported"]); !slices.Equal(got, models.AllScopes) {
-				t.Errorf("scopes_supported = %v, want %v", got, models.AllScopes)
+			if got := strs(doc["scopes_supported"]); !slices.Equal(got, people.AllScopes) {
+				t.Errorf("scopes_supported = %v, want %v", got, people.AllScopes)
 			}
 			// Countersign is the authorization server of its own endpoint.
 			if got := strs(doc["authorization_servers"]); !slices.Equal(got, []string{base}) {
@@ -197,7 +197,7 @@ func TestEveryRefusalOfATokenNamesTheResourceMetadata(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, token, errorCode string }{
 		{"no token", "", ""},
-		{"a token of no agent", models.TokenPrefix + "nobody", "invalid_token"},
+		{"a token of no agent", people.TokenPrefix + "nobody", "invalid_token"},
 		{"a disabled agent's token", goneToken, "invalid_token"},
 	} {
 		t.Run(tc.name+" gets 401 naming the metadata", func(t *testing.T) {
@@ -216,8 +216,8 @@ func TestEveryRefusalOfATokenNamesTheResourceMetadata(t *testing.T) {
 
 func TestATokenWithoutTheScopesOfAnHTTPOperationGets403InsufficientScope(t *testing.T) {
 	env := apptest.Start(t, apptest.SQLite, nil)
-	_, noMCP := env.Agent(env.Account.ID, "no-mcp", models.ScopeApprovalsRead, models.ScopeApprovalsWrite)
-	_, writeOnly := env.Agent(env.Account.ID, "writer", models.ScopeMCPWrite, models.ScopeApprovalsWrite)
+	_, noMCP := env.Agent(env.Account.ID, "no-mcp", people.ScopeApprovalsRead, people.ScopeApprovalsWrite)
+	_, writeOnly := env.Agent(env.Account.ID, "writer", people.ScopeMCPWrite, people.ScopeApprovalsWrite)
 	_, all := env.Agent(env.Account.ID, "all")
 
 	get := func(token, session string) rawReply {

@@ -5,7 +5,8 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 func prAsk(number int, head string) map[string]any {
@@ -26,7 +27,7 @@ func TestAnAskGoesFromCreateToDone(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		env := apptest.Start(t, db, nil)
 		_, token := env.Agent(env.Account.ID, "bot")
-		owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+		owner := env.Member(env.Account.ID, "ada", core.RoleOwner)
 		c := env.Connect(token)
 
 		created := c.OK("approvals_create", prAsk(900, "abcdef1234567"))
@@ -35,7 +36,7 @@ func TestAnAskGoesFromCreateToDone(t *testing.T) {
 			t.Fatalf("created = %v", created)
 		}
 
-		if _, err := env.Store.Decide(context.Background(), env.Account.ID, id, owner, models.Decision{Verdict: models.VerdictApprove}); err != nil {
+		if _, err := env.Store.Decide(context.Background(), env.Account.ID, id, owner, asks.Decision{Verdict: asks.VerdictApprove}); err != nil {
 			t.Fatalf("decide: %v", err)
 		}
 		got := c.OK("approvals_get", map[string]any{"approval_id": id})

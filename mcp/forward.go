@@ -18,7 +18,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/grants"
+	"github.com/countersign/countersign/models/ops"
+	"github.com/countersign/countersign/models/runners"
 )
 
 // Several instances behind one address, with no affinity: a 2025-11-25
@@ -97,12 +100,12 @@ const (
 func credentialOfToken(token string) credential {
 	kind := credentialAgent
 	switch {
-	case models.IsRunnerToken(token):
+	case runners.IsRunnerToken(token):
 		kind = credentialRunner
-	case strings.HasPrefix(token, models.OAuthAccessPrefix):
+	case strings.HasPrefix(token, grants.OAuthAccessPrefix):
 		kind = credentialOAuth
 	}
-	return credential{kind: kind, hash: models.HashToken(token)}
+	return credential{kind: kind, hash: core.HashToken(token)}
 }
 
 func (c credential) String() string { return c.kind + ":" + c.hash }
@@ -237,7 +240,7 @@ func (f *forwarder) accept(w http.ResponseWriter, r *http.Request, sender string
 // with the caller's credential named by its hash and no token.
 func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, owner string) {
 	address, err := f.self.Address(r.Context(), owner)
-	if errors.Is(err, models.ErrNoInstance) {
+	if errors.Is(err, ops.ErrNoInstance) {
 		writeRPCError(w, http.StatusNotFound, nil, codeInvalidRequest,
 			"session not found: the instance that held it is gone; open a new session with initialize")
 		return

@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // seenCall is a request a listener received: its headers and its body.
@@ -73,7 +73,7 @@ func mustCarryNoToken(t *testing.T, where string, calls []seenCall, token string
 		if bytes.Contains(c.body, []byte(token)) {
 			t.Errorf("%s received the agent's token in the body of %s %s", where, c.method, c.path)
 		}
-		if got := c.header.Get("X-Countersign-Forwarded-Principal"); got != "agent:"+models.HashToken(token) {
+		if got := c.header.Get("X-Countersign-Forwarded-Principal"); got != "agent:"+core.HashToken(token) {
 			t.Errorf("%s received %s %s naming the caller %q, want the token's kind and hash", where, c.method, c.path, got)
 		}
 	}
@@ -133,7 +133,7 @@ func TestAForwardedCallCarriesNoBearerTokenAndIsSigned(t *testing.T) {
 				return bytes.Replace(body, []byte("approvals_list"), []byte("approvals_get"), 1)
 			},
 			"another caller named": func(h http.Header, body []byte) []byte {
-				h.Set("X-Countersign-Forwarded-Principal", "agent:"+models.HashToken(other))
+				h.Set("X-Countersign-Forwarded-Principal", "agent:"+core.HashToken(other))
 				return body
 			},
 			"no signature": func(h http.Header, body []byte) []byte {

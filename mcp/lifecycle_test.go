@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // lcFix is a running service with an agent, bot, and three people of the
@@ -22,8 +24,8 @@ type lcFix struct {
 	env          *apptest.Env
 	ctx          context.Context
 	bot          *apptest.Client
-	botAgent     *models.Agent
-	ada, bob, cy *models.Member
+	botAgent     *people.Agent
+	ada, bob, cy *people.Member
 	number       int
 	payloads     map[string]map[string]any // approval id → the payload it was filed with
 }
@@ -35,9 +37,9 @@ func newLCFix(t *testing.T, db apptest.Database) *lcFix {
 	agent, token := env.Agent(env.Account.ID, "bot")
 	return &lcFix{
 		env: env, ctx: context.Background(), bot: env.Connect(token), botAgent: agent,
-		ada:      env.Member(env.Account.ID, "ada", models.RoleOwner),
-		bob:      env.Member(env.Account.ID, "bob", models.RoleMember),
-		cy:       env.Member(env.Account.ID, "cy", models.RoleAdmin),
+		ada:      env.Member(env.Account.ID, "ada", core.RoleOwner),
+		bob:      env.Member(env.Account.ID, "bob", core.RoleMember),
+		cy:       env.Member(env.Account.ID, "cy", core.RoleAdmin),
 		number:   900,
 		payloads: map[string]map[string]any{},
 	}
@@ -67,7 +69,7 @@ func (f *lcFix) file(t *testing.T, c *apptest.Client, kind string, kv ...any) st
 }
 
 // row reads an approval from the store.
-func (f *lcFix) row(t *testing.T, id string) *models.Approval {
+func (f *lcFix) row(t *testing.T, id string) *asks.Approval {
 	t.Helper()
 	a, err := f.env.Store.GetApproval(f.ctx, f.env.Account.ID, id)
 	if err != nil {
@@ -77,7 +79,7 @@ func (f *lcFix) row(t *testing.T, id string) *models.Approval {
 }
 
 // events reads an approval's timeline from the store.
-func (f *lcFix) events(t *testing.T, id string) []models.TimelineEvent {
+func (f *lcFix) events(t *testing.T, id string) []asks.TimelineEvent {
 	t.Helper()
 	evs, err := f.env.Store.Timeline(f.ctx, f.env.Account.ID, id)
 	if err != nil {
@@ -104,7 +106,7 @@ func lcFromErr(err error) lcOutcome {
 	if err == nil {
 		return lcOutcome{}
 	}
-	return lcOutcome{refused: true, code: string(models.CodeOf(err)), field: models.FieldOf(err), text: err.Error()}
+	return lcOutcome{refused: true, code: string(core.CodeOf(err)), field: core.FieldOf(err), text: err.Error()}
 }
 
 func lcFromResult(r apptest.Result) lcOutcome {
@@ -167,8 +169,8 @@ const lcUnknownApprovalID = "appr_zzzzzzzzzzzzzzzzzzzz"
 func (f *lcFix) do(t *testing.T, id, act string) lcOutcome {
 	t.Helper()
 	verb, expected, _ := strings.Cut(act, "@")
-	decide := func(v models.Verdict, note string) lcOutcome {
-		_, err := f.env.Store.Decide(f.ctx, f.env.Account.ID, id, f.ada, models.Decision{Verdict: v, Note: note})
+	decide := func(v asks.Verdict, note string) lcOutcome {
+		_, err := f.env.Store.Decide(f.ctx, f.env.Account.ID, id, f.ada, asks.Decision{Verdict: v, Note: note})
 		return lcFromErr(err)
 	}
 	progress := func(step string, kv ...any) lcOutcome {
@@ -180,15 +182,15 @@ func (f *lcFix) do(t *testing.T, id, act string) lcOutcome {
 	}
 	switch verb {
 	case "approve", "deny", "not_mine":
-		return decide(models.Verdict(verb), "")
+		return decide(asks.Verdict(verb), "")
 	case "deny-long-note":
-		return decide(models.VerdictDeny, strings.Repeat("n", 501))
+		return decide(asks.VerdictDeny, strings.Repeat("n", 501))
 	case "deny-with-note":
-		return decide(models.VerdictDeny, strings.Repeat("n", 500))
+		return decide(asks.VerdictDeny, strings.Repeat("n", 500))
 	case "question":
-		return decide(models.VerdictQuestion, lcQuestion)
+		return decide(asks.VerdictQuestion, lcQuestion)
 	case "question-blank":
-		return decide(models.VerdictQuestion, "  ")
+		return decide(asks.VerdictQuestion, "  ")
 	case "answered":
 		return progress("answered", "note", "eu-west-1 first")
 	case "answered-blank":
@@ -213,7 +215,7 @@ func (f *lcFix) do(t *testing.T, id, act string) lcOutcome {
 		return progress("launch")
 	}
 	if opt, ok := strings.CutPrefix(verb, "option:"); ok {
-		return decide(models.Verdict("option:"+opt), "")
+		return decide(asks.Verdict("option:"+opt), "")
 	}
 	t.Fatalf("unknown action %q", act)
 	return lcOutcome{}
@@ -233,9 +235,9 @@ func TestLifecycleFollowsEveryRowOfTheStateTable(t *testing.T) {
 	rows := []struct {
 		kind         string
 		path         []string // brings the ask to from
-		from         models.Status
+		from         asks.Status
 		act          string
-		to           models.Status
+		to           asks.Status
 		step, by     string
 		decision     string
 		note         string // the approval's note afterwards
@@ -330,57 +332,57 @@ func TestLifecycleRefusesEveryOtherMoveAndRecordsNothing(t *testing.T) {
 	rows := []struct {
 		kind        string
 		path        []string
-		from        models.Status
+		from        asks.Status
 		act         string
-		code        models.Code
+		code        core.Code
 		field       string
 		namesStatus bool // the refusal names the state the ask is in
 	}{
 		// a person's answer
-		{kind: "decision", from: "pending", act: "approve", code: models.InvalidArgument, field: "decision"},
-		{kind: "decision", from: "pending", act: "option:2", code: models.InvalidArgument, field: "decision"},
-		{kind: "decision", from: "pending", act: "option:x", code: models.InvalidArgument, field: "decision"},
-		{kind: "decision", from: "pending", act: "option:-1", code: models.InvalidArgument, field: "decision"},
-		{kind: "pull_request", from: "pending", act: "option:0", code: models.InvalidArgument, field: "decision"},
-		{kind: "pull_request", from: "pending", act: "question-blank", code: models.InvalidArgument, field: "note"},
-		{kind: "pull_request", from: "pending", act: "deny-long-note", code: models.InvalidArgument, field: "note"},
-		{kind: "pull_request", path: []string{"approve"}, from: "approved", act: "approve", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"approve"}, from: "approved", act: "deny", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"deny"}, from: "denied", act: "approve", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"question"}, from: "question", act: "approve", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"question"}, from: "question", act: "deny", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"question"}, from: "question", act: "question", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "decision", path: []string{"option:0"}, from: "approved", act: "option:1", code: models.FailedPrecondition, namesStatus: true},
+		{kind: "decision", from: "pending", act: "approve", code: core.InvalidArgument, field: "decision"},
+		{kind: "decision", from: "pending", act: "option:2", code: core.InvalidArgument, field: "decision"},
+		{kind: "decision", from: "pending", act: "option:x", code: core.InvalidArgument, field: "decision"},
+		{kind: "decision", from: "pending", act: "option:-1", code: core.InvalidArgument, field: "decision"},
+		{kind: "pull_request", from: "pending", act: "option:0", code: core.InvalidArgument, field: "decision"},
+		{kind: "pull_request", from: "pending", act: "question-blank", code: core.InvalidArgument, field: "note"},
+		{kind: "pull_request", from: "pending", act: "deny-long-note", code: core.InvalidArgument, field: "note"},
+		{kind: "pull_request", path: []string{"approve"}, from: "approved", act: "approve", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"approve"}, from: "approved", act: "deny", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"deny"}, from: "denied", act: "approve", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"question"}, from: "question", act: "approve", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"question"}, from: "question", act: "deny", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"question"}, from: "question", act: "question", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "decision", path: []string{"option:0"}, from: "approved", act: "option:1", code: core.FailedPrecondition, namesStatus: true},
 
 		// the agent's steps
-		{kind: "pull_request", from: "pending", act: "answered", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"question"}, from: "question", act: "answered-blank", code: models.InvalidArgument, field: "note"},
-		{kind: "pull_request", from: "pending", act: "started", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", from: "pending", act: "step", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", from: "pending", act: "done", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"approve"}, from: "approved", act: "step", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"approve"}, from: "approved", act: "done", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"approve"}, from: "approved", act: "failed", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"approve", "started"}, from: "in_progress", act: "started", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"approve", "started", "done"}, from: "done", act: "step", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"approve", "started", "failed"}, from: "failed", act: "stale", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"deny"}, from: "denied", act: "stale", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"stale"}, from: "stale", act: "stale", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"approve", "started-other"}, from: "stale", act: "started", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"approve", "started"}, from: "in_progress", act: "step-long", code: models.InvalidArgument, field: "note"},
-		{kind: "pull_request", path: []string{"approve"}, from: "approved", act: "started-blind", code: models.InvalidArgument, field: "observed"},
-		{kind: "pull_request", path: []string{"approve", "started"}, from: "in_progress", act: "step-observed", code: models.InvalidArgument, field: "observed"},
-		{kind: "pull_request", from: "pending", act: "launch", code: models.InvalidArgument, field: "step"},
-		{kind: "pull_request", from: "pending", act: "stale@stale", code: models.InvalidArgument, field: "expected_state"},
+		{kind: "pull_request", from: "pending", act: "answered", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"question"}, from: "question", act: "answered-blank", code: core.InvalidArgument, field: "note"},
+		{kind: "pull_request", from: "pending", act: "started", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", from: "pending", act: "step", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", from: "pending", act: "done", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"approve"}, from: "approved", act: "step", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"approve"}, from: "approved", act: "done", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"approve"}, from: "approved", act: "failed", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"approve", "started"}, from: "in_progress", act: "started", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"approve", "started", "done"}, from: "done", act: "step", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"approve", "started", "failed"}, from: "failed", act: "stale", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"deny"}, from: "denied", act: "stale", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"stale"}, from: "stale", act: "stale", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"approve", "started-other"}, from: "stale", act: "started", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"approve", "started"}, from: "in_progress", act: "step-long", code: core.InvalidArgument, field: "note"},
+		{kind: "pull_request", path: []string{"approve"}, from: "approved", act: "started-blind", code: core.InvalidArgument, field: "observed"},
+		{kind: "pull_request", path: []string{"approve", "started"}, from: "in_progress", act: "step-observed", code: core.InvalidArgument, field: "observed"},
+		{kind: "pull_request", from: "pending", act: "launch", code: core.InvalidArgument, field: "step"},
+		{kind: "pull_request", from: "pending", act: "stale@stale", code: core.InvalidArgument, field: "expected_state"},
 
 		// expected_state as compare-and-set
-		{kind: "pull_request", path: []string{"approve"}, from: "approved", act: "stale@pending", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"question"}, from: "question", act: "stale@pending", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", from: "pending", act: "answered@question", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"approve"}, from: "approved", act: "started@pending", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"approve", "started"}, from: "in_progress", act: "done@approved", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"approve", "started", "done"}, from: "done", act: "step@in_progress", code: models.FailedPrecondition, namesStatus: true},
-		{kind: "pull_request", path: []string{"deny"}, from: "denied", act: "stale@pending", code: models.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"approve"}, from: "approved", act: "stale@pending", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"question"}, from: "question", act: "stale@pending", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", from: "pending", act: "answered@question", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"approve"}, from: "approved", act: "started@pending", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"approve", "started"}, from: "in_progress", act: "done@approved", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"approve", "started", "done"}, from: "done", act: "step@in_progress", code: core.FailedPrecondition, namesStatus: true},
+		{kind: "pull_request", path: []string{"deny"}, from: "denied", act: "stale@pending", code: core.FailedPrecondition, namesStatus: true},
 	}
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		f := newLCFix(t, db)
@@ -421,12 +423,12 @@ func TestLifecycleLetsOnlyThePersonAskedDecide(t *testing.T) {
 		if err != nil {
 			t.Fatalf("create account: %v", err)
 		}
-		stranger := f.env.Member(other.ID, "dora", models.RoleOwner)
+		stranger := f.env.Member(other.ID, "dora", core.RoleOwner)
 
 		cases := []struct {
 			name    string
 			askedOf string
-			who     *models.Member
+			who     *people.Member
 			allowed bool
 		}{
 			{"the person an ask is asked of decides it", "bob", f.bob, true},
@@ -440,21 +442,21 @@ func TestLifecycleLetsOnlyThePersonAskedDecide(t *testing.T) {
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				for _, verdict := range []models.Verdict{models.VerdictApprove, models.VerdictDeny, models.VerdictQuestion} {
+				for _, verdict := range []asks.Verdict{asks.VerdictApprove, asks.VerdictDeny, asks.VerdictQuestion} {
 					id := f.file(t, f.bot, "pull_request", "asked_of", tc.askedOf)
 					before, events := f.row(t, id), len(f.events(t, id))
-					_, err := f.env.Store.Decide(f.ctx, f.env.Account.ID, id, tc.who, models.Decision{Verdict: verdict, Note: "why?"})
+					_, err := f.env.Store.Decide(f.ctx, f.env.Account.ID, id, tc.who, asks.Decision{Verdict: verdict, Note: "why?"})
 					after := f.row(t, id)
 					if tc.allowed {
 						if err != nil {
 							t.Fatalf("%s: %v", verdict, err)
 						}
-						if after.Status == models.StatusPending || (verdict != models.VerdictQuestion && after.DecidedBy != tc.who.Subject) {
+						if after.Status == asks.StatusPending || (verdict != asks.VerdictQuestion && after.DecidedBy != tc.who.Subject) {
 							t.Errorf("%s: status %s decided_by %q", verdict, after.Status, after.DecidedBy)
 						}
 						continue
 					}
-					if models.CodeOf(err) != models.PermissionDenied || models.FieldOf(err) != "approval_id" {
+					if core.CodeOf(err) != core.PermissionDenied || core.FieldOf(err) != "approval_id" {
 						t.Errorf("%s: %v; want PERMISSION_DENIED on approval_id", verdict, err)
 					}
 					if after.Status != before.Status || after.Version != before.Version || len(f.events(t, id)) != events {
@@ -465,11 +467,11 @@ func TestLifecycleLetsOnlyThePersonAskedDecide(t *testing.T) {
 		}
 		t.Run("a decision under another account's id finds nothing", func(t *testing.T) {
 			id := f.file(t, f.bot, "pull_request")
-			_, err := f.env.Store.Decide(f.ctx, other.ID, id, stranger, models.Decision{Verdict: models.VerdictApprove})
-			if models.CodeOf(err) != models.NotFound {
+			_, err := f.env.Store.Decide(f.ctx, other.ID, id, stranger, asks.Decision{Verdict: asks.VerdictApprove})
+			if core.CodeOf(err) != core.NotFound {
 				t.Errorf("got %v; want NOT_FOUND", err)
 			}
-			if a := f.row(t, id); a.Status != models.StatusPending {
+			if a := f.row(t, id); a.Status != asks.StatusPending {
 				t.Errorf("status %s, want pending", a.Status)
 			}
 		})
@@ -496,11 +498,11 @@ func TestLifecycleNotMineDeniesAndBlocksTheAgent(t *testing.T) {
 			t.Fatalf("not_mine: %s", o)
 		}
 		a := f.row(t, target)
-		if a.Status != models.StatusDenied || a.Decision != "not_mine" || a.DecidedBy != "ada" {
+		if a.Status != asks.StatusDenied || a.Decision != "not_mine" || a.DecidedBy != "ada" {
 			t.Errorf("not_mine ask: status %s decision %q decided_by %q; want denied, not_mine, ada", a.Status, a.Decision, a.DecidedBy)
 		}
 		evs := f.events(t, target)
-		if last := evs[len(evs)-1]; last.Step != "not_mine" || last.ActorKind != "person" || last.Actor != "ada" || last.ToStatus != models.StatusDenied {
+		if last := evs[len(evs)-1]; last.Step != "not_mine" || last.ActorKind != "person" || last.Actor != "ada" || last.ToStatus != asks.StatusDenied {
 			t.Errorf("last event = %+v", last)
 		}
 
@@ -516,14 +518,14 @@ func TestLifecycleNotMineDeniesAndBlocksTheAgent(t *testing.T) {
 
 		for _, tc := range []struct {
 			id   string
-			want models.Status
+			want asks.Status
 			what string
 		}{
-			{pending, models.StatusCancelled, "its other pending ask"},
-			{question, models.StatusCancelled, "its ask in question"},
-			{approved, models.StatusApproved, "its approved ask"},
-			{denied, models.StatusDenied, "its denied ask"},
-			{helpers, models.StatusPending, "another agent's ask"},
+			{pending, asks.StatusCancelled, "its other pending ask"},
+			{question, asks.StatusCancelled, "its ask in question"},
+			{approved, asks.StatusApproved, "its approved ask"},
+			{denied, asks.StatusDenied, "its denied ask"},
+			{helpers, asks.StatusPending, "another agent's ask"},
 		} {
 			a := f.row(t, tc.id)
 			if a.Status != tc.want {
@@ -531,10 +533,10 @@ func TestLifecycleNotMineDeniesAndBlocksTheAgent(t *testing.T) {
 			}
 			evs := f.events(t, tc.id)
 			last := evs[len(evs)-1]
-			if tc.want == models.StatusCancelled && (last.Step != "cancelled" || last.ActorKind != "system" || !strings.Contains(last.Note, "not mine")) {
+			if tc.want == asks.StatusCancelled && (last.Step != "cancelled" || last.ActorKind != "system" || !strings.Contains(last.Note, "not mine")) {
 				t.Errorf("%s: last event = %+v; want cancelled by the system, saying not mine", tc.what, last)
 			}
-			if tc.want != models.StatusCancelled && last.Step == "cancelled" {
+			if tc.want != asks.StatusCancelled && last.Step == "cancelled" {
 				t.Errorf("%s got a cancelled event", tc.what)
 			}
 		}
@@ -556,10 +558,10 @@ func TestLifecycleSupersedesAnEarlierAsk(t *testing.T) {
 
 		for _, tc := range []struct {
 			path []string
-			from models.Status
+			from asks.Status
 		}{
-			{nil, models.StatusPending},
-			{[]string{"question"}, models.StatusQuestion},
+			{nil, asks.StatusPending},
+			{[]string{"question"}, asks.StatusQuestion},
 		} {
 			t.Run("an open "+string(tc.from)+" ask goes stale", func(t *testing.T) {
 				earlier := f.file(t, f.bot, "pull_request")
@@ -594,11 +596,11 @@ func TestLifecycleSupersedesAnEarlierAsk(t *testing.T) {
 
 		for _, tc := range []struct {
 			path []string
-			from models.Status
+			from asks.Status
 		}{
-			{[]string{"deny"}, models.StatusDenied},
-			{[]string{"approve"}, models.StatusApproved},
-			{[]string{"approve", "started", "done"}, models.StatusDone},
+			{[]string{"deny"}, asks.StatusDenied},
+			{[]string{"approve"}, asks.StatusApproved},
+			{[]string{"approve", "started", "done"}, asks.StatusDone},
 		} {
 			t.Run("a "+string(tc.from)+" ask is only linked", func(t *testing.T) {
 				earlier := f.file(t, f.bot, "pull_request")
@@ -639,15 +641,15 @@ func TestLifecycleSupersedesAnEarlierAsk(t *testing.T) {
 		for _, tc := range []struct {
 			name    string
 			earlier string
-			code    models.Code
+			code    core.Code
 		}{
-			{"an unknown id is not found", lcUnknownApprovalID, models.NotFound},
-			{"another account's ask is not found", strangersAsk, models.NotFound},
-			{"an ask superseded already is refused", superseded, models.FailedPrecondition},
+			{"an unknown id is not found", lcUnknownApprovalID, core.NotFound},
+			{"another account's ask is not found", strangersAsk, core.NotFound},
+			{"an ask superseded already is refused", superseded, core.FailedPrecondition},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				approvals, events := specCounts(t, f.env)
-				var earlierBefore *models.Approval
+				var earlierBefore *asks.Approval
 				if tc.earlier != lcUnknownApprovalID && tc.earlier != strangersAsk {
 					earlierBefore = f.row(t, tc.earlier)
 				}
@@ -684,11 +686,11 @@ func TestLifecycleSupersedesAnEarlierAsk(t *testing.T) {
 				t.Errorf("the new ask = requester %v, supersedes %v; want agent:bot, %s", out["requester"], out["supersedes"], helpersAsk)
 			}
 		})
-		var foreign models.Approval
+		var foreign asks.Approval
 		if err := f.env.Store.DB().Table("approvals").Where("id = ?", strangersAsk).Take(&foreign).Error; err != nil {
 			t.Fatalf("read the other account's ask: %v", err)
 		}
-		if foreign.Status != models.StatusPending || foreign.SupersededBy != "" {
+		if foreign.Status != asks.StatusPending || foreign.SupersededBy != "" {
 			t.Errorf("the other account's ask: %s superseded_by %q", foreign.Status, foreign.SupersededBy)
 		}
 	})
@@ -712,29 +714,29 @@ func TestLifecycleExpiresAsksThatOutliveTheirLife(t *testing.T) {
 		expiresAt := f.row(t, toDecide).ExpiresAt
 		f.env.Store.SetClock(func() time.Time { return expiresAt.Add(time.Minute) })
 
-		mustExpire := func(t *testing.T, id string, from models.Status, o lcOutcome) {
+		mustExpire := func(t *testing.T, id string, from asks.Status, o lcOutcome) {
 			t.Helper()
-			if !o.refused || o.code != string(models.FailedPrecondition) || !strings.Contains(o.text, "expired") {
+			if !o.refused || o.code != string(core.FailedPrecondition) || !strings.Contains(o.text, "expired") {
 				t.Errorf("%s; want FAILED_PRECONDITION saying it expired", o)
 			}
 			a := f.row(t, id)
-			if a.Status != models.StatusExpired || a.Decision != "" || a.DecidedBy != "" {
+			if a.Status != asks.StatusExpired || a.Decision != "" || a.DecidedBy != "" {
 				t.Errorf("status %s decision %q decided_by %q; want expired and undecided", a.Status, a.Decision, a.DecidedBy)
 			}
 			evs := f.events(t, id)
 			last := evs[len(evs)-1]
-			if last.Step != "expired" || last.ActorKind != "system" || last.FromStatus != from || last.ToStatus != models.StatusExpired {
+			if last.Step != "expired" || last.ActorKind != "system" || last.FromStatus != from || last.ToStatus != asks.StatusExpired {
 				t.Errorf("last event = %+v; want expired by the system from %s", last, from)
 			}
 		}
 		t.Run("an expired ask can never be approved", func(t *testing.T) {
-			mustExpire(t, toDecide, models.StatusPending, f.do(t, toDecide, "approve"))
+			mustExpire(t, toDecide, asks.StatusPending, f.do(t, toDecide, "approve"))
 		})
 		t.Run("an ask in question cannot be answered past its life", func(t *testing.T) {
-			mustExpire(t, toAnswer, models.StatusQuestion, f.do(t, toAnswer, "answered"))
+			mustExpire(t, toAnswer, asks.StatusQuestion, f.do(t, toAnswer, "answered"))
 		})
 		t.Run("an ask cannot be withdrawn past its life", func(t *testing.T) {
-			mustExpire(t, toWithdraw, models.StatusPending, f.do(t, toWithdraw, "stale@pending"))
+			mustExpire(t, toWithdraw, asks.StatusPending, f.do(t, toWithdraw, "stale@pending"))
 		})
 		t.Run("ExpireDue expires the rest and counts them", func(t *testing.T) {
 			n, err := f.env.Store.ExpireDue(f.ctx)
@@ -744,11 +746,11 @@ func TestLifecycleExpiresAsksThatOutliveTheirLife(t *testing.T) {
 			for i, id := range swept {
 				a := f.row(t, id)
 				evs := f.events(t, id)
-				if last := evs[len(evs)-1]; a.Status != models.StatusExpired || last.Step != "expired" || last.ActorKind != "system" {
+				if last := evs[len(evs)-1]; a.Status != asks.StatusExpired || last.Step != "expired" || last.ActorKind != "system" {
 					t.Errorf("swept ask %d: status %s, last event %+v", i, a.Status, last)
 				}
 			}
-			if a := f.row(t, approved); a.Status != models.StatusApproved {
+			if a := f.row(t, approved); a.Status != asks.StatusApproved {
 				t.Errorf("an approved ask became %s: only open asks expire", a.Status)
 			}
 			if n, err := f.env.Store.ExpireDue(f.ctx); err != nil || n != 0 {
@@ -770,10 +772,10 @@ func TestLifecycleExpiresAsksThatOutliveTheirLife(t *testing.T) {
 			t.Run("an expired ask refuses "+tc.act+" and records nothing", func(t *testing.T) {
 				before, events := f.row(t, tc.id), len(f.events(t, tc.id))
 				o := f.do(t, tc.id, tc.act)
-				if !o.refused || o.code != string(models.FailedPrecondition) || !strings.Contains(o.text, "is expired") {
+				if !o.refused || o.code != string(core.FailedPrecondition) || !strings.Contains(o.text, "is expired") {
 					t.Errorf("%s: %s; want FAILED_PRECONDITION naming the state expired", tc.act, o)
 				}
-				if after := f.row(t, tc.id); after.Status != models.StatusExpired || after.Version != before.Version || len(f.events(t, tc.id)) != events {
+				if after := f.row(t, tc.id); after.Status != asks.StatusExpired || after.Version != before.Version || len(f.events(t, tc.id)) != events {
 					t.Errorf("%s changed an expired ask", tc.act)
 				}
 			})
@@ -782,7 +784,7 @@ func TestLifecycleExpiresAsksThatOutliveTheirLife(t *testing.T) {
 			if o := f.do(t, approved, "started@approved"); o.refused {
 				t.Fatalf("started: %s", o)
 			}
-			if a := f.row(t, approved); a.Status != models.StatusInProgress {
+			if a := f.row(t, approved); a.Status != asks.StatusInProgress {
 				t.Errorf("status %s, want in_progress", a.Status)
 			}
 		})
@@ -803,7 +805,7 @@ func TestLifecycleCancelsOpenAsks(t *testing.T) {
 					t.Fatalf("cancel a %s ask: %v", from, err)
 				}
 				got := f.bot.OK("approvals_get", map[string]any{"approval_id": id})
-				if a.Status != models.StatusCancelled || got["status"] != "cancelled" {
+				if a.Status != asks.StatusCancelled || got["status"] != "cancelled" {
 					t.Errorf("cancel a %s ask: status %s / %v", from, a.Status, got["status"])
 				}
 				timeline := got["timeline"].([]any)
@@ -819,14 +821,14 @@ func TestLifecycleCancelsOpenAsks(t *testing.T) {
 				f.doAll(t, id, path)
 				before, events := f.row(t, id), len(f.events(t, id))
 				_, err := f.env.Store.Cancel(f.ctx, f.env.Account.ID, id, "cy", "")
-				if models.CodeOf(err) != models.FailedPrecondition || !strings.Contains(err.Error(), "is "+string(before.Status)) {
+				if core.CodeOf(err) != core.FailedPrecondition || !strings.Contains(err.Error(), "is "+string(before.Status)) {
 					t.Errorf("cancel a %s ask: %v; want FAILED_PRECONDITION naming it", before.Status, err)
 				}
 				if after := f.row(t, id); after.Status != before.Status || after.Version != before.Version || len(f.events(t, id)) != events {
 					t.Errorf("a refused cancel changed a %s ask", before.Status)
 				}
 			}
-			if _, err := f.env.Store.Cancel(f.ctx, f.env.Account.ID, lcUnknownApprovalID, "cy", ""); models.CodeOf(err) != models.NotFound {
+			if _, err := f.env.Store.Cancel(f.ctx, f.env.Account.ID, lcUnknownApprovalID, "cy", ""); core.CodeOf(err) != core.NotFound {
 				t.Errorf("cancel an unknown ask: %v; want NOT_FOUND", err)
 			}
 		})
@@ -847,14 +849,14 @@ func TestLifecycleCancelsOpenAsks(t *testing.T) {
 				a := f.row(t, id)
 				evs := f.events(t, id)
 				last := evs[len(evs)-1]
-				if a.Status != models.StatusCancelled || last.Step != "cancelled" || last.ActorKind != "system" || last.Actor != "cy" || !strings.Contains(last.Note, "token leaked") {
+				if a.Status != asks.StatusCancelled || last.Step != "cancelled" || last.ActorKind != "system" || last.Actor != "cy" || !strings.Contains(last.Note, "token leaked") {
 					t.Errorf("open ask: status %s, last event %+v", a.Status, last)
 				}
 			}
-			if a := f.row(t, approved); a.Status != models.StatusApproved {
+			if a := f.row(t, approved); a.Status != asks.StatusApproved {
 				t.Errorf("the approved ask became %s", a.Status)
 			}
-			if a := f.row(t, bots); a.Status != models.StatusPending {
+			if a := f.row(t, bots); a.Status != asks.StatusPending {
 				t.Errorf("another agent's ask became %s", a.Status)
 			}
 			r, err := apptest.CallTool(f.ctx, leaky.Session, "approvals_get", map[string]any{"approval_id": approved})

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // AskRate is how many asks one requester may file per period ("60/m").
@@ -70,7 +70,7 @@ func (l *askLimiter) allow(agentID string) (undo func(), err error) {
 	r := lim.ReserveN(now, 1)
 	if wait := r.DelayFrom(now); wait > 0 {
 		r.CancelAt(now)
-		return nil, models.Refuse(models.ResourceExhausted, "", "asks are limited to %s per requester (burst %d); retry in %d s",
+		return nil, core.Refuse(core.ResourceExhausted, "", "asks are limited to %s per requester (burst %d); retry in %d s",
 			l.rate, l.burst, int(math.Ceil(wait.Seconds())))
 	}
 	// Cancelling as of the moment of the reservation gives its token back

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 // lsIDs lists with args and returns the ids in the order given and the
@@ -70,7 +71,7 @@ func newLSWorld(t *testing.T, db apptest.Database) *lsWorld {
 	ctx := context.Background()
 	// The world expires an ask with its own pass: the app's sweeper makes none.
 	env := apptest.StartUnswept(t, db, nil)
-	ada := env.Member(env.Account.ID, "ada", models.RoleOwner)
+	ada := env.Member(env.Account.ID, "ada", core.RoleOwner)
 	_, token := env.Agent(env.Account.ID, "bot")
 	w := &lsWorld{env: env, bot: env.Connect(token)}
 
@@ -86,9 +87,9 @@ func newLSWorld(t *testing.T, db apptest.Database) *lsWorld {
 		}
 		return a
 	}
-	decide := func(id string, v models.Verdict, note string) {
+	decide := func(id string, v asks.Verdict, note string) {
 		t.Helper()
-		if _, err := env.Store.Decide(ctx, env.Account.ID, id, ada, models.Decision{Verdict: v, Note: note}); err != nil {
+		if _, err := env.Store.Decide(ctx, env.Account.ID, id, ada, asks.Decision{Verdict: v, Note: note}); err != nil {
 			t.Fatalf("decide %s: %v", v, err)
 		}
 	}
@@ -110,7 +111,7 @@ func newLSWorld(t *testing.T, db apptest.Database) *lsWorld {
 	if n, err := env.Store.ExpireDue(ctx); err != nil || n != 1 {
 		t.Fatalf("ExpireDue = %d, %v; want 1", n, err)
 	}
-	if got, err := env.Store.GetApproval(ctx, env.Account.ID, expiring.id); err != nil || got.Status != models.StatusExpired {
+	if got, err := env.Store.GetApproval(ctx, env.Account.ID, expiring.id); err != nil || got.Status != asks.StatusExpired {
 		t.Fatalf("the ask whose life ran out: %v %v; want expired", got, err)
 	}
 	expiring.status = "expired"
@@ -143,13 +144,13 @@ func newLSWorld(t *testing.T, db apptest.Database) *lsWorld {
 		a := file(w.bot, s.kind, s.payload, s.job)
 		switch s.status {
 		case "question":
-			decide(a.id, models.VerdictQuestion, "why?")
+			decide(a.id, asks.VerdictQuestion, "why?")
 		case "approved":
-			decide(a.id, models.VerdictApprove, "")
+			decide(a.id, asks.VerdictApprove, "")
 		case "denied":
-			decide(a.id, models.VerdictDeny, "")
+			decide(a.id, asks.VerdictDeny, "")
 		case "in_progress", "done", "failed":
-			verdict := models.VerdictApprove
+			verdict := asks.VerdictApprove
 			if s.kind == "decision" {
 				verdict = "option:1"
 			}
@@ -189,7 +190,7 @@ func newLSWorld(t *testing.T, db apptest.Database) *lsWorld {
 
 func (w *lsWorld) row(t *testing.T, id string) string {
 	t.Helper()
-	var a models.Approval
+	var a asks.Approval
 	if err := w.env.Store.DB().Table("approvals").Where("id = ?", id).Take(&a).Error; err != nil {
 		t.Fatalf("read %s: %v", id, err)
 	}
@@ -242,7 +243,7 @@ func TestListFiltersByStatusKindAndBinding(t *testing.T) {
 			{"head never matches another kind", map[string]any{"kind": "roll", "head": lsHeadA}, func(lsAsk) bool { return false }},
 			{"job_id with a status it has none of", map[string]any{"job_id": "job_2", "status": "denied"}, func(lsAsk) bool { return false }},
 		}
-		for _, st := range models.AllStatuses {
+		for _, st := range asks.AllStatuses {
 			cases = append(cases, struct {
 				name string
 				args map[string]any
@@ -321,7 +322,7 @@ func TestListRefusesBadFilters(t *testing.T) {
 			{"an argument the tool does not take", map[string]any{"limit": 5}, "limit"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				specRefused(t, c.Call("approvals_list", tc.args), models.InvalidArgument, tc.field)
+				specRefused(t, c.Call("approvals_list", tc.args), core.InvalidArgument, tc.field)
 			})
 		}
 	})

@@ -11,7 +11,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 // BenchmarkDecisionToSubscribedAgent measures the time from a decision's
@@ -48,7 +49,7 @@ func benchDecisionToSubscribedAgent(b *testing.B, revision string) {
 		decider = apptest.StartWith(b, cfg).Store
 	}
 	_, token := env.Agent(env.Account.ID, "bot")
-	owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+	owner := env.Member(env.Account.ID, "ada", core.RoleOwner)
 
 	var mu sync.Mutex
 	heard := map[string]time.Time{}
@@ -100,7 +101,7 @@ func benchDecisionToSubscribedAgent(b *testing.B, revision string) {
 				b.Fatal("subscriptions/listen not acknowledged within 10 s")
 			}
 		}
-		if _, err := decider.Decide(ctx, env.Account.ID, id, owner, models.Decision{Verdict: models.VerdictDeny}); err != nil {
+		if _, err := decider.Decide(ctx, env.Account.ID, id, owner, asks.Decision{Verdict: asks.VerdictDeny}); err != nil {
 			b.Fatal(err)
 		}
 		committed := time.Now()

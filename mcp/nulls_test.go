@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 func TestNullIsAPlainCodedRefusalForEveryArgumentOfEveryTool(t *testing.T) {
@@ -34,7 +34,7 @@ func TestNullIsAPlainCodedRefusalForEveryArgumentOfEveryTool(t *testing.T) {
 					args = withArgs(prAsk(900, "abcdef1234567"), name, nil)
 				}
 				r := c.Call(tool.Name, args)
-				if !r.IsError || r.Code != string(models.InvalidArgument) || r.Field != name {
+				if !r.IsError || r.Code != string(core.InvalidArgument) || r.Field != name {
 					t.Fatalf("%s with %s: null = %s, want INVALID_ARGUMENT on %s", tool.Name, name, r, name)
 				}
 				if !strings.Contains(r.Text, "not null") || strings.Contains(r.Text, "reflect") {

@@ -14,7 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // sessionClient opens an MCP session with the go-sdk client. A listening
@@ -314,7 +314,7 @@ func TestAnIdleMCPSessionEndsAfterTheIdleLifeAndAListeningOneLivesOn(t *testing.
 func TestAWaitingAgentsStreamIsServedOffNetHTTPAndLeavesWithItsAgent(t *testing.T) {
 	env := apptest.Start(t, apptest.SQLite, map[string]string{"COUNTERSIGN_MCP_SESSION_IDLE": "3s"})
 	_, token := env.Agent(env.Account.ID, "waiter")
-	owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+	owner := env.Member(env.Account.ID, "ada", core.RoleOwner)
 	heard := make(chan string, 4)
 	client := sdk.NewClient(&sdk.Implementation{Name: "waiter", Version: "1"}, &sdk.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) { heard <- r.Params.URI },

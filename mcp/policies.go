@@ -6,7 +6,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/policy"
 )
 
 // ScopeArg is the scope of an auto-approve request.
@@ -67,7 +68,7 @@ type ScopeOut struct {
 	Requesters  []string `json:"requesters"`
 }
 
-func policyOut(st *models.PolicyState) *PolicyOutput {
+func policyOut(st *policy.PolicyState) *PolicyOutput {
 	if st == nil {
 		return &PolicyOutput{}
 	}
@@ -97,14 +98,14 @@ scope: ask_kinds (empty for every kind a policy may cover; pull_request, roll, r
 Do not use it to get one ask approved: file it with approvals_create. Next: read approvals_get on the returned approval_id, then approvals_get_auto_approve_policy.`,
 		Annotations: &sdk.ToolAnnotations{Title: "Ask to turn on auto-approve", ReadOnlyHint: false, DestructiveHint: boolPtr(false), IdempotentHint: false, OpenWorldHint: boolPtr(false)},
 	}
-	return define(s, tool, writeScopes, func(ctx context.Context, agent *models.Agent, in RequestAutoApproveInput) (*ApprovalOut, error) {
+	return define(s, tool, writeScopes, func(ctx context.Context, agent *people.Agent, in RequestAutoApproveInput) (*ApprovalOut, error) {
 		undo, err := s.limiter.allow(agent.ID)
 		if err != nil {
 			return nil, err
 		}
-		a, err := s.store.RequestAutoApprove(ctx, models.AutoApproveRequest{
+		a, err := s.store.RequestAutoApprove(ctx, policy.AutoApproveRequest{
 			Requester: agent, Device: in.Device, Until: in.Until,
-			Scope: models.PolicyScope{AskKinds: in.Scope.AskKinds, MaxPriority: in.Scope.MaxPriority, Requesters: in.Scope.Requesters},
+			Scope: policy.PolicyScope{AskKinds: in.Scope.AskKinds, MaxPriority: in.Scope.MaxPriority, Requesters: in.Scope.Requesters},
 		})
 		if err != nil {
 			undo()
@@ -122,7 +123,7 @@ func (s *Server) getPolicyTool() toolDef {
 Do not use it to learn whether one ask was approved: read approvals_get. While a policy is active, a matching new ask comes back from approvals_create already approved, attributed to the policy.`,
 		Annotations: &sdk.ToolAnnotations{Title: "Read the auto-approve policy", ReadOnlyHint: true, OpenWorldHint: boolPtr(false)},
 	}
-	return define(s, tool, readScopes, func(ctx context.Context, agent *models.Agent, _ GetPolicyInput) (*PolicyOutput, error) {
+	return define(s, tool, readScopes, func(ctx context.Context, agent *people.Agent, _ GetPolicyInput) (*PolicyOutput, error) {
 		st, err := s.store.CurrentPolicy(ctx, agent.AccountID)
 		if err != nil {
 			return nil, err
@@ -139,7 +140,7 @@ func (s *Server) revokePolicyTool() toolDef {
 Do not use it to withdraw one ask: report approvals_add_progress step stale.`,
 		Annotations: &sdk.ToolAnnotations{Title: "Turn auto-approve off", ReadOnlyHint: false, DestructiveHint: boolPtr(false), IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 	}
-	return define(s, tool, writeScopes, func(ctx context.Context, agent *models.Agent, in RevokePolicyInput) (*PolicyOutput, error) {
+	return define(s, tool, writeScopes, func(ctx context.Context, agent *people.Agent, in RevokePolicyInput) (*PolicyOutput, error) {
 		st, err := s.store.RevokePolicy(ctx, agent.AccountID, agent.Subject, in.Note)
 		if err != nil {
 			return nil, err

@@ -12,7 +12,11 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/ask"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/outbox"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/policy"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -25,7 +29,7 @@ type policyWorld struct {
 	ps    *apptest.PushService
 	ada   *apptest.Browser
 	adaID string
-	bob   *models.Member
+	bob   *people.Member
 	bot   *apptest.Client
 	other *apptest.Client
 }
@@ -39,7 +43,7 @@ func newPolicyWorld(t *testing.T, db apptest.Database) *policyWorld {
 	// Registered after the service, so it runs before the service stops: a
 	// push cut off by the shutdown would reach the push service half sent.
 	t.Cleanup(func() { drainPushes(t, env) })
-	token, _, err := env.Store.CreateInvite(ctx, models.NewInvite{AccountID: env.Account.ID, Role: models.RoleOwner, By: models.OperatorInviter("test")})
+	token, _, err := env.Store.CreateInvite(ctx, people.NewInvite{AccountID: env.Account.ID, Role: core.RoleOwner, By: people.OperatorInviter("test")})
 	if err != nil {
 		t.Fatalf("create invite: %v", err)
 	}
@@ -53,10 +57,10 @@ func newPolicyWorld(t *testing.T, db apptest.Database) *policyWorld {
 	}
 	w.adaID = m.ID
 	endpoint, p256dh, auth := ps.Subscribe("ada-phone")
-	if _, err := env.Store.SavePushSubscription(ctx, m.ID, models.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth, UserAgent: "test phone"}); err != nil {
+	if _, err := env.Store.SavePushSubscription(ctx, m.ID, outbox.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth, UserAgent: "test phone"}); err != nil {
 		t.Fatalf("subscribe: %v", err)
 	}
-	w.bob = env.Member(env.Account.ID, "bob", models.RoleMember)
+	w.bob = env.Member(env.Account.ID, "bob", core.RoleMember)
 	_, botToken := env.Agent(env.Account.ID, "bot")
 	_, otherToken := env.Agent(env.Account.ID, "other")
 	w.bot, w.other = env.Connect(botToken), env.Connect(otherToken)
@@ -272,7 +276,7 @@ func TestAnAutoApprovePolicyFromRequestToRevoke(t *testing.T) {
 		if !ok {
 			t.Fatal("the request was not pushed")
 		}
-		var msg models.PushMessage
+		var msg outbox.PushMessage
 		if err := json.Unmarshal(d.Plaintext, &msg); err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +284,7 @@ func TestAnAutoApprovePolicyFromRequestToRevoke(t *testing.T) {
 			t.Errorf("the push opens %q (declarative %+v), want the request's one-time link", msg.URL, msg.Notification)
 		}
 		msg.URL, msg.Notification = "", nil
-		if want := (models.PushMessage{Event: models.PushAsk, ApprovalID: reqID, Title: req["title"].(string), WebPush: models.DeclarativeWebPush}); msg != want || d.Device != "ada-phone" {
+		if want := (outbox.PushMessage{Event: outbox.PushAsk, ApprovalID: reqID, Title: req["title"].(string), WebPush: outbox.DeclarativeWebPush}); msg != want || d.Device != "ada-phone" {
 			t.Errorf("push to %s = %+v, want %+v to ada-phone", d.Device, msg, want)
 		}
 
@@ -292,7 +296,7 @@ func TestAnAutoApprovePolicyFromRequestToRevoke(t *testing.T) {
 				args["observed"] = req["payload"]
 			}
 			r := w.bot.Call("approvals_add_progress", args)
-			if !r.IsError || r.Code != string(models.FailedPrecondition) {
+			if !r.IsError || r.Code != string(core.FailedPrecondition) {
 				t.Errorf("approvals_add_progress %s on the request: %s, want FAILED_PRECONDITION", step, r)
 			}
 		}
@@ -300,14 +304,14 @@ func TestAnAutoApprovePolicyFromRequestToRevoke(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = env.Store.Decide(ctx, env.Account.ID, reqID, adaMember, models.Decision{Verdict: models.VerdictApprove})
-		if models.CodeOf(err) != models.PermissionDenied || models.FieldOf(err) != "proof" {
+		_, err = env.Store.Decide(ctx, env.Account.ID, reqID, adaMember, asks.Decision{Verdict: asks.VerdictApprove})
+		if core.CodeOf(err) != core.PermissionDenied || core.FieldOf(err) != "proof" {
 			t.Errorf("approving without a signature: %v, want PERMISSION_DENIED on proof", err)
 		}
 		if out := w.bot.OK("approvals_get_auto_approve_policy", map[string]any{}); out["policy"] != nil {
 			t.Fatalf("a policy is on before anyone signed: %v", out)
 		}
-		if st, _ := approvalRow(t, env, reqID); st != models.StatusPending {
+		if st, _ := approvalRow(t, env, reqID); st != asks.StatusPending {
 			t.Fatalf("the request is %s, want pending", st)
 		}
 
@@ -430,7 +434,7 @@ func TestANewerPolicyReplacesTheOlderOnBoth(t *testing.T) {
 		if firstID == secondID || second["active"] != true || second["replaces"] != firstID || second["approval_id"] != secondAsk {
 			t.Fatalf("the newer policy = %v, want active, replacing %s", second, firstID)
 		}
-		rows, _, err := w.env.Store.PolicyList(ctx, w.env.Account.ID, models.PolicyFilter{})
+		rows, _, err := w.env.Store.PolicyList(ctx, w.env.Account.ID, policy.PolicyFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -438,7 +442,7 @@ func TestANewerPolicyReplacesTheOlderOnBoth(t *testing.T) {
 			t.Fatalf("policy list = %d rows, want the newer and the older", len(rows))
 		}
 		older := rows[1]
-		if older.RevokedAt == nil || older.ReplacedBy != secondID || older.RevokedBy != "ada" || older.Active || older.State() != models.PolicyRevoked {
+		if older.RevokedAt == nil || older.ReplacedBy != secondID || older.RevokedBy != "ada" || older.Active || older.State() != policy.PolicyRevoked {
 			t.Errorf("the older policy = revoked %v, replaced_by %q, revoked_by %q, active %t", older.RevokedAt, older.ReplacedBy, older.RevokedBy, older.Active)
 		}
 		replaced := eventWith(t, timelineOf(t, w.bot.OK("approvals_get", map[string]any{"approval_id": firstAsk})), "policy_replaced")
@@ -484,11 +488,11 @@ func TestRemovingTheSigningPasskeyTurnsThePolicyOff(t *testing.T) {
 		ctx := context.Background()
 		w := newPolicyWorld(t, db)
 		_, pol := w.enable(t, map[string]any{"until": until(time.Hour)})
-		if err := apptest.SeedDeviceKey(ctx, w.env.Store, w.adaID, models.DeviceKey{ID: "ipad-key", Name: "iPad", Credential: "{}", PublicKey: "AQ"}); err != nil {
+		if err := apptest.SeedDeviceKey(ctx, w.env.Store, w.adaID, people.DeviceKey{ID: "ipad-key", Name: "iPad", Credential: "{}", PublicKey: "AQ"}); err != nil {
 			t.Fatal(err)
 		}
 		// Another passkey of ada's going does not matter.
-		if err := apptest.SeedDeviceKey(ctx, w.env.Store, w.adaID, models.DeviceKey{ID: "old-key", Name: "old", Credential: "{}", PublicKey: "AQ"}); err != nil {
+		if err := apptest.SeedDeviceKey(ctx, w.env.Store, w.adaID, people.DeviceKey{ID: "old-key", Name: "old", Credential: "{}", PublicKey: "AQ"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.env.Store.RemoveDeviceKey(ctx, w.adaID, "old-key"); err != nil {
@@ -533,35 +537,35 @@ func TestEveryAutoApproveToolRefusesBadArguments(t *testing.T) {
 		cases := []struct {
 			name, tool string
 			args       map[string]any
-			code       models.Code
+			code       core.Code
 			field      string
 		}{
-			{"a request without until", request, map[string]any{"device": "mac"}, models.InvalidArgument, "until"},
-			{"until in words", request, map[string]any{"until": "tomorrow"}, models.InvalidArgument, "until"},
-			{"until without a zone", request, map[string]any{"until": time.Now().Add(time.Hour).Format("2006-01-02T15:04:05")}, models.InvalidArgument, "until"},
-			{"until with a space for T", request, map[string]any{"until": time.Now().Add(time.Hour).UTC().Format("2006-01-02 15:04:05Z")}, models.InvalidArgument, "until"},
-			{"until in the past", request, map[string]any{"until": until(-time.Minute)}, models.InvalidArgument, "until"},
-			{"until more than 24 hours ahead", request, map[string]any{"until": until(24*time.Hour + time.Minute)}, models.InvalidArgument, "until"},
-			{"ask_kinds with pull_request", request, scope("ask_kinds", []string{"review", "pull_request"}), models.InvalidArgument, "scope.ask_kinds[1]"},
-			{"ask_kinds with roll", request, scope("ask_kinds", []string{"roll"}), models.InvalidArgument, "scope.ask_kinds[0]"},
-			{"ask_kinds with run", request, scope("ask_kinds", []string{"run"}), models.InvalidArgument, "scope.ask_kinds[0]"},
-			{"ask_kinds with auto_approve", request, scope("ask_kinds", []string{"document", "auto_approve"}), models.InvalidArgument, "scope.ask_kinds[1]"},
-			{"ask_kinds with decision", request, scope("ask_kinds", []string{"review", "decision"}), models.InvalidArgument, "scope.ask_kinds[1]"},
-			{"ask_kinds with an unknown kind", request, scope("ask_kinds", []string{"deploy"}), models.InvalidArgument, "scope.ask_kinds[0]"},
-			{"ask_kinds naming a kind twice", request, scope("ask_kinds", []string{"review", "document", "review"}), models.InvalidArgument, "scope.ask_kinds[2]"},
-			{"max_priority 1", request, scope("max_priority", 1), models.InvalidArgument, "scope.max_priority"},
-			{"max_priority -1", request, scope("max_priority", -1), models.InvalidArgument, "scope.max_priority"},
-			{"a requester no agent has", request, scope("requesters", []string{"agent:nobody"}), models.InvalidArgument, "scope.requesters[0]"},
-			{"a requester of another account", request, scope("requesters", []string{"agent:bot", "agent:stranger"}), models.InvalidArgument, "scope.requesters[1]"},
-			{"a requester named twice", request, scope("requesters", []string{"agent:bot", "agent:bot"}), models.InvalidArgument, "scope.requesters[1]"},
-			{"a scope that is no object", request, map[string]any{"until": ok, "scope": "review"}, models.InvalidArgument, "scope"},
-			{"a device of 65 characters", request, map[string]any{"until": ok, "device": strings.Repeat("m", 65)}, models.InvalidArgument, "device"},
-			{"a device of two lines", request, map[string]any{"until": ok, "device": "mac\nios"}, models.InvalidArgument, "device"},
-			{"a request for another account", request, map[string]any{"until": ok, "account_id": other.ID}, models.PermissionDenied, "account_id"},
-			{"a read of another account", get, map[string]any{"account_id": other.ID}, models.PermissionDenied, "account_id"},
-			{"a revoke note of 501 characters", revoke, map[string]any{"note": strings.Repeat("n", 501)}, models.InvalidArgument, "note"},
-			{"a revoke for another account", revoke, map[string]any{"account_id": other.ID}, models.PermissionDenied, "account_id"},
-			{"a revoke for a made-up account", revoke, map[string]any{"account_id": madeUpAccountID}, models.PermissionDenied, "account_id"},
+			{"a request without until", request, map[string]any{"device": "mac"}, core.InvalidArgument, "until"},
+			{"until in words", request, map[string]any{"until": "tomorrow"}, core.InvalidArgument, "until"},
+			{"until without a zone", request, map[string]any{"until": time.Now().Add(time.Hour).Format("2006-01-02T15:04:05")}, core.InvalidArgument, "until"},
+			{"until with a space for T", request, map[string]any{"until": time.Now().Add(time.Hour).UTC().Format("2006-01-02 15:04:05Z")}, core.InvalidArgument, "until"},
+			{"until in the past", request, map[string]any{"until": until(-time.Minute)}, core.InvalidArgument, "until"},
+			{"until more than 24 hours ahead", request, map[string]any{"until": until(24*time.Hour + time.Minute)}, core.InvalidArgument, "until"},
+			{"ask_kinds with pull_request", request, scope("ask_kinds", []string{"review", "pull_request"}), core.InvalidArgument, "scope.ask_kinds[1]"},
+			{"ask_kinds with roll", request, scope("ask_kinds", []string{"roll"}), core.InvalidArgument, "scope.ask_kinds[0]"},
+			{"ask_kinds with run", request, scope("ask_kinds", []string{"run"}), core.InvalidArgument, "scope.ask_kinds[0]"},
+			{"ask_kinds with auto_approve", request, scope("ask_kinds", []string{"document", "auto_approve"}), core.InvalidArgument, "scope.ask_kinds[1]"},
+			{"ask_kinds with decision", request, scope("ask_kinds", []string{"review", "decision"}), core.InvalidArgument, "scope.ask_kinds[1]"},
+			{"ask_kinds with an unknown kind", request, scope("ask_kinds", []string{"deploy"}), core.InvalidArgument, "scope.ask_kinds[0]"},
+			{"ask_kinds naming a kind twice", request, scope("ask_kinds", []string{"review", "document", "review"}), core.InvalidArgument, "scope.ask_kinds[2]"},
+			{"max_priority 1", request, scope("max_priority", 1), core.InvalidArgument, "scope.max_priority"},
+			{"max_priority -1", request, scope("max_priority", -1), core.InvalidArgument, "scope.max_priority"},
+			{"a requester no agent has", request, scope("requesters", []string{"agent:nobody"}), core.InvalidArgument, "scope.requesters[0]"},
+			{"a requester of another account", request, scope("requesters", []string{"agent:bot", "agent:stranger"}), core.InvalidArgument, "scope.requesters[1]"},
+			{"a requester named twice", request, scope("requesters", []string{"agent:bot", "agent:bot"}), core.InvalidArgument, "scope.requesters[1]"},
+			{"a scope that is no object", request, map[string]any{"until": ok, "scope": "review"}, core.InvalidArgument, "scope"},
+			{"a device of 65 characters", request, map[string]any{"until": ok, "device": strings.Repeat("m", 65)}, core.InvalidArgument, "device"},
+			{"a device of two lines", request, map[string]any{"until": ok, "device": "mac\nios"}, core.InvalidArgument, "device"},
+			{"a request for another account", request, map[string]any{"until": ok, "account_id": other.ID}, core.PermissionDenied, "account_id"},
+			{"a read of another account", get, map[string]any{"account_id": other.ID}, core.PermissionDenied, "account_id"},
+			{"a revoke note of 501 characters", revoke, map[string]any{"note": strings.Repeat("n", 501)}, core.InvalidArgument, "note"},
+			{"a revoke for another account", revoke, map[string]any{"account_id": other.ID}, core.PermissionDenied, "account_id"},
+			{"a revoke for a made-up account", revoke, map[string]any{"account_id": madeUpAccountID}, core.PermissionDenied, "account_id"},
 		}
 		for _, tc := range cases {
 			t.Run(tc.tool+" refuses "+tc.name, func(t *testing.T) {
@@ -582,7 +586,7 @@ func TestEveryAutoApproveToolRefusesBadArguments(t *testing.T) {
 		t.Run("the read refuses a note, which only revoke takes", func(t *testing.T) {
 			before := snapshot(t, w.env)
 			r := w.bot.Call(get, map[string]any{"note": "why"})
-			if !r.IsError || r.Code != string(models.InvalidArgument) || r.Field != "note" {
+			if !r.IsError || r.Code != string(core.InvalidArgument) || r.Field != "note" {
 				t.Errorf("%s, want INVALID_ARGUMENT on field note", r)
 			}
 			before.mustEqual(t, snapshot(t, w.env), "a read with a note")

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
 )
 
 // The race: two agents, each with several sessions, file asks while the
@@ -44,7 +44,7 @@ func TestNoAskFiledAfterTheRevokeCommitsIsAutoApproved(t *testing.T) {
 			}
 		}
 
-		asks := make([]raceAsk, raceAgents*raceAsksPerAgent)
+		filed := make([]raceAsk, raceAgents*raceAsksPerAgent)
 		var (
 			returned     atomic.Int64
 			revokeNow    = make(chan struct{})
@@ -72,7 +72,7 @@ func TestNoAskFiledAfterTheRevokeCommitsIsAutoApproved(t *testing.T) {
 					// Each session files its share of the agent's asks, one after another.
 					for i := s; i < raceAsksPerAgent; i += raceSessionsPerAg {
 						k := a*raceAsksPerAgent + i
-						ask := &asks[k]
+						ask := &filed[k]
 						ask.agent = fmt.Sprintf("agent:racer-%c", 'a'+a)
 						ask.started = time.Now()
 						ask.result, ask.err = apptest.CallTool(ctx, sessions[a][s].Session, "approvals_create",
@@ -92,7 +92,7 @@ func TestNoAskFiledAfterTheRevokeCommitsIsAutoApproved(t *testing.T) {
 		}
 
 		var autoApproved, pending, before, after int
-		for k, ask := range asks {
+		for k, ask := range filed {
 			if ask.err != nil || ask.result.IsError {
 				t.Errorf("ask %d: %v %s", k, ask.err, ask.result)
 				continue
@@ -109,11 +109,11 @@ func TestNoAskFiledAfterTheRevokeCommitsIsAutoApproved(t *testing.T) {
 			if string(row.Status) != out["status"] {
 				t.Errorf("ask %d: answered %v, stored %s", k, out["status"], row.Status)
 			}
-			byPolicy := eventCount(t, w.env, id, string(models.EventAutoApprove))
+			byPolicy := eventCount(t, w.env, id, string(asks.EventAutoApprove))
 			switch {
-			case row.Status == models.StatusApproved && row.DecidedBy == "ada" && byPolicy == 1:
+			case row.Status == asks.StatusApproved && row.DecidedBy == "ada" && byPolicy == 1:
 				autoApproved++
-			case row.Status == models.StatusPending && row.DecidedBy == "" && byPolicy == 0:
+			case row.Status == asks.StatusPending && row.DecidedBy == "" && byPolicy == 0:
 				pending++
 			default:
 				t.Errorf("ask %d is %s decided by %q with %d auto_approved events, want approved by the policy or pending", k, row.Status, row.DecidedBy, byPolicy)
@@ -121,12 +121,12 @@ func TestNoAskFiledAfterTheRevokeCommitsIsAutoApproved(t *testing.T) {
 			switch {
 			case ask.returned.Before(revokeCalled):
 				before++
-				if row.Status != models.StatusApproved {
+				if row.Status != asks.StatusApproved {
 					t.Errorf("ask %d came back before the revoke was called, yet it is %s", k, row.Status)
 				}
 			case ask.started.After(revokeDone):
 				after++
-				if row.Status != models.StatusPending {
+				if row.Status != asks.StatusPending {
 					t.Errorf("ask %d was filed %s after the revoke committed, yet it is %s", k, ask.started.Sub(revokeDone), row.Status)
 				}
 			}
@@ -143,8 +143,8 @@ func TestNoAskFiledAfterTheRevokeCommitsIsAutoApproved(t *testing.T) {
 		if before < revokeAfter || after == 0 {
 			t.Errorf("the race did not straddle the revoke: %d asks before it, %d after; want at least %d and 1", before, after, revokeAfter)
 		}
-		if autoApproved+pending != len(asks) {
-			t.Errorf("%d auto-approved + %d pending, want all %d asks", autoApproved, pending, len(asks))
+		if autoApproved+pending != len(filed) {
+			t.Errorf("%d auto-approved + %d pending, want all %d asks", autoApproved, pending, len(filed))
 		}
 	})
 }

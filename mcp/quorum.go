@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -35,7 +35,7 @@ type SignatureOut struct {
 }
 
 // quorumOut reads the quorum and signatures of a; nils when no rule covers it.
-func (s *Server) quorumOut(ctx context.Context, a *models.Approval) (*QuorumOut, []SignatureOut, []string, error) {
+func (s *Server) quorumOut(ctx context.Context, a *asks.Approval) (*QuorumOut, []SignatureOut, []string, error) {
 	q, sigs, err := s.store.QuorumOf(ctx, a)
 	if err != nil || q == nil {
 		return nil, nil, nil, err

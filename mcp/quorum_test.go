@@ -12,6 +12,11 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/policy"
+	"github.com/countersign/countersign/models/rules"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -29,8 +34,8 @@ func newQuorumScene(t *testing.T, db apptest.Database) *quorumScene {
 	t.Helper()
 	env := apptest.StartWeb(t, db, nil)
 	s := &quorumScene{env: env,
-		ada: env.Join(env.Account.ID, models.RoleOwner, "ada"),
-		bob: env.Join(env.Account.ID, models.RoleAdmin, "bob")}
+		ada: env.Join(env.Account.ID, core.RoleOwner, "ada"),
+		bob: env.Join(env.Account.ID, core.RoleAdmin, "bob")}
 	_, token := env.Agent(env.Account.ID, "bot")
 	s.agent = env.Connect(token)
 	s.runner = env.EnrollRunner(env.Account.ID, "host-1")
@@ -125,7 +130,7 @@ func TestAProductionRunNeedsTwoPeopleEachSigningOnceAndTheBundleVerifiesOffline(
 		}
 		id := filed.Out["approval_id"].(string)
 		q, _ := filed.Out["quorum"].(map[string]any)
-		if q["rule_id"] != models.RuleProductionRun || q["count"] != float64(2) || !slices.Equal(strs(q["people"]), []string{"ada", "bob"}) ||
+		if q["rule_id"] != rules.RuleProductionRun || q["count"] != float64(2) || !slices.Equal(strs(q["people"]), []string{"ada", "bob"}) ||
 			quorumSummary(filed.Out) != "0 of 2 approved" {
 			t.Fatalf("filed quorum = %v", q)
 		}
@@ -295,7 +300,7 @@ func TestTheAgentsOwnPersonDoesNotCount(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := newQuorumScene(t, db)
 		ctx := context.Background()
-		_, adaToken, err := s.env.Store.CreateAgentFor(ctx, s.env.Account.ID, "adas-laptop", models.AllScopes, "ada")
+		_, adaToken, err := s.env.Store.CreateAgentFor(ctx, s.env.Account.ID, "adas-laptop", people.AllScopes, "ada")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,11 +308,11 @@ func TestTheAgentsOwnPersonDoesNotCount(t *testing.T) {
 
 		// ada and bob are the only people who may decide: without ada, one is left.
 		r := s.productionRun(t, adas)
-		if !r.IsError || r.Code != "FAILED_PRECONDITION" || !strings.Contains(r.Text, models.RuleProductionRun) || !strings.Contains(r.Text, "ada, whom the requesting agent acts for, does not count") {
+		if !r.IsError || r.Code != "FAILED_PRECONDITION" || !strings.Contains(r.Text, rules.RuleProductionRun) || !strings.Contains(r.Text, "ada, whom the requesting agent acts for, does not count") {
 			t.Fatalf("a run only bob could approve was filed: %s", r)
 		}
 
-		cy := s.env.Join(s.env.Account.ID, models.RoleAdmin, "cy")
+		cy := s.env.Join(s.env.Account.ID, core.RoleAdmin, "cy")
 		filed := s.productionRun(t, adas)
 		if filed.IsError {
 			t.Fatalf("file with cy there: %s", filed)
@@ -339,8 +344,8 @@ func TestARuleThatCannotBeMetIsRefusedAtFilingNamingIt(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := newQuorumScene(t, db)
 		ctx := context.Background()
-		if _, err := s.env.Store.SetRule(ctx, s.env.Account.ID, "three-for-merges", models.RuleSpec{
-			Kinds: []string{models.KindPullRequest}, Count: 3, Pool: models.Pool{Kind: models.PoolRole, Role: models.PoolAdmins}}, "cli:test"); err != nil {
+		if _, err := s.env.Store.SetRule(ctx, s.env.Account.ID, "three-for-merges", rules.RuleSpec{
+			Kinds: []string{asks.KindPullRequest}, Count: 3, Pool: rules.Pool{Kind: rules.PoolRole, Role: rules.PoolAdmins}}, "cli:test"); err != nil {
 			t.Fatal(err)
 		}
 		r := s.agent.Call("approvals_create", prAsk(901, "abcdef1234567"))
@@ -348,14 +353,14 @@ func TestARuleThatCannotBeMetIsRefusedAtFilingNamingIt(t *testing.T) {
 			t.Fatalf("an ask nobody could approve was filed: %s", r)
 		}
 		var n int64
-		s.env.Store.DB().Table("approvals").Where("kind = ?", models.KindPullRequest).Count(&n)
+		s.env.Store.DB().Table("approvals").Where("kind = ?", asks.KindPullRequest).Count(&n)
 		if n != 0 {
 			t.Fatalf("%d asks were stored", n)
 		}
 
 		// A rule of two for every kind cannot cover a decision, which one person answers by picking an option.
-		if _, err := s.env.Store.SetRule(ctx, s.env.Account.ID, "two-for-all", models.RuleSpec{
-			Count: 2, Pool: models.Pool{Kind: models.PoolRole, Role: models.PoolAdmins}}, "cli:test"); err != nil {
+		if _, err := s.env.Store.SetRule(ctx, s.env.Account.ID, "two-for-all", rules.RuleSpec{
+			Count: 2, Pool: rules.Pool{Kind: rules.PoolRole, Role: rules.PoolAdmins}}, "cli:test"); err != nil {
 			t.Fatal(err)
 		}
 		r = s.agent.Call("approvals_create", map[string]any{
@@ -373,8 +378,8 @@ func TestAPolicyNeverCountsAsOneOfTheRulesPeople(t *testing.T) {
 	ctx := context.Background()
 	// Two of two owners and admins for every review, and an auto-approve
 	// policy for reviews that bob and ada both signed.
-	if _, err := s.env.Store.SetRule(ctx, s.env.Account.ID, "two-for-reviews", models.RuleSpec{
-		Kinds: []string{models.KindReview}, Count: 2, Pool: models.Pool{Kind: models.PoolRole, Role: models.PoolAdmins}}, "cli:test"); err != nil {
+	if _, err := s.env.Store.SetRule(ctx, s.env.Account.ID, "two-for-reviews", rules.RuleSpec{
+		Kinds: []string{asks.KindReview}, Count: 2, Pool: rules.Pool{Kind: rules.PoolRole, Role: rules.PoolAdmins}}, "cli:test"); err != nil {
 		t.Fatal(err)
 	}
 	req := s.agent.OK("approvals_request_auto_approve", map[string]any{"scope": map[string]any{"ask_kinds": []string{"review"}},
@@ -398,7 +403,7 @@ func TestAPolicyNeverCountsAsOneOfTheRulesPeople(t *testing.T) {
 	var skipped bool
 	for _, e := range review["timeline"].([]any) {
 		ev := e.(map[string]any)
-		skipped = skipped || ev["step"] == models.StepPolicySkipped && strings.Contains(ev["note"].(string), "a policy is none of them")
+		skipped = skipped || ev["step"] == policy.StepPolicySkipped && strings.Contains(ev["note"].(string), "a policy is none of them")
 	}
 	if !skipped {
 		t.Errorf("the timeline does not say why the policy stood aside: %v", review["timeline"])
@@ -413,17 +418,17 @@ func TestARuleChangeItselfNeedsTheQuorum(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := s.env.Store.ProposeRuleChange(ctx, ada, models.RuleChange{Action: models.RuleChangeRemove, RuleID: models.RuleProductionRun})
+		a, err := s.env.Store.ProposeRuleChange(ctx, ada, models.RuleChange{Action: models.RuleChangeRemove, RuleID: rules.RuleProductionRun})
 		if err != nil {
 			t.Fatalf("propose: %v", err)
 		}
-		if req := a.RequirementOf(); req == nil || req.RuleID != models.RuleRuleChange || req.Count != 2 {
+		if req := a.RequirementOf(); req == nil || req.RuleID != rules.RuleRuleChange || req.Count != 2 {
 			t.Fatalf("the rule change's requirement = %+v", req)
 		}
 		if r := s.ada.Decide(a.ID, "approve", ""); r.Status != http.StatusOK {
 			t.Fatalf("ada signs her proposal: %s", r)
 		}
-		if _, err := s.env.Store.RuleByID(ctx, s.env.Account.ID, models.RuleProductionRun); err != nil {
+		if _, err := s.env.Store.RuleByID(ctx, s.env.Account.ID, rules.RuleProductionRun); err != nil {
 			t.Fatalf("one signature removed the rule: %v", err)
 		}
 		if r := s.productionRun(t, s.agent); r.IsError || r.Out["quorum"] == nil {
@@ -432,14 +437,14 @@ func TestARuleChangeItselfNeedsTheQuorum(t *testing.T) {
 		if r := s.bob.Decide(a.ID, "approve", ""); r.Status != http.StatusOK {
 			t.Fatalf("bob signs: %s", r)
 		}
-		if _, err := s.env.Store.RuleByID(ctx, s.env.Account.ID, models.RuleProductionRun); models.CodeOf(err) != models.NotFound {
+		if _, err := s.env.Store.RuleByID(ctx, s.env.Account.ID, rules.RuleProductionRun); core.CodeOf(err) != core.NotFound {
 			t.Fatalf("the approved change did not remove the rule: %v", err)
 		}
 		if r := s.productionRun(t, s.agent); r.IsError || r.Out["quorum"] != nil {
 			t.Fatalf("a production run still needs two after the rule was removed: %s", r)
 		}
 		var audited int64
-		s.env.Store.DB().Table("events").Where("account_id = ? AND step = ? AND approval_id = ''", s.env.Account.ID, models.StepRuleRemoved).Count(&audited)
+		s.env.Store.DB().Table("events").Where("account_id = ? AND step = ? AND approval_id = ''", s.env.Account.ID, rules.StepRuleRemoved).Count(&audited)
 		if audited != 1 {
 			t.Errorf("%d rule_removed events on the audit log, want 1", audited)
 		}
@@ -449,7 +454,7 @@ func TestARuleChangeItselfNeedsTheQuorum(t *testing.T) {
 func TestTwoApprovalsAtTheSameInstantCompleteTheQuorumOnce(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := newQuorumScene(t, db)
-		cy := s.env.Join(s.env.Account.ID, models.RoleAdmin, "cy")
+		cy := s.env.Join(s.env.Account.ID, core.RoleAdmin, "cy")
 		for round := range 3 {
 			id := s.productionRun(t, s.agent).Out["approval_id"].(string)
 			if r := s.ada.Decide(id, "approve", ""); r.Status != http.StatusOK {
@@ -489,9 +494,9 @@ func TestTwoApprovalsAtTheSameInstantCompleteTheQuorumOnce(t *testing.T) {
 				}
 			}
 			got := s.get(t, id)
-			if ok != 1 || got["status"] != "approved" || eventCount(t, s.env, id, string(models.EventApprove)) != 1 || len(strs(got["signers"])) != 2 {
+			if ok != 1 || got["status"] != "approved" || eventCount(t, s.env, id, string(asks.EventApprove)) != 1 || len(strs(got["signers"])) != 2 {
 				t.Fatalf("round %d: %d answers succeeded (%v), status %v, %d approved events, signers %v",
-					round, ok, answers, got["status"], eventCount(t, s.env, id, string(models.EventApprove)), got["signers"])
+					round, ok, answers, got["status"], eventCount(t, s.env, id, string(asks.EventApprove)), got["signers"])
 			}
 		}
 	})
@@ -526,7 +531,7 @@ func TestAnApprovalRacingExpiryNeverApprovesAfterTheDeadline(t *testing.T) {
 			wg.Wait()
 			s.env.Store.SetClock(time.Now)
 			got := s.get(t, id)
-			if answer.Status == http.StatusOK || got["status"] != "expired" || eventCount(t, s.env, id, string(models.EventApprove)) != 0 {
+			if answer.Status == http.StatusOK || got["status"] != "expired" || eventCount(t, s.env, id, string(asks.EventApprove)) != 0 {
 				t.Fatalf("round %d: bob's answer %s, status %v", round, answer, got["status"])
 			}
 		}

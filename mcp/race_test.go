@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 // Racers: sessions × callers per session, all released at once.
@@ -31,7 +32,7 @@ func TestRacingProgressReportsHaveOneWinner(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		env := apptest.Start(t, db, nil)
-		owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+		owner := env.Member(env.Account.ID, "ada", core.RoleOwner)
 		_, token := env.Agent(env.Account.ID, "bot")
 		sessions := make([]*apptest.Client, raceSessions)
 		for i := range sessions {
@@ -42,17 +43,17 @@ func TestRacingProgressReportsHaveOneWinner(t *testing.T) {
 			name     string
 			approve  bool   // decide the ask before the race
 			step     string // what every racer reports, with expected_state from
-			from, to models.Status
+			from, to asks.Status
 		}{
-			{"started on an approved ask", true, "started", models.StatusApproved, models.StatusInProgress},
-			{"stale on a pending ask", false, "stale", models.StatusPending, models.StatusStale},
+			{"started on an approved ask", true, "started", asks.StatusApproved, asks.StatusInProgress},
+			{"stale on a pending ask", false, "stale", asks.StatusPending, asks.StatusStale},
 		}
 		for n, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				created := sessions[0].OK("approvals_create", prAsk(900+n, fmt.Sprintf("abcdef123456%d", n)))
 				id := created["approval_id"].(string)
 				if tc.approve {
-					if _, err := env.Store.Decide(ctx, env.Account.ID, id, owner, models.Decision{Verdict: models.VerdictApprove}); err != nil {
+					if _, err := env.Store.Decide(ctx, env.Account.ID, id, owner, asks.Decision{Verdict: asks.VerdictApprove}); err != nil {
 						t.Fatalf("decide: %v", err)
 					}
 				}
@@ -87,7 +88,7 @@ func TestRacingProgressReportsHaveOneWinner(t *testing.T) {
 						if r.Out["status"] != string(tc.to) {
 							t.Errorf("racer %d won with status %v, want %s", i, r.Out["status"], tc.to)
 						}
-					case r.Code != string(models.FailedPrecondition):
+					case r.Code != string(core.FailedPrecondition):
 						t.Errorf("racer %d: %s, want FAILED_PRECONDITION", i, r)
 					case !strings.Contains(r.Text, " is "+string(tc.to)):
 						t.Errorf("racer %d: %q does not name the current state %s", i, r.Text, tc.to)
@@ -124,21 +125,21 @@ func TestApproveRacingWithdrawHasOneWinnerPerAsk(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		env := apptest.Start(t, db, nil)
-		owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+		owner := env.Member(env.Account.ID, "ada", core.RoleOwner)
 		_, token := env.Agent(env.Account.ID, "bot")
 		sessions := make([]*apptest.Client, raceSessions)
 		for i := range sessions {
 			sessions[i] = env.Connect(token)
 		}
-		const asks = 20
-		ids := make([]string, asks)
+		const askCount = 20
+		ids := make([]string, askCount)
 		for i := range ids {
 			ids[i] = sessions[0].OK("approvals_create", prAsk(1000+i, fmt.Sprintf("abcdef%07d", i)))["approval_id"].(string)
 		}
 
-		decideErrs := make([]error, asks)
-		withdraws := make([]apptest.Result, asks)
-		withdrawErrs := make([]error, asks)
+		decideErrs := make([]error, askCount)
+		withdraws := make([]apptest.Result, askCount)
+		withdrawErrs := make([]error, askCount)
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for i := range ids {
@@ -146,7 +147,7 @@ func TestApproveRacingWithdrawHasOneWinnerPerAsk(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				_, decideErrs[i] = env.Store.Decide(ctx, env.Account.ID, ids[i], owner, models.Decision{Verdict: models.VerdictApprove})
+				_, decideErrs[i] = env.Store.Decide(ctx, env.Account.ID, ids[i], owner, asks.Decision{Verdict: asks.VerdictApprove})
 			}()
 			go func() {
 				defer wg.Done()
@@ -170,14 +171,14 @@ func TestApproveRacingWithdrawHasOneWinnerPerAsk(t *testing.T) {
 					i, approved, decideErrs[i], withdrawn, withdraws[i].Code, withdraws[i].Out["status"])
 				continue
 			}
-			want, loser := models.StatusStale, ""
+			want, loser := asks.StatusStale, ""
 			if approved {
 				approvedWins++
-				want = models.StatusApproved
-				if withdraws[i].Code != string(models.FailedPrecondition) || !strings.Contains(withdraws[i].Text, " is approved") {
+				want = asks.StatusApproved
+				if withdraws[i].Code != string(core.FailedPrecondition) || !strings.Contains(withdraws[i].Text, " is approved") {
 					loser = withdraws[i].String()
 				}
-			} else if models.CodeOf(decideErrs[i]) != models.FailedPrecondition || !strings.Contains(decideErrs[i].Error(), " is stale") {
+			} else if core.CodeOf(decideErrs[i]) != core.FailedPrecondition || !strings.Contains(decideErrs[i].Error(), " is stale") {
 				loser = decideErrs[i].Error()
 			}
 			if loser != "" {
@@ -190,6 +191,6 @@ func TestApproveRacingWithdrawHasOneWinnerPerAsk(t *testing.T) {
 				t.Errorf("ask %d (%s): %d approved and %d stale events, want one of the winner only", i, want, a, s)
 			}
 		}
-		t.Logf("approve won %d of %d races", approvedWins, asks)
+		t.Logf("approve won %d of %d races", approvedWins, askCount)
 	})
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 var retryIn = regexp.MustCompile(`retry in (\d+) s`)
@@ -25,7 +25,7 @@ func TestAsksAreLimitedPerRequester(t *testing.T) {
 		for range 5 {
 			bad := prAsk(899, "abcdef0000000")
 			bad["title"] = ""
-			if r := busy.Call("approvals_create", bad); r.Code != string(models.InvalidArgument) {
+			if r := busy.Call("approvals_create", bad); r.Code != string(core.InvalidArgument) {
 				t.Fatalf("an ask without a title: %s, want INVALID_ARGUMENT", r)
 			}
 		}
@@ -37,7 +37,7 @@ func TestAsksAreLimitedPerRequester(t *testing.T) {
 
 		before := snapshot(t, env)
 		r := busy.Call("approvals_create", prAsk(903, "abcdef0000003"))
-		if !r.IsError || r.Code != string(models.ResourceExhausted) {
+		if !r.IsError || r.Code != string(core.ResourceExhausted) {
 			t.Fatalf("fourth ask: %s, want RESOURCE_EXHAUSTED", r)
 		}
 		// 2/m frees one ask every 30 s: the wait is whole seconds, at most that.
@@ -53,7 +53,7 @@ func TestAsksAreLimitedPerRequester(t *testing.T) {
 		if r := calm.Call("approvals_create", prAsk(904, "abcdef0000004")); r.IsError || r.Out["requester"] != "agent:calm" {
 			t.Errorf("another agent's ask: %s, want it filed", r)
 		}
-		if r := busy.Call("approvals_create", prAsk(905, "abcdef0000005")); r.Code != string(models.ResourceExhausted) {
+		if r := busy.Call("approvals_create", prAsk(905, "abcdef0000005")); r.Code != string(core.ResourceExhausted) {
 			t.Errorf("busy agent after calm filed: %s, want still RESOURCE_EXHAUSTED", r)
 		}
 	})
@@ -75,7 +75,7 @@ func TestARetryAtTheLimitGetsItsRequestBack(t *testing.T) {
 		if first["repeated"] != false {
 			t.Fatalf("the first call: %v, want a new request", first)
 		}
-		if r := busy.Call("approval_request", request("another")); r.Code != string(models.ResourceExhausted) {
+		if r := busy.Call("approval_request", request("another")); r.Code != string(core.ResourceExhausted) {
 			t.Fatalf("a new request past the burst of 1: %s, want RESOURCE_EXHAUSTED", r)
 		}
 		before := snapshot(t, env)
@@ -86,7 +86,7 @@ func TestARetryAtTheLimitGetsItsRequestBack(t *testing.T) {
 			}
 		}
 		before.mustEqual(t, snapshot(t, env), "the retries")
-		if r := busy.Call("approval_request", request("another")); r.Code != string(models.ResourceExhausted) {
+		if r := busy.Call("approval_request", request("another")); r.Code != string(core.ResourceExhausted) {
 			t.Errorf("a new request after the retries: %s, want still RESOURCE_EXHAUSTED (the retries took nothing)", r)
 		}
 	})

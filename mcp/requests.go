@@ -10,7 +10,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/work"
 )
 
 // requestSchema is approval_request's input schema exactly as seed 000 writes
@@ -86,7 +88,7 @@ Do not use it for pull requests, rolls, runs or documents: use approvals_create.
 		Annotations: &sdk.ToolAnnotations{Title: "Request a human decision", ReadOnlyHint: false, DestructiveHint: boolPtr(false), IdempotentHint: true, OpenWorldHint: boolPtr(false)},
 		InputSchema: mustRequestSchema(),
 	}
-	return define(s, tool, writeScopes, func(ctx context.Context, agent *models.Agent, in RequestInput) (*RequestOut, error) {
+	return define(s, tool, writeScopes, func(ctx context.Context, agent *people.Agent, in RequestInput) (*RequestOut, error) {
 		// Only a new request counts against the limit: a retry with its
 		// idempotency key is answered even when the agent is at its limit.
 		var undo func()
@@ -117,13 +119,13 @@ Status approved means an advisory proposal was approved or a question answered; 
 Do not use it in a tight loop: with a sessionId, the outcome comes on your next session_heartbeat.`,
 		Annotations: &sdk.ToolAnnotations{Title: "Read a request's outcome", ReadOnlyHint: true, OpenWorldHint: boolPtr(false)},
 	}
-	return define(s, tool, readScopes, func(ctx context.Context, agent *models.Agent, in StatusInput) (*StatusOut, error) {
+	return define(s, tool, readScopes, func(ctx context.Context, agent *people.Agent, in StatusInput) (*StatusOut, error) {
 		if in.ApprovalID == "" {
-			return nil, models.Invalid("approvalId", "required: the approvalId approval_request gave you")
+			return nil, core.Invalid("approvalId", "required: the approvalId approval_request gave you")
 		}
 		a, err := s.store.GetApproval(ctx, agent.AccountID, in.ApprovalID)
-		if models.CodeOf(err) == models.NotFound { // named in this tool's words
-			return nil, models.Refuse(models.NotFound, "approvalId", "no approval %q in this account", in.ApprovalID)
+		if core.CodeOf(err) == core.NotFound { // named in this tool's words
+			return nil, core.Refuse(core.NotFound, "approvalId", "no approval %q in this account", in.ApprovalID)
 		}
 		if err != nil {
 			return nil, err
@@ -132,7 +134,7 @@ Do not use it in a tight loop: with a sessionId, the outcome comes on your next 
 		if err != nil {
 			return nil, err
 		}
-		o := models.OutcomeOf(a, r)
+		o := work.OutcomeOf(a, r)
 		out := &StatusOut{ApprovalID: o.ApprovalID, Kind: o.Kind, Status: o.Status, Answer: answerOut(o.Answer),
 			DecidedBy: o.DecidedBy, DecidedAt: o.DecidedAt, Command: commandOut(o.Command), ExpiresAt: o.ExpiresAt, Proof: rawOrNil(o.Proof)}
 		if out.Quorum, out.Signatures, out.Signers, err = s.quorumOut(ctx, a); err != nil {

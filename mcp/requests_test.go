@@ -12,7 +12,9 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // Seed 000's tools over real MCP HTTP: session_start, session_heartbeat,
@@ -21,7 +23,7 @@ import (
 type boardEnv struct {
 	env     *apptest.Env
 	bot     *apptest.Client
-	owner   *models.Member
+	owner   *people.Member
 	itemID  string
 	session string
 }
@@ -35,14 +37,14 @@ func startBoard(t *testing.T, db apptest.Database) *boardEnv {
 			t.Fatal(err)
 		}
 	}
-	it, err := env.Store.AddItem(ctx, env.Account.ID, "doing", "Fix login", "", models.ActorPerson, "alice")
+	it, err := env.Store.AddItem(ctx, env.Account.ID, "doing", "Fix login", "", asks.ActorPerson, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, token := env.Agent(env.Account.ID, "bot")
 	bot := env.Connect(token)
 	ss := bot.OK("session_start", map[string]any{"label": "fixing login"})
-	return &boardEnv{env: env, bot: bot, owner: env.Member(env.Account.ID, "alice", models.RoleOwner), itemID: it.ID, session: ss["sessionId"].(string)}
+	return &boardEnv{env: env, bot: bot, owner: env.Member(env.Account.ID, "alice", core.RoleOwner), itemID: it.ID, session: ss["sessionId"].(string)}
 }
 
 func advisory() map[string]any { return map[string]any{"mode": "advisory"} }
@@ -101,7 +103,7 @@ func TestApprovalRequestRefusesEveryRuleOfTheSchema(t *testing.T) {
 		if _, err := b.env.Store.AddColumn(ctx, other.ID, "archive", "Archive"); err != nil {
 			t.Fatal(err)
 		}
-		foreignItem, err := b.env.Store.AddItem(ctx, other.ID, "archive", "Theirs", "", models.ActorPerson, "x")
+		foreignItem, err := b.env.Store.AddItem(ctx, other.ID, "archive", "Theirs", "", asks.ActorPerson, "x")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,68 +119,68 @@ func TestApprovalRequestRefusesEveryRuleOfTheSchema(t *testing.T) {
 		cases := []struct {
 			name  string
 			args  map[string]any
-			code  models.Code
+			code  core.Code
 			field string
 		}{
-			{"kind is required", specWith(base, "kind", specDrop), models.InvalidArgument, "kind"},
-			{"kind is one of the four", specWith(base, "kind", "pull_request"), models.InvalidArgument, "kind"},
-			{"kind is a string", specWith(base, "kind", 3), models.InvalidArgument, "kind"},
-			{"title is required", specWith(base, "title", specDrop), models.InvalidArgument, "title"},
-			{"title is not blank", specWith(base, "title", "  "), models.InvalidArgument, "title"},
-			{"title is one line", specWith(base, "title", "a\nb"), models.InvalidArgument, "title"},
-			{"title is at most 120", specWith(base, "title", long(121)), models.InvalidArgument, "title"},
-			{"title is a string", specWith(base, "title", true), models.InvalidArgument, "title"},
-			{"description is at most 2000", specWith(base, "description", long(2001)), models.InvalidArgument, "description"},
-			{"description is not null", specWith(base, "description", nil), models.InvalidArgument, "description"},
-			{"targetType is one line", specWith(base, "targetType", "a\nb"), models.InvalidArgument, "targetType"},
-			{"targetType is at most 64", specWith(base, "targetType", long(65)), models.InvalidArgument, "targetType"},
-			{"targetId is at most 200", specWith(base, "targetId", long(201)), models.InvalidArgument, "targetId"},
-			{"targetId is a string", specWith(base, "targetId", 7), models.InvalidArgument, "targetId"},
-			{"an unknown member", specWith(base, "priority", 1), models.InvalidArgument, "priority"},
-			{"account_id is no member of the seed's schema", specWith(base, "account_id", b.env.Account.ID), models.InvalidArgument, "account_id"},
-			{"proposal is required", specWith(base, "proposal", specDrop), models.InvalidArgument, "proposal"},
-			{"proposal is an object", specWith(base, "proposal", "advisory"), models.InvalidArgument, "proposal"},
-			{"proposal.mode is required", specWith(base, "proposal", map[string]any{}), models.InvalidArgument, "proposal.mode"},
-			{"proposal.mode is advisory or command", specWith(base, "proposal", map[string]any{"mode": "auto"}), models.InvalidArgument, "proposal.mode"},
-			{"an advisory proposal has nothing else", specWith(base, "proposal", map[string]any{"mode": "advisory", "command": map[string]any{}}), models.InvalidArgument, "proposal.command"},
-			{"a command proposal needs its command", specWith(base, "proposal", map[string]any{"mode": "command"}), models.InvalidArgument, "proposal.command"},
-			{"a command proposal has nothing else", specWith(base, "proposal", specWith(workMove(b.itemID, "done"), "note", "x")), models.InvalidArgument, "proposal.note"},
-			{"command.method is work_move", specWith(base, "proposal", map[string]any{"mode": "command", "command": map[string]any{"method": "delete_item", "input": map[string]any{"itemId": b.itemID, "columnKey": "done"}}}), models.InvalidArgument, "proposal.command.method"},
-			{"command.method is required", specWith(base, "proposal", map[string]any{"mode": "command", "command": map[string]any{"input": map[string]any{"itemId": b.itemID, "columnKey": "done"}}}), models.InvalidArgument, "proposal.command.method"},
-			{"command.input is required", specWith(base, "proposal", map[string]any{"mode": "command", "command": map[string]any{"method": "work_move"}}), models.InvalidArgument, "proposal.command.input"},
-			{"command has nothing else", specWith(base, "proposal", map[string]any{"mode": "command", "command": map[string]any{"method": "work_move", "input": map[string]any{"itemId": b.itemID, "columnKey": "done"}, "force": true}}), models.InvalidArgument, "proposal.command.force"},
-			{"input.itemId is required", specWith(base, "proposal", map[string]any{"mode": "command", "command": map[string]any{"method": "work_move", "input": map[string]any{"columnKey": "done"}}}), models.InvalidArgument, "proposal.command.input.itemId"},
-			{"input.columnKey is required", specWith(base, "proposal", map[string]any{"mode": "command", "command": map[string]any{"method": "work_move", "input": map[string]any{"itemId": b.itemID}}}), models.InvalidArgument, "proposal.command.input.columnKey"},
-			{"input has nothing else", specWith(base, "proposal", map[string]any{"mode": "command", "command": map[string]any{"method": "work_move", "input": map[string]any{"itemId": b.itemID, "columnKey": "done", "position": 1}}}), models.InvalidArgument, "proposal.command.input.position"},
-			{"input.itemId is a string", specWith(base, "proposal", workMove("x", "done"), "proposal", map[string]any{"mode": "command", "command": map[string]any{"method": "work_move", "input": map[string]any{"itemId": 5, "columnKey": "done"}}}), models.InvalidArgument, "proposal.command.input.itemId"},
-			{"an item of no account", specWith(base, "proposal", workMove("item_nosuchitem", "done")), models.NotFound, "proposal.command.input.itemId"},
-			{"another account's item", specWith(base, "proposal", workMove(foreignItem.ID, "done")), models.NotFound, "proposal.command.input.itemId"},
-			{"a column of no account", specWith(base, "proposal", workMove(b.itemID, "archive")), models.NotFound, "proposal.command.input.columnKey"},
-			{"the column the item is in", specWith(base, "proposal", workMove(b.itemID, "doing")), models.FailedPrecondition, "proposal.command.input.columnKey"},
-			{"question on a work_change", specWith(base, "proposal", advisory(), "question", map[string]any{}), models.InvalidArgument, "question"},
-			{"question with a command proposal", specWith(question, "proposal", workMove(b.itemID, "done"), "question", map[string]any{}), models.InvalidArgument, "question"},
-			{"question is an object", specWith(question, "question", []any{"a", "b"}), models.InvalidArgument, "question"},
-			{"question has only choices", specWith(question, "question", map[string]any{"text": "x"}), models.InvalidArgument, "question.text"},
-			{"one choice is too few", specWith(question, "question", map[string]any{"choices": []any{"a"}}), models.InvalidArgument, "question.choices"},
-			{"seven choices are too many", specWith(question, "question", map[string]any{"choices": []any{"a", "b", "c", "d", "e", "f", "g"}}), models.InvalidArgument, "question.choices"},
-			{"choices are distinct", specWith(question, "question", map[string]any{"choices": []any{"a", "a"}}), models.InvalidArgument, "question.choices[1]"},
-			{"a choice is not empty", specWith(question, "question", map[string]any{"choices": []any{"a", ""}}), models.InvalidArgument, "question.choices[1]"},
-			{"a choice is at most 120", specWith(question, "question", map[string]any{"choices": []any{"a", long(121)}}), models.InvalidArgument, "question.choices[1]"},
-			{"a choice is one line", specWith(question, "question", map[string]any{"choices": []any{"a\nb", "c"}}), models.InvalidArgument, "question.choices[0]"},
-			{"a choice is a string", specWith(question, "question", map[string]any{"choices": []any{"a", 2}}), models.InvalidArgument, "question.choices[1]"},
-			{"choices is a list", specWith(question, "question", map[string]any{"choices": "a,b"}), models.InvalidArgument, "question.choices"},
-			{"expiresInMinutes at least 5", specWith(base, "expiresInMinutes", 4), models.InvalidArgument, "expiresInMinutes"},
-			{"expiresInMinutes at most 10080", specWith(base, "expiresInMinutes", 10081), models.InvalidArgument, "expiresInMinutes"},
-			{"expiresInMinutes is whole", specWith(base, "expiresInMinutes", 5.5), models.InvalidArgument, "expiresInMinutes"},
-			{"expiresInMinutes is a number", specWith(base, "expiresInMinutes", "10"), models.InvalidArgument, "expiresInMinutes"},
-			{"idempotencyKey is required", specWith(base, "idempotencyKey", specDrop), models.InvalidArgument, "idempotencyKey"},
-			{"idempotencyKey is not empty", specWith(base, "idempotencyKey", ""), models.InvalidArgument, "idempotencyKey"},
-			{"idempotencyKey is at most 200", specWith(base, "idempotencyKey", long(201)), models.InvalidArgument, "idempotencyKey"},
-			{"idempotencyKey is a string", specWith(base, "idempotencyKey", 12), models.InvalidArgument, "idempotencyKey"},
-			{"sessionId is a string", specWith(base, "sessionId", 1), models.InvalidArgument, "sessionId"},
-			{"an unknown sessionId", specWith(base, "sessionId", "sess_nosuchsession"), models.NotFound, "sessionId"},
-			{"another agent's sessionId", specWith(base, "sessionId", theirSession), models.NotFound, "sessionId"},
-			{"an ended session", specWith(base, "sessionId", ended), models.FailedPrecondition, "sessionId"},
+			{"kind is required", specWith(base, "kind", specDrop), core.InvalidArgument, "kind"},
+			{"kind is one of the four", specWith(base, "kind", "pull_request"), core.InvalidArgument, "kind"},
+			{"kind is a string", specWith(base, "kind", 3), core.InvalidArgument, "kind"},
+			{"title is required", specWith(base, "title", specDrop), core.InvalidArgument, "title"},
+			{"title is not blank", specWith(base, "title", "  "), core.InvalidArgument, "title"},
+			{"title is one line", specWith(base, "title", "a\nb"), core.InvalidArgument, "title"},
+			{"title is at most 120", specWith(base, "title", long(121)), core.InvalidArgument, "title"},
+			{"title is a string", specWith(base, "title", true), core.InvalidArgument, "title"},
+			{"description is at most 2000", specWith(base, "description", long(2001)), core.InvalidArgument, "description"},
+			{"description is not null", specWith(base, "description", nil), core.InvalidArgument, "description"},
+			{"targetType is one line", specWith(base, "targetType", "a\nb"), core.InvalidArgument, "targetType"},
+			{"targetType is at most 64", specWith(base, "targetType", long(65)), core.InvalidArgument, "targetType"},
+			{"targetId is at most 200", specWith(base, "targetId", long(201)), core.InvalidArgument, "targetId"},
+			{"targetId is a string", specWith(base, "targetId", 7), core.InvalidArgument, "targetId"},
+			{"an unknown member", specWith(base, "priority", 1), core.InvalidArgument, "priority"},
+			{"account_id is no member of the seed's schema", specWith(base, "account_id", b.env.Account.ID), core.InvalidArgument, "account_id"},
+			{"proposal is required", specWith(base, "proposal", specDrop), core.InvalidArgument, "proposal"},
+			{"proposal is an object", specWith(base, "proposal", "advisory"), core.InvalidArgument, "proposal"},
+			{"proposal.mode is required", specWith(base, "proposal", map[string]any{}), core.InvalidArgument, "proposal.mode"},
+			{"proposal.mode is advisory or command", specWith(base, "proposal", map[string]any{"mode": "auto"}), core.InvalidArgument, "proposal.mode"},
+			{"an advisory proposal has nothing else", specWith(base, "proposal", map[string]any{"mode": "advisory", "command": map[string]any{}}), core.InvalidArgument, "proposal.command"},
+			{"a command proposal needs its command", specWith(base, "proposal", map[string]any{"mode": "command"}), core.InvalidArgument, "proposal.command"},
+			{"a command proposal has nothing else", specWith(base, "proposal", specWith(workMove(b.itemID, "done"), "note", "x")), core.InvalidArgument, "proposal.note"},
+			{"command.method is work_move", specWith(base, "proposal", map[string]any{"mode": "command", "command": map[string]any{"method": "delete_item", "input": map[string]any{"itemId": b.itemID, "columnKey": "done"}}}), core.InvalidArgument, "proposal.command.method"},
+			{"command.method is required", specWith(base, "proposal", map[string]any{"mode": "command", "command": map[string]any{"input": map[string]any{"itemId": b.itemID, "columnKey": "done"}}}), core.InvalidArgument, "proposal.command.method"},
+			{"command.input is required", specWith(base, "proposal", map[string]any{"mode": "command", "command": map[string]any{"method": "work_move"}}), core.InvalidArgument, "proposal.command.input"},
+			{"command has nothing else", specWith(base, "proposal", map[string]any{"mode": "command", "command": map[string]any{"method": "work_move", "input": map[string]any{"itemId": b.itemID, "columnKey": "done"}, "force": true}}), core.InvalidArgument, "proposal.command.force"},
+			{"input.itemId is required", specWith(base, "proposal", map[string]any{"mode": "command", "command": map[string]any{"method": "work_move", "input": map[string]any{"columnKey": "done"}}}), core.InvalidArgument, "proposal.command.input.itemId"},
+			{"input.columnKey is required", specWith(base, "proposal", map[string]any{"mode": "command", "command": map[string]any{"method": "work_move", "input": map[string]any{"itemId": b.itemID}}}), core.InvalidArgument, "proposal.command.input.columnKey"},
+			{"input has nothing else", specWith(base, "proposal", map[string]any{"mode": "command", "command": map[string]any{"method": "work_move", "input": map[string]any{"itemId": b.itemID, "columnKey": "done", "position": 1}}}), core.InvalidArgument, "proposal.command.input.position"},
+			{"input.itemId is a string", specWith(base, "proposal", workMove("x", "done"), "proposal", map[string]any{"mode": "command", "command": map[string]any{"method": "work_move", "input": map[string]any{"itemId": 5, "columnKey": "done"}}}), core.InvalidArgument, "proposal.command.input.itemId"},
+			{"an item of no account", specWith(base, "proposal", workMove("item_nosuchitem", "done")), core.NotFound, "proposal.command.input.itemId"},
+			{"another account's item", specWith(base, "proposal", workMove(foreignItem.ID, "done")), core.NotFound, "proposal.command.input.itemId"},
+			{"a column of no account", specWith(base, "proposal", workMove(b.itemID, "archive")), core.NotFound, "proposal.command.input.columnKey"},
+			{"the column the item is in", specWith(base, "proposal", workMove(b.itemID, "doing")), core.FailedPrecondition, "proposal.command.input.columnKey"},
+			{"question on a work_change", specWith(base, "proposal", advisory(), "question", map[string]any{}), core.InvalidArgument, "question"},
+			{"question with a command proposal", specWith(question, "proposal", workMove(b.itemID, "done"), "question", map[string]any{}), core.InvalidArgument, "question"},
+			{"question is an object", specWith(question, "question", []any{"a", "b"}), core.InvalidArgument, "question"},
+			{"question has only choices", specWith(question, "question", map[string]any{"text": "x"}), core.InvalidArgument, "question.text"},
+			{"one choice is too few", specWith(question, "question", map[string]any{"choices": []any{"a"}}), core.InvalidArgument, "question.choices"},
+			{"seven choices are too many", specWith(question, "question", map[string]any{"choices": []any{"a", "b", "c", "d", "e", "f", "g"}}), core.InvalidArgument, "question.choices"},
+			{"choices are distinct", specWith(question, "question", map[string]any{"choices": []any{"a", "a"}}), core.InvalidArgument, "question.choices[1]"},
+			{"a choice is not empty", specWith(question, "question", map[string]any{"choices": []any{"a", ""}}), core.InvalidArgument, "question.choices[1]"},
+			{"a choice is at most 120", specWith(question, "question", map[string]any{"choices": []any{"a", long(121)}}), core.InvalidArgument, "question.choices[1]"},
+			{"a choice is one line", specWith(question, "question", map[string]any{"choices": []any{"a\nb", "c"}}), core.InvalidArgument, "question.choices[0]"},
+			{"a choice is a string", specWith(question, "question", map[string]any{"choices": []any{"a", 2}}), core.InvalidArgument, "question.choices[1]"},
+			{"choices is a list", specWith(question, "question", map[string]any{"choices": "a,b"}), core.InvalidArgument, "question.choices"},
+			{"expiresInMinutes at least 5", specWith(base, "expiresInMinutes", 4), core.InvalidArgument, "expiresInMinutes"},
+			{"expiresInMinutes at most 10080", specWith(base, "expiresInMinutes", 10081), core.InvalidArgument, "expiresInMinutes"},
+			{"expiresInMinutes is whole", specWith(base, "expiresInMinutes", 5.5), core.InvalidArgument, "expiresInMinutes"},
+			{"expiresInMinutes is a number", specWith(base, "expiresInMinutes", "10"), core.InvalidArgument, "expiresInMinutes"},
+			{"idempotencyKey is required", specWith(base, "idempotencyKey", specDrop), core.InvalidArgument, "idempotencyKey"},
+			{"idempotencyKey is not empty", specWith(base, "idempotencyKey", ""), core.InvalidArgument, "idempotencyKey"},
+			{"idempotencyKey is at most 200", specWith(base, "idempotencyKey", long(201)), core.InvalidArgument, "idempotencyKey"},
+			{"idempotencyKey is a string", specWith(base, "idempotencyKey", 12), core.InvalidArgument, "idempotencyKey"},
+			{"sessionId is a string", specWith(base, "sessionId", 1), core.InvalidArgument, "sessionId"},
+			{"an unknown sessionId", specWith(base, "sessionId", "sess_nosuchsession"), core.NotFound, "sessionId"},
+			{"another agent's sessionId", specWith(base, "sessionId", theirSession), core.NotFound, "sessionId"},
+			{"an ended session", specWith(base, "sessionId", ended), core.FailedPrecondition, "sessionId"},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -218,54 +220,54 @@ func TestSessionToolsRefuseOthersAndEnded(t *testing.T) {
 		stranger := b.env.Connect(strangerToken)
 		for _, tool := range []string{"session_heartbeat", "session_end"} {
 			r := stranger.Call(tool, map[string]any{"sessionId": b.session})
-			if r.Code != string(models.NotFound) || r.Field != "sessionId" {
+			if r.Code != string(core.NotFound) || r.Field != "sessionId" {
 				t.Errorf("%s on another account's session: %s", tool, r)
 			}
-			if r := b.bot.Call(tool, map[string]any{}); r.Code != string(models.InvalidArgument) || r.Field != "sessionId" {
+			if r := b.bot.Call(tool, map[string]any{}); r.Code != string(core.InvalidArgument) || r.Field != "sessionId" {
 				t.Errorf("%s without sessionId: %s", tool, r)
 			}
-			if r := b.bot.Call(tool, map[string]any{"sessionId": b.session, "extra": 1}); r.Code != string(models.InvalidArgument) || r.Field != "extra" {
+			if r := b.bot.Call(tool, map[string]any{"sessionId": b.session, "extra": 1}); r.Code != string(core.InvalidArgument) || r.Field != "extra" {
 				t.Errorf("%s with an unknown member: %s", tool, r)
 			}
-			if r := b.bot.Call(tool, map[string]any{"sessionId": 3}); r.Code != string(models.InvalidArgument) || r.Field != "sessionId" {
+			if r := b.bot.Call(tool, map[string]any{"sessionId": 3}); r.Code != string(core.InvalidArgument) || r.Field != "sessionId" {
 				t.Errorf("%s with a number: %s", tool, r)
 			}
 		}
-		if r := b.bot.Call("session_start", map[string]any{"label": strings.Repeat("x", 121)}); r.Code != string(models.InvalidArgument) || r.Field != "label" {
+		if r := b.bot.Call("session_start", map[string]any{"label": strings.Repeat("x", 121)}); r.Code != string(core.InvalidArgument) || r.Field != "label" {
 			t.Errorf("a label of 121: %s", r)
 		}
-		if r := b.bot.Call("session_start", map[string]any{"label": "a\nb"}); r.Code != string(models.InvalidArgument) || r.Field != "label" {
+		if r := b.bot.Call("session_start", map[string]any{"label": "a\nb"}); r.Code != string(core.InvalidArgument) || r.Field != "label" {
 			t.Errorf("a label of two lines: %s", r)
 		}
-		if r := stranger.Call("approval_status", map[string]any{"approvalId": "appr_x"}); r.Code != string(models.NotFound) || r.Field != "approvalId" {
+		if r := stranger.Call("approval_status", map[string]any{"approvalId": "appr_x"}); r.Code != string(core.NotFound) || r.Field != "approvalId" {
 			t.Errorf("approval_status of nothing: %s", r)
 		}
 		mine := b.bot.OK("approval_request", map[string]any{"kind": "life_change", "title": "t", "proposal": advisory(), "idempotencyKey": "z"})
-		if r := stranger.Call("approval_status", map[string]any{"approvalId": mine["approvalId"]}); r.Code != string(models.NotFound) || r.Field != "approvalId" {
+		if r := stranger.Call("approval_status", map[string]any{"approvalId": mine["approvalId"]}); r.Code != string(core.NotFound) || r.Field != "approvalId" {
 			t.Errorf("approval_status of another account's request: %s", r)
 		}
-		if r := b.bot.Call("work_list", map[string]any{"columnKey": "nope"}); r.Code != string(models.NotFound) || r.Field != "columnKey" {
+		if r := b.bot.Call("work_list", map[string]any{"columnKey": "nope"}); r.Code != string(core.NotFound) || r.Field != "columnKey" {
 			t.Errorf("work_list of no column: %s", r)
 		}
 		if out := stranger.OK("work_list", map[string]any{}); len(out["items"].([]any)) != 0 || len(out["columns"].([]any)) != 0 {
 			t.Errorf("another account sees this board: %v", out)
 		}
 		b.bot.OK("session_end", map[string]any{"sessionId": b.session})
-		if r := b.bot.Call("session_heartbeat", map[string]any{"sessionId": b.session}); r.Code != string(models.FailedPrecondition) || r.Field != "sessionId" {
+		if r := b.bot.Call("session_heartbeat", map[string]any{"sessionId": b.session}); r.Code != string(core.FailedPrecondition) || r.Field != "sessionId" {
 			t.Errorf("heartbeat of an ended session: %s", r)
 		}
 		// Scopes: the session tools and approval_request need the write scopes, the others the read scopes.
-		_, readOnly := b.env.Agent(b.env.Account.ID, "reader", models.ScopeMCPRead, models.ScopeApprovalsRead)
+		_, readOnly := b.env.Agent(b.env.Account.ID, "reader", people.ScopeMCPRead, people.ScopeApprovalsRead)
 		reader := b.env.Connect(readOnly)
 		for _, tool := range []string{"session_start", "session_heartbeat", "session_end", "approval_request"} {
-			if r := reader.Call(tool, map[string]any{}); r.Code != string(models.PermissionDenied) {
+			if r := reader.Call(tool, map[string]any{}); r.Code != string(core.PermissionDenied) {
 				t.Errorf("%s with read scopes: %s", tool, r)
 			}
 		}
-		_, writeOnly := b.env.Agent(b.env.Account.ID, "writer", models.ScopeMCPWrite, models.ScopeApprovalsWrite)
+		_, writeOnly := b.env.Agent(b.env.Account.ID, "writer", people.ScopeMCPWrite, people.ScopeApprovalsWrite)
 		writer := b.env.Connect(writeOnly)
 		for _, tool := range []string{"approval_status", "work_list"} {
-			if r := writer.Call(tool, map[string]any{}); r.Code != string(models.PermissionDenied) {
+			if r := writer.Call(tool, map[string]any{}); r.Code != string(core.PermissionDenied) {
 				t.Errorf("%s with write scopes: %s", tool, r)
 			}
 		}
@@ -288,10 +290,10 @@ func TestTheSessionLoopOverMCP(t *testing.T) {
 		if beat["state"] != "waiting" || len(beat["waitingOn"].([]any)) != 2 || len(beat["instructions"].([]any)) != 0 {
 			t.Fatalf("heartbeat while pending = %v", beat)
 		}
-		if _, err := b.env.Store.Decide(ctx, b.env.Account.ID, move["approvalId"].(string), b.owner, models.Decision{Verdict: models.VerdictApprove}); err != nil {
+		if _, err := b.env.Store.Decide(ctx, b.env.Account.ID, move["approvalId"].(string), b.owner, asks.Decision{Verdict: asks.VerdictApprove}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.env.Store.Decide(ctx, b.env.Account.ID, ask["approvalId"].(string), b.owner, models.Decision{Verdict: "choice:1"}); err != nil {
+		if _, err := b.env.Store.Decide(ctx, b.env.Account.ID, ask["approvalId"].(string), b.owner, asks.Decision{Verdict: "choice:1"}); err != nil {
 			t.Fatal(err)
 		}
 		st := b.bot.OK("approval_status", map[string]any{"approvalId": move["approvalId"]})
@@ -368,7 +370,7 @@ func TestIdempotencyOverMCP(t *testing.T) {
 			t.Errorf("%d asks stored for one key", asks)
 		}
 		r := b.bot.Call("approval_request", specWith(args, "title", "Another title"))
-		if r.Code != string(models.FailedPrecondition) || r.Field != "idempotencyKey" {
+		if r.Code != string(core.FailedPrecondition) || r.Field != "idempotencyKey" {
 			t.Errorf("the same key with other arguments: %s", r)
 		}
 		// The same arguments in another member order are the same canonical arguments.
@@ -388,7 +390,7 @@ func TestTwoHeartbeatsAtOnceOverMCP(t *testing.T) {
 		for trial := range 5 {
 			req := b.bot.OK("approval_request", map[string]any{"kind": "memory_change", "title": "Forget the old key", "proposal": advisory(),
 				"sessionId": b.session, "idempotencyKey": fmt.Sprintf("h%d", trial)})
-			if _, err := b.env.Store.Decide(ctx, b.env.Account.ID, req["approvalId"].(string), b.owner, models.Decision{Verdict: models.VerdictApprove}); err != nil {
+			if _, err := b.env.Store.Decide(ctx, b.env.Account.ID, req["approvalId"].(string), b.owner, asks.Decision{Verdict: asks.VerdictApprove}); err != nil {
 				t.Fatal(err)
 			}
 			var wg sync.WaitGroup
@@ -401,7 +403,7 @@ func TestTwoHeartbeatsAtOnceOverMCP(t *testing.T) {
 							t.Error(err)
 							return
 						}
-						if r.IsError && r.Code == string(models.FailedPrecondition) {
+						if r.IsError && r.Code == string(core.FailedPrecondition) {
 							continue
 						}
 						if r.IsError {

@@ -7,7 +7,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/runners"
 )
 
 // Every approval is also an MCP resource. An agent that subscribes to one is
@@ -40,13 +43,13 @@ func (s *Server) addResources() {
 
 // findApproval resolves an approval URI for the caller: another account's
 // approval is not found, exactly like one that does not exist.
-func (s *Server) findApproval(ctx context.Context, agent *models.Agent, runner *models.Runner, uri string) (*models.Approval, error) {
+func (s *Server) findApproval(ctx context.Context, agent *people.Agent, runner *runners.Runner, uri string) (*asks.Approval, error) {
 	id, ok := approvalIDOf(uri)
 	if (agent == nil && runner == nil) || !ok {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
 	var (
-		a   *models.Approval
+		a   *asks.Approval
 		err error
 	)
 	if runner != nil {
@@ -54,7 +57,7 @@ func (s *Server) findApproval(ctx context.Context, agent *models.Agent, runner *
 	} else {
 		a, err = s.store.GetApproval(ctx, agent.AccountID, id)
 	}
-	if models.CodeOf(err) == models.NotFound {
+	if core.CodeOf(err) == core.NotFound {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
 	return a, err
@@ -75,7 +78,7 @@ func RunsURI(runnerID string) string { return runnerURIPrefix + runnerID + runsU
 
 // runnerOfURI resolves a runs URI for the caller: only the runner itself may
 // read or subscribe to it.
-func runnerOfURI(runner *models.Runner, uri string) (*models.Runner, error) {
+func runnerOfURI(runner *runners.Runner, uri string) (*runners.Runner, error) {
 	if runner == nil || uri != RunsURI(runner.ID) {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
@@ -87,7 +90,7 @@ func (s *Server) readRuns(ctx context.Context, req *sdk.ReadResourceRequest) (*s
 	if err != nil {
 		return nil, err
 	}
-	list, _, err := s.store.ListApprovals(ctx, runner.AccountID, models.ListFilter{RunnerID: runner.ID, Status: "active", PageSize: runsListPageLimit})
+	list, _, err := s.store.ListApprovals(ctx, runner.AccountID, asks.ListFilter{RunnerID: runner.ID, Status: "active", PageSize: runsListPageLimit})
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +174,7 @@ func (s *Server) unsubscribe(ctx context.Context, req *sdk.UnsubscribeRequest) {
 
 // mayWatch says whether the caller may subscribe to uri: an approval it may
 // read, or, for a runner, its own runs.
-func (s *Server) mayWatch(ctx context.Context, agent *models.Agent, runner *models.Runner, uri string) error {
+func (s *Server) mayWatch(ctx context.Context, agent *people.Agent, runner *runners.Runner, uri string) error {
 	if strings.HasPrefix(uri, runnerURIPrefix) {
 		_, err := runnerOfURI(runner, uri)
 		return err
@@ -193,7 +196,7 @@ var resourceMethods = []string{"resources/list", "resources/templates/list", "re
 const methodListen = "subscriptions/listen"
 
 // resourcesDenied refuses a resource method to a token without readScopes.
-func resourcesDenied(agent *models.Agent) error {
+func resourcesDenied(agent *people.Agent) error {
 	if agent != nil && agent.HasScopes(readScopes...) {
 		return nil
 	}

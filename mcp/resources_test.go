@@ -10,7 +10,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // listening connects with a client that hands every resources/updated
@@ -37,7 +39,7 @@ func TestASubscribedAgentHearsTheDecision(t *testing.T) {
 		ctx := context.Background()
 		env := apptest.Start(t, db, nil)
 		_, token := env.Agent(env.Account.ID, "bot")
-		owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+		owner := env.Member(env.Account.ID, "ada", core.RoleOwner)
 		session, updates := listening(t, env, token)
 
 		templates, err := session.ListResourceTemplates(ctx, nil)
@@ -59,7 +61,7 @@ func TestASubscribedAgentHearsTheDecision(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		}
 
-		if _, err := env.Store.Decide(ctx, env.Account.ID, id, owner, models.Decision{Verdict: models.VerdictDeny, Note: "not this week"}); err != nil {
+		if _, err := env.Store.Decide(ctx, env.Account.ID, id, owner, asks.Decision{Verdict: asks.VerdictDeny, Note: "not this week"}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -126,7 +128,7 @@ func TestApprovalResourcesKeepTheAccountAndScopes(t *testing.T) {
 			}
 		}
 
-		_, writeOnly := env.Agent(env.Account.ID, "writer", models.ScopeMCPWrite, models.ScopeApprovalsWrite)
+		_, writeOnly := env.Agent(env.Account.ID, "writer", people.ScopeMCPWrite, people.ScopeApprovalsWrite)
 		limited, _ := listening(t, env, writeOnly)
 		if _, err := limited.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri}); err == nil || !strings.Contains(err.Error(), "PERMISSION_DENIED") {
 			t.Errorf("a token without the read scopes read the resource: %v", err)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 )
 
 // listenRaw opens a 2026-07-28 subscriptions/listen for uri as a client
@@ -67,7 +67,7 @@ func TestSubscriptionsListenKeepsTheAccountAndScopes(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, foreign := env.Agent(acct.ID, "stranger")
-	_, writeOnly := env.Agent(env.Account.ID, "writer", models.ScopeMCPWrite, models.ScopeApprovalsWrite)
+	_, writeOnly := env.Agent(env.Account.ID, "writer", people.ScopeMCPWrite, people.ScopeApprovalsWrite)
 
 	cases := []struct {
 		name, token, uri, want string

@@ -13,7 +13,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/runners"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -29,7 +31,7 @@ type runScene struct {
 func newRunScene(t *testing.T, db apptest.Database) *runScene {
 	t.Helper()
 	env := apptest.StartWeb(t, db, nil)
-	s := &runScene{env: env, ada: env.Join(env.Account.ID, models.RoleOwner, "ada")}
+	s := &runScene{env: env, ada: env.Join(env.Account.ID, core.RoleOwner, "ada")}
 	_, token := env.Agent(env.Account.ID, "bot")
 	s.agent = env.Connect(token)
 	s.r1 = env.EnrollRunner(env.Account.ID, "host-1")
@@ -84,14 +86,14 @@ func TestARunnerTokenReadsOnlyItsRunsAndCallsNothingElse(t *testing.T) {
 		if want := []string{"approvals_add_progress", "approvals_get", "approvals_list"}; !slices.Equal(names, want) {
 			t.Errorf("a runner's tools/list = %v, want %v", names, want)
 		}
-		specRefused(t, c.Call("approvals_create", s.r1.Ask("ada", specSHA64, []string{"x.sh"}, "remote", 30*time.Minute)), models.PermissionDenied, "")
-		specRefused(t, c.Call("approvals_revoke_auto_approve_policy", map[string]any{"policy_id": "pol_x"}), models.PermissionDenied, "")
+		specRefused(t, c.Call("approvals_create", s.r1.Ask("ada", specSHA64, []string{"x.sh"}, "remote", 30*time.Minute)), core.PermissionDenied, "")
+		specRefused(t, c.Call("approvals_revoke_auto_approve_policy", map[string]any{"policy_id": "pol_x"}), core.PermissionDenied, "")
 
 		if got := c.OK("approvals_get", map[string]any{"approval_id": mine}); got["approval_id"] != mine {
 			t.Errorf("the runner reads its run as %v", got["approval_id"])
 		}
-		specRefused(t, c.Call("approvals_get", map[string]any{"approval_id": theirs}), models.NotFound, "approval_id")
-		specRefused(t, c.Call("approvals_get", map[string]any{"approval_id": pr}), models.NotFound, "approval_id")
+		specRefused(t, c.Call("approvals_get", map[string]any{"approval_id": theirs}), core.NotFound, "approval_id")
+		specRefused(t, c.Call("approvals_get", map[string]any{"approval_id": pr}), core.NotFound, "approval_id")
 		list := c.OK("approvals_list", map[string]any{})["approvals"].([]any)
 		if len(list) != 1 || list[0].(map[string]any)["approval_id"] != mine {
 			t.Errorf("the runner lists %v, want only %s", list, mine)
@@ -145,7 +147,7 @@ func TestFilingARunNeedsAnEnrolledEnabledRunnerOfTheAccountWithItsKey(t *testing
 		for _, tc := range cases {
 			t.Run(tc.name+" is refused and files nothing", func(t *testing.T) {
 				a, e := specCounts(t, s.env)
-				specRefused(t, s.agent.Call("approvals_create", tc.args), models.FailedPrecondition, tc.field)
+				specRefused(t, s.agent.Call("approvals_create", tc.args), core.FailedPrecondition, tc.field)
 				if a2, e2 := specCounts(t, s.env); a2 != a || e2 != e {
 					t.Errorf("a refused run wrote %d approvals and %d events", a2-a, e2-e)
 				}
@@ -157,7 +159,7 @@ func TestFilingARunNeedsAnEnrolledEnabledRunnerOfTheAccountWithItsKey(t *testing
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.Status != models.StatusPending || a.RunnerID != s.r1.Runner.ID || a.AskedOf != "ada" {
+			if a.Status != asks.StatusPending || a.RunnerID != s.r1.Runner.ID || a.AskedOf != "ada" {
 				t.Errorf("filed run: status %s, runner %q, asked of %q", a.Status, a.RunnerID, a.AskedOf)
 			}
 		})
@@ -177,12 +179,12 @@ func TestRunnerReportsAreSignedCheckedAndCarriedOnTheTimeline(t *testing.T) {
 				args["observed"] = map[string]any{"x": 1}
 			}
 			r := s.agent.Call("approvals_add_progress", args)
-			if !r.IsError || r.Code != string(models.PermissionDenied) {
+			if !r.IsError || r.Code != string(core.PermissionDenied) {
 				t.Errorf("the agent's %s on a pinned run: %s, want PERMISSION_DENIED", step, r)
 			}
 		}
 		r := s.agent.Call("approvals_add_progress", report(s.r1, s.r1.Runner.ID, id, sha, "started", "", "approved", now))
-		specRefused(t, r, models.PermissionDenied, "runner")
+		specRefused(t, r, core.PermissionDenied, "runner")
 
 		bad := report(s.r1, s.r1.Runner.ID, id, sha, "started", "claimed", "approved", now)
 		bad["note"] = "claimed, but another note"
@@ -190,21 +192,21 @@ func TestRunnerReportsAreSignedCheckedAndCarriedOnTheTimeline(t *testing.T) {
 			name   string
 			client *apptest.Client
 			args   map[string]any
-			code   models.Code
+			code   core.Code
 			field  string
 		}{
-			{"a signature over another note", c1, bad, models.PermissionDenied, "runner.signature"},
-			{"a signature by another key", c1, report(s.r2, s.r1.Runner.ID, id, sha, "started", "claimed", "approved", now), models.PermissionDenied, "runner.signature"},
-			{"a signature over another payload hash", c1, report(s.r1, s.r1.Runner.ID, id, specSHA64, "started", "claimed", "approved", now), models.PermissionDenied, "runner.signature"},
-			{"a signed_at six minutes old", c1, report(s.r1, s.r1.Runner.ID, id, sha, "started", "claimed", "approved", now.Add(-6*time.Minute)), models.PermissionDenied, "runner.signed_at"},
-			{"a signed_at six minutes ahead", c1, report(s.r1, s.r1.Runner.ID, id, sha, "started", "claimed", "approved", now.Add(6*time.Minute)), models.PermissionDenied, "runner.signed_at"},
-			{"another runner's token with the right signature", c2, report(s.r1, s.r1.Runner.ID, id, sha, "started", "claimed", "approved", now), models.PermissionDenied, "runner.runner_id"},
-			{"another runner's token signing as itself", c2, report(s.r2, s.r2.Runner.ID, id, sha, "started", "claimed", "approved", now), models.NotFound, "approval_id"},
-			{"no signature", c1, map[string]any{"approval_id": id, "step": "started", "expected_state": "approved"}, models.InvalidArgument, "runner"},
-			{"answered, which no runner reports", c1, report(s.r1, s.r1.Runner.ID, id, sha, "answered", "x", "", now), models.InvalidArgument, "step"},
-			{"step before started", c1, report(s.r1, s.r1.Runner.ID, id, sha, "step", "out", "", now), models.FailedPrecondition, ""},
-			{"a claim expecting pending", c1, report(s.r1, s.r1.Runner.ID, id, sha, "started", "claimed", "pending", now), models.FailedPrecondition, ""},
-			{"a claim expecting a state the seed does not name", c1, report(s.r1, s.r1.Runner.ID, id, sha, "started", "claimed", "done", now), models.InvalidArgument, "expected_state"},
+			{"a signature over another note", c1, bad, core.PermissionDenied, "runner.signature"},
+			{"a signature by another key", c1, report(s.r2, s.r1.Runner.ID, id, sha, "started", "claimed", "approved", now), core.PermissionDenied, "runner.signature"},
+			{"a signature over another payload hash", c1, report(s.r1, s.r1.Runner.ID, id, specSHA64, "started", "claimed", "approved", now), core.PermissionDenied, "runner.signature"},
+			{"a signed_at six minutes old", c1, report(s.r1, s.r1.Runner.ID, id, sha, "started", "claimed", "approved", now.Add(-6*time.Minute)), core.PermissionDenied, "runner.signed_at"},
+			{"a signed_at six minutes ahead", c1, report(s.r1, s.r1.Runner.ID, id, sha, "started", "claimed", "approved", now.Add(6*time.Minute)), core.PermissionDenied, "runner.signed_at"},
+			{"another runner's token with the right signature", c2, report(s.r1, s.r1.Runner.ID, id, sha, "started", "claimed", "approved", now), core.PermissionDenied, "runner.runner_id"},
+			{"another runner's token signing as itself", c2, report(s.r2, s.r2.Runner.ID, id, sha, "started", "claimed", "approved", now), core.NotFound, "approval_id"},
+			{"no signature", c1, map[string]any{"approval_id": id, "step": "started", "expected_state": "approved"}, core.InvalidArgument, "runner"},
+			{"answered, which no runner reports", c1, report(s.r1, s.r1.Runner.ID, id, sha, "answered", "x", "", now), core.InvalidArgument, "step"},
+			{"step before started", c1, report(s.r1, s.r1.Runner.ID, id, sha, "step", "out", "", now), core.FailedPrecondition, ""},
+			{"a claim expecting pending", c1, report(s.r1, s.r1.Runner.ID, id, sha, "started", "claimed", "pending", now), core.FailedPrecondition, ""},
+			{"a claim expecting a state the seed does not name", c1, report(s.r1, s.r1.Runner.ID, id, sha, "started", "claimed", "done", now), core.InvalidArgument, "expected_state"},
 		}
 		for _, tc := range refusals {
 			t.Run(tc.name+" is refused and records nothing", func(t *testing.T) {
@@ -213,7 +215,7 @@ func TestRunnerReportsAreSignedCheckedAndCarriedOnTheTimeline(t *testing.T) {
 				if _, after := specCounts(t, s.env); after != before {
 					t.Errorf("a refused report wrote %d events", after-before)
 				}
-				if a, _ := s.env.Store.GetApproval(context.Background(), s.env.Account.ID, id); a.Status != models.StatusApproved {
+				if a, _ := s.env.Store.GetApproval(context.Background(), s.env.Account.ID, id); a.Status != asks.StatusApproved {
 					t.Errorf("the run is %s, want approved", a.Status)
 				}
 			})
@@ -222,7 +224,7 @@ func TestRunnerReportsAreSignedCheckedAndCarriedOnTheTimeline(t *testing.T) {
 		t.Run("the runner's signed claim, steps and done move the run and ride on its timeline", func(t *testing.T) {
 			c1.OK("approvals_add_progress", report(s.r1, s.r1.Runner.ID, id, sha, "started", "claimed", "approved", now))
 			second := c1.Call("approvals_add_progress", report(s.r1, s.r1.Runner.ID, id, sha, "started", "claimed", "approved", now))
-			specRefused(t, second, models.FailedPrecondition, "")
+			specRefused(t, second, core.FailedPrecondition, "")
 			c1.OK("approvals_add_progress", report(s.r1, s.r1.Runner.ID, id, sha, "step", "hello\nworld", "in_progress", now))
 			out := c1.OK("approvals_add_progress", report(s.r1, s.r1.Runner.ID, id, sha, "done", "exit status 0", "in_progress", now))
 			if out["status"] != "done" {
@@ -269,7 +271,7 @@ func TestDisablingARunnerFailsItsRunsThatHaveNotEnded(t *testing.T) {
 		if _, err := s.env.Store.DisableRunner(context.Background(), s.env.Account.ID, "host-1", "ada"); err != nil {
 			t.Fatal(err)
 		}
-		for id, want := range map[string]models.Status{pending: models.StatusFailed, approved: models.StatusFailed, started: models.StatusFailed, other: models.StatusApproved} {
+		for id, want := range map[string]asks.Status{pending: asks.StatusFailed, approved: asks.StatusFailed, started: asks.StatusFailed, other: asks.StatusApproved} {
 			a, err := s.env.Store.GetApproval(context.Background(), s.env.Account.ID, id)
 			if err != nil {
 				t.Fatal(err)
@@ -286,7 +288,7 @@ func TestDisablingARunnerFailsItsRunsThatHaveNotEnded(t *testing.T) {
 			t.Errorf("last event %s %q", last.Step, last.Note)
 		}
 		specRefused(t, s.agent.Call("approvals_create", s.r1.Ask("ada", specSHA64, []string{"x.sh"}, "remote", 30*time.Minute)),
-			models.FailedPrecondition, "payload.run.runner_id")
+			core.FailedPrecondition, "payload.run.runner_id")
 	})
 }
 
@@ -335,7 +337,7 @@ func TestAReplayedRunnerReportIsRefused(t *testing.T) {
 			t.Run("the step sent again "+name+" is refused", func(t *testing.T) {
 				_, before := specCounts(t, s.env)
 				r := c1.Call("approvals_add_progress", args)
-				specRefused(t, r, models.PermissionDenied, "runner.signature")
+				specRefused(t, r, core.PermissionDenied, "runner.signature")
 				if !strings.Contains(r.Text, "recorded already") {
 					t.Errorf("the refusal does not say the report was recorded already: %s", r.Text)
 				}
@@ -367,7 +369,7 @@ func TestAReplayedRunnerReportIsRefused(t *testing.T) {
 		if n := kept(); n != 3 {
 			t.Fatalf("%d report signatures kept, want 3", n)
 		}
-		s.env.Store.SetClock(func() time.Time { return now.Add(models.ReportWindow + 2*time.Minute) })
+		s.env.Store.SetClock(func() time.Time { return now.Add(runners.ReportWindow + 2*time.Minute) })
 		defer s.env.Store.SetClock(time.Now)
 		if _, err := s.env.Store.SweepExpired(context.Background()); err != nil {
 			t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // schemaOf is a tool's input schema as tools/list sends it, decoded.
@@ -110,7 +110,7 @@ func TestAnAgentThatFillsExactlyTheSchemasRequiredMembersFilesAPullRequestAsk(t 
 			less := maps.Clone(args)
 			delete(less, name)
 			r := c.Call("approvals_create", less)
-			if !r.IsError || r.Code != string(models.InvalidArgument) || r.Field != name {
+			if !r.IsError || r.Code != string(core.InvalidArgument) || r.Field != name {
 				t.Errorf("without %s: %s, want INVALID_ARGUMENT on %s", name, r, name)
 			}
 		})
@@ -148,7 +148,7 @@ func TestNullIsRefusedWhereverAnInputSchemaNamesAMember(t *testing.T) {
 						args["until"] = "2099-01-01T00:00:00Z"
 					}
 					r := c.Call(tool.Name, args)
-					if !r.IsError || r.Code != string(models.InvalidArgument) || r.Field != field || !strings.Contains(r.Text, "not null") {
+					if !r.IsError || r.Code != string(core.InvalidArgument) || r.Field != field || !strings.Contains(r.Text, "not null") {
 						t.Errorf("%s with %s: null = %s, want INVALID_ARGUMENT on %s saying null is not taken", tool.Name, field, r, field)
 					}
 				})

@@ -16,6 +16,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/runners"
 	"github.com/countersign/countersign/standing"
 )
 
@@ -183,8 +186,8 @@ type toolDef struct {
 }
 
 var (
-	readScopes  = models.ReadToolScopes
-	writeScopes = models.WriteToolScopes
+	readScopes  = people.ReadToolScopes
+	writeScopes = people.WriteToolScopes
 )
 
 // accountScoped is an input that names an account.
@@ -209,11 +212,11 @@ func (noAccount) account() string { return "" }
 
 // handler is a tool body: it runs for an authenticated agent, after the scope
 // and account checks, and returns a domain error or the output.
-type handler[In, Out any] func(ctx context.Context, agent *models.Agent, in In) (Out, error)
+type handler[In, Out any] func(ctx context.Context, agent *people.Agent, in In) (Out, error)
 
 // runnerHandler is a tool body for a runner's token: it sees only the runs
 // that name the runner.
-type runnerHandler[In, Out any] func(ctx context.Context, runner *models.Runner, in In) (Out, error)
+type runnerHandler[In, Out any] func(ctx context.Context, runner *runners.Runner, in In) (Out, error)
 
 // define makes a toolDef from a typed handler. The input and output schemas are
 // inferred from the structs (json.RawMessage fields are JSON objects). The
@@ -251,8 +254,8 @@ func defineShared[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes [
 		code := "OK"
 		if res.IsError {
 			code = "INTERNAL"
-			if c := res.GetError(); c != nil && models.CodeOf(c) != "" {
-				code = string(models.CodeOf(c))
+			if c := res.GetError(); c != nil && core.CodeOf(c) != "" {
+				code = string(core.CodeOf(c))
 			}
 		}
 		s.observe.ToolCalled(tool.Name, code)
@@ -283,7 +286,7 @@ func toolCall[In accountScoped, Out any](s *Server, tool *sdk.Tool, input *input
 	return func(ctx context.Context, req *sdk.CallToolRequest) *sdk.CallToolResult {
 		agent, runner := agentFrom(req), runnerFrom(req)
 		if agent == nil && (runner == nil || rh == nil) {
-			return errorResult(models.Refuse(models.PermissionDenied, "", "no agent token on this call"))
+			return errorResult(core.Refuse(core.PermissionDenied, "", "no agent token on this call"))
 		}
 		var (
 			in  In
@@ -306,7 +309,7 @@ func toolCall[In accountScoped, Out any](s *Server, tool *sdk.Tool, input *input
 			account = runner.AccountID
 		}
 		if id := in.account(); id != "" && id != account {
-			return errorResult(models.Refuse(models.PermissionDenied, "account_id", "this token works only on its own account; leave account_id empty"))
+			return errorResult(core.Refuse(core.PermissionDenied, "account_id", "this token works only on its own account; leave account_id empty"))
 		}
 		var out Out
 		if agent != nil {
@@ -371,12 +374,12 @@ func mustSchema[T any]() *jsonschema.Schema {
 // refusal turns a domain error into the error a tool result carries: a
 // refusal as it is, anything else logged and answered without internals.
 func (s *Server) refusal(tool string, err error) error {
-	if models.CodeOf(err) != "" {
+	if core.CodeOf(err) != "" {
 		return err
 	}
-	if models.DatabaseUnavailable(err) {
+	if core.DatabaseUnavailable(err) {
 		s.log.Warn("tool failed: the database is unavailable", "tool", tool, "err", err)
-		return models.Refuse(models.ResourceExhausted, "", "the database is unavailable for a moment (restarting or unreachable); retry in a few seconds")
+		return core.Refuse(core.ResourceExhausted, "", "the database is unavailable for a moment (restarting or unreachable); retry in a few seconds")
 	}
 	s.log.Error("tool failed", "tool", tool, "err", err)
 	return fmt.Errorf("INTERNAL: %s failed inside Countersign; nothing you sent was wrong, try again shortly", tool)
@@ -406,14 +409,14 @@ func (s *Server) scopeMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			need, known := s.scopes[call.Params.Name]
 			if runnerFrom(req) != nil {
 				if known && !s.runnerTools[call.Params.Name] {
-					return errorResult(models.Refuse(models.PermissionDenied, "", "a runner's token reads the runs that name it and reports on them; it cannot call %s",
+					return errorResult(core.Refuse(core.PermissionDenied, "", "a runner's token reads the runs that name it and reports on them; it cannot call %s",
 						call.Params.Name)), nil
 				}
 				return next(ctx, method, req)
 			}
 			if known && (agent == nil || !agent.HasScopes(need...)) {
-				s.observe.ToolCalled(call.Params.Name, string(models.PermissionDenied))
-				return errorResult(models.Refuse(models.PermissionDenied, "", "%s needs the scopes %s; this token does not hold them all",
+				s.observe.ToolCalled(call.Params.Name, string(core.PermissionDenied))
+				return errorResult(core.Refuse(core.PermissionDenied, "", "%s needs the scopes %s; this token does not hold them all",
 					call.Params.Name, strings.Join(need, " and "))), nil
 			}
 			return next(ctx, method, req)

@@ -6,7 +6,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/work"
 )
 
 // SessionStartInput is the input of session_start.
@@ -69,7 +71,7 @@ type WorkMoveArgs struct {
 	ColumnKey string `json:"columnKey"`
 }
 
-func answerOut(a *models.Answer) *AnswerOut {
+func answerOut(a *work.Answer) *AnswerOut {
 	if a == nil {
 		return nil
 	}
@@ -80,14 +82,14 @@ func answerOut(a *models.Answer) *AnswerOut {
 	return &AnswerOut{Text: a.Text}
 }
 
-func commandOut(c *models.CommandOutcome) *CommandOut {
+func commandOut(c *work.CommandOutcome) *CommandOut {
 	if c == nil {
 		return nil
 	}
 	return &CommandOut{Method: c.Method, Input: WorkMoveArgs{ItemID: c.ItemID, ColumnKey: c.Column}, Executed: c.Executed, Reason: c.Reason}
 }
 
-func sessionOut(ss *models.AgentSession, state string) *SessionOut {
+func sessionOut(ss *work.AgentSession, state string) *SessionOut {
 	return &SessionOut{SessionID: ss.ID, State: state, StartedAt: ss.StartedAt, EndedAt: ss.EndedAt}
 }
 
@@ -100,12 +102,12 @@ Send session_heartbeat at least every few minutes (a session without one for the
 Do not use it once per request: one session spans all the requests of one piece of work.`,
 		Annotations: &sdk.ToolAnnotations{Title: "Start a working session", ReadOnlyHint: false, DestructiveHint: boolPtr(false), IdempotentHint: false, OpenWorldHint: boolPtr(false)},
 	}
-	return define(s, tool, writeScopes, func(ctx context.Context, agent *models.Agent, in SessionStartInput) (*SessionOut, error) {
+	return define(s, tool, writeScopes, func(ctx context.Context, agent *people.Agent, in SessionStartInput) (*SessionOut, error) {
 		ss, err := s.store.StartSession(ctx, agent, in.Label)
 		if err != nil {
 			return nil, err
 		}
-		return sessionOut(ss, models.SessionActive), nil
+		return sessionOut(ss, work.SessionActive), nil
 	})
 }
 
@@ -118,9 +120,9 @@ Act on an instruction when it comes: it is not repeated (approval_status reads a
 Do not use it on another agent's session (NOT_FOUND) or on an ended one (FAILED_PRECONDITION: start a new one with session_start).`,
 		Annotations: &sdk.ToolAnnotations{Title: "Send a session heartbeat", ReadOnlyHint: false, DestructiveHint: boolPtr(false), IdempotentHint: false, OpenWorldHint: boolPtr(false)},
 	}
-	return define(s, tool, writeScopes, func(ctx context.Context, agent *models.Agent, in SessionInput) (*HeartbeatOut, error) {
+	return define(s, tool, writeScopes, func(ctx context.Context, agent *people.Agent, in SessionInput) (*HeartbeatOut, error) {
 		if in.SessionID == "" {
-			return nil, models.Invalid("sessionId", "required: the sessionId session_start gave you")
+			return nil, core.Invalid("sessionId", "required: the sessionId session_start gave you")
 		}
 		beat, err := s.store.Heartbeat(ctx, agent, in.SessionID)
 		if err != nil {
@@ -143,14 +145,14 @@ func (s *Server) sessionEndTool() toolDef {
 Do not use it to withdraw a request: report approvals_add_progress step stale on it.`,
 		Annotations: &sdk.ToolAnnotations{Title: "End a working session", ReadOnlyHint: false, DestructiveHint: boolPtr(false), IdempotentHint: false, OpenWorldHint: boolPtr(false)},
 	}
-	return define(s, tool, writeScopes, func(ctx context.Context, agent *models.Agent, in SessionInput) (*SessionOut, error) {
+	return define(s, tool, writeScopes, func(ctx context.Context, agent *people.Agent, in SessionInput) (*SessionOut, error) {
 		if in.SessionID == "" {
-			return nil, models.Invalid("sessionId", "required: the sessionId session_start gave you")
+			return nil, core.Invalid("sessionId", "required: the sessionId session_start gave you")
 		}
 		ss, err := s.store.EndSession(ctx, agent, in.SessionID)
 		if err != nil {
 			return nil, err
 		}
-		return sessionOut(ss, models.SessionEnded), nil
+		return sessionOut(ss, work.SessionEnded), nil
 	})
 }

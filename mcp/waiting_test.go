@@ -14,7 +14,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // getStream sends a session's GET with extra headers and returns the reply
@@ -119,7 +121,7 @@ func TestASessionHoldsOneStreamUntilItIsDeleted(t *testing.T) {
 func TestAWaitingAgentOverHTTP2HearsItsDecision(t *testing.T) {
 	env := apptest.Start(t, apptest.SQLite, nil)
 	_, token := env.Agent(env.Account.ID, "waiter")
-	owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+	owner := env.Member(env.Account.ID, "ada", core.RoleOwner)
 	srv := httptest.NewUnstartedServer(env.App.MCP)
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
@@ -167,9 +169,9 @@ func fileAndSubscribe(t *testing.T, session *sdk.ClientSession, number int) stri
 
 // hearDecision denies the ask id as owner and waits for its notice to
 // reach the agent (heard is fed by its ResourceUpdatedHandler).
-func hearDecision(t *testing.T, env *apptest.Env, owner *models.Member, id string, heard <-chan string) {
+func hearDecision(t *testing.T, env *apptest.Env, owner *people.Member, id string, heard <-chan string) {
 	t.Helper()
-	if _, err := env.Store.Decide(context.Background(), env.Account.ID, id, owner, models.Decision{Verdict: models.VerdictDeny}); err != nil {
+	if _, err := env.Store.Decide(context.Background(), env.Account.ID, id, owner, asks.Decision{Verdict: asks.VerdictDeny}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -239,7 +241,7 @@ func TestADisabledAgentsStreamsCloseOnEveryInstance(t *testing.T) {
 				listen := apptest.OpenListen(t, a.URL+"/mcp", token, "countersign://approvals/"+filed["approval_id"].(string))
 				listening()
 				if name == "missed" {
-					if err := a.Store.DB().Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ?`, models.ListenerName(a.Store.Changes())).Error; err != nil {
+					if err := a.Store.DB().Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ?`, core.ListenerName(a.Store.Changes())).Error; err != nil {
 						t.Fatal(err)
 					}
 				}

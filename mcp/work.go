@@ -5,7 +5,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 )
 
 // WorkListInput is the input of work_list.
@@ -41,7 +41,7 @@ func (s *Server) workListTool() toolDef {
 Do not use it to move an item: file approval_request with a work_move command proposal, which moves it once a person approves.`,
 		Annotations: &sdk.ToolAnnotations{Title: "List the work board", ReadOnlyHint: true, OpenWorldHint: boolPtr(false)},
 	}
-	return define(s, tool, readScopes, func(ctx context.Context, agent *models.Agent, in WorkListInput) (*WorkListOut, error) {
+	return define(s, tool, readScopes, func(ctx context.Context, agent *people.Agent, in WorkListInput) (*WorkListOut, error) {
 		b, err := s.store.WorkBoard(ctx, agent.AccountID, in.ColumnKey)
 		if err != nil {
 			return nil, err

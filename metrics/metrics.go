@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 // Metrics is the registry and its series.
@@ -38,7 +40,7 @@ type Metrics struct {
 // decisionSteps are the timeline steps that decide an ask: the wait up to
 // one of them is the filed-to-decided time.
 var decisionSteps = map[string]bool{
-	string(models.EventApprove): true, string(models.EventDeny): true, string(models.EventAutoApprove): true,
+	string(asks.EventApprove): true, string(asks.EventDeny): true, string(asks.EventAutoApprove): true,
 }
 
 // New makes the registry with every series, reading the outbox depth from
@@ -79,8 +81,8 @@ func New(store *models.Store, log *slog.Logger) *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.store, m.log = store, log
 	m.moves = make(chan move, 1024)
-	m.unsubscribe = store.Changes().Subscribe(func(c models.Change) {
-		if c.Kind != models.ApprovalChanged || c.Seq == 0 {
+	m.unsubscribe = store.Changes().Subscribe(func(c core.Change) {
+		if c.Kind != core.ApprovalChanged || c.Seq == 0 {
 			return
 		}
 		select {

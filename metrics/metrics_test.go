@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/outbox"
 )
 
 // scrape reads /metrics into series → value, a series named as Prometheus
@@ -50,9 +52,9 @@ func TestEveryNamedSeriesExistsAndMoves(t *testing.T) {
 		t.Fatal("COUNTERSIGN_METRICS_ADDR is set and the app has no metrics handler")
 	}
 	ctx := context.Background()
-	owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+	owner := env.Member(env.Account.ID, "ada", core.RoleOwner)
 	endpoint, p256dh, auth := ps.Subscribe("ada-phone")
-	if _, err := env.Store.SavePushSubscription(ctx, owner.ID, models.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
+	if _, err := env.Store.SavePushSubscription(ctx, owner.ID, outbox.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
 		t.Fatalf("subscribe: %v", err)
 	}
 	_, token := env.Agent(env.Account.ID, "bot")
@@ -67,7 +69,7 @@ func TestEveryNamedSeriesExistsAndMoves(t *testing.T) {
 	if r := c.Call("approvals_get", map[string]any{"approval_id": "appr_aaaaaaaaaaaaaaaaaaaa"}); !r.IsError {
 		t.Fatalf("a made-up approval was found: %s", r)
 	}
-	if _, err := env.Store.Decide(ctx, env.Account.ID, ask["approval_id"].(string), owner, models.Decision{Verdict: models.VerdictApprove}); err != nil {
+	if _, err := env.Store.Decide(ctx, env.Account.ID, ask["approval_id"].(string), owner, asks.Decision{Verdict: asks.VerdictApprove}); err != nil {
 		t.Fatalf("decide: %v", err)
 	}
 	if res, err := http.Get(env.URL + "/healthz"); err != nil {
@@ -146,14 +148,14 @@ func eventually(t *testing.T, what string, ok func() bool) {
 
 func TestTheOutboxDepthCountsWaitingPushes(t *testing.T) {
 	env := apptest.Start(t, apptest.SQLite, map[string]string{"COUNTERSIGN_METRICS_ADDR": "127.0.0.1:0"})
-	owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+	owner := env.Member(env.Account.ID, "ada", core.RoleOwner)
 	if got := scrape(t, env.App.Metrics)["countersign_push_outbox_depth"]; got != 0 {
 		t.Fatalf("outbox depth %v before any push, want 0", got)
 	}
 	// Two pushes due in an hour, so the sender leaves them waiting, and one done.
 	now := time.Now().UTC()
 	done := now
-	for i, j := range []models.PushJob{
+	for i, j := range []outbox.PushJob{
 		{NotBefore: now.Add(time.Hour)}, {NotBefore: now.Add(time.Hour)}, {NotBefore: now, DoneAt: &done, Outcome: "delivered"},
 	} {
 		j.SubscriptionID, j.PersonID, j.Event, j.Body, j.Urgency = "sub_"+strconv.Itoa(i), owner.ID, "test", "{}", "normal"
@@ -189,13 +191,13 @@ func TestNoMetricsUnlessConfigured(t *testing.T) {
 func TestRequestsAreCountedFiledAndDecided(t *testing.T) {
 	env := apptest.Start(t, apptest.SQLite, map[string]string{"COUNTERSIGN_METRICS_ADDR": "127.0.0.1:0"})
 	ctx := context.Background()
-	owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+	owner := env.Member(env.Account.ID, "ada", core.RoleOwner)
 	for _, c := range [][2]string{{"doing", "Doing"}, {"done", "Done"}} {
 		if _, err := env.Store.AddColumn(ctx, env.Account.ID, c[0], c[1]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	item, err := env.Store.AddItem(ctx, env.Account.ID, "doing", "Fix login", "", models.ActorPerson, "ada")
+	item, err := env.Store.AddItem(ctx, env.Account.ID, "doing", "Fix login", "", asks.ActorPerson, "ada")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +211,7 @@ func TestRequestsAreCountedFiledAndDecided(t *testing.T) {
 	if again := c.OK("approval_request", move); again["approvalId"] != filed["approvalId"] {
 		t.Fatalf("the retry filed another request: %v", again)
 	}
-	if _, err := env.Store.Decide(ctx, env.Account.ID, filed["approvalId"].(string), owner, models.Decision{Verdict: models.VerdictApprove}); err != nil {
+	if _, err := env.Store.Decide(ctx, env.Account.ID, filed["approvalId"].(string), owner, asks.Decision{Verdict: asks.VerdictApprove}); err != nil {
 		t.Fatalf("approve: %v", err)
 	}
 	if status := c.OK("approval_status", map[string]any{"approvalId": filed["approvalId"]})["status"]; status != "done" {

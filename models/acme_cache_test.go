@@ -11,6 +11,7 @@ import (
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // The ACME cache entries: a missing one is ErrNotFound, a put one reads back
@@ -20,7 +21,7 @@ func TestACMECacheEntries(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		s, _ := openStore(t, db)
-		if _, err := s.ACMEEntry(ctx, "approvals.example.com"); !errors.Is(err, models.ErrNotFound) {
+		if _, err := s.ACMEEntry(ctx, "approvals.example.com"); !errors.Is(err, core.ErrNotFound) {
 			t.Fatalf("a missing entry: %v, want ErrNotFound", err)
 		}
 		key := []byte{0x30, 0x82, 0x00, 0xff, 0x00, 0x01, '\n', 0x80}
@@ -46,7 +47,7 @@ func TestACMECacheEntries(t *testing.T) {
 		if err := s.DeleteACMEEntry(ctx, "acme_account+key"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.ACMEEntry(ctx, "acme_account+key"); !errors.Is(err, models.ErrNotFound) {
+		if _, err := s.ACMEEntry(ctx, "acme_account+key"); !errors.Is(err, core.ErrNotFound) {
 			t.Fatalf("a deleted entry: %v, want ErrNotFound", err)
 		}
 		if err := s.DeleteACMEEntry(ctx, "acme_account+key"); err != nil {

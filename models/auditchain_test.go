@@ -10,16 +10,19 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/audit"
+	"github.com/countersign/countersign/models/people"
 )
 
 // auditWorld is a store with two accounts whose agents filed asks, so that
 // the two accounts' events interleave.
 type auditWorld struct {
 	s        *models.Store
-	acct     *models.Account
-	agent    *models.Agent
-	other    *models.Agent
-	otherAcc *models.Account
+	acct     *people.Account
+	agent    *people.Agent
+	other    *people.Agent
+	otherAcc *people.Account
 }
 
 func newAuditWorld(t *testing.T, db apptest.Database) *auditWorld {
@@ -31,10 +34,10 @@ func newAuditWorld(t *testing.T, db apptest.Database) *auditWorld {
 	if w.otherAcc, err = s.CreateAccount(ctx, "other"); err != nil {
 		t.Fatal(err)
 	}
-	if w.agent, _, err = s.CreateAgent(ctx, w.acct.ID, "bot", models.AllScopes); err != nil {
+	if w.agent, _, err = s.CreateAgent(ctx, w.acct.ID, "bot", people.AllScopes); err != nil {
 		t.Fatal(err)
 	}
-	if w.other, _, err = s.CreateAgent(ctx, w.otherAcc.ID, "bot", models.AllScopes); err != nil {
+	if w.other, _, err = s.CreateAgent(ctx, w.otherAcc.ID, "bot", people.AllScopes); err != nil {
 		t.Fatal(err)
 	}
 	return w
@@ -42,7 +45,7 @@ func newAuditWorld(t *testing.T, db apptest.Database) *auditWorld {
 
 // sealAll seals until nothing is left; on PostgreSQL a run seals what the
 // run before it marked, so it runs until two runs in a row sealed nothing.
-func sealAll(t *testing.T, z *models.AuditSealer) {
+func sealAll(t *testing.T, z *audit.AuditSealer) {
 	t.Helper()
 	idle := 0
 	for idle < 2 {
@@ -58,7 +61,7 @@ func sealAll(t *testing.T, z *models.AuditSealer) {
 	}
 }
 
-func (w *auditWorld) verify(t *testing.T) *models.AuditReport {
+func (w *auditWorld) verify(t *testing.T) *audit.AuditReport {
 	t.Helper()
 	r, err := w.s.VerifyAudit(context.Background(), w.acct.ID)
 	if err != nil {
@@ -90,7 +93,7 @@ func TestTheAuditChainSealsEveryEventAndVerifies(t *testing.T) {
 			a := fileAsk(t, w.s, w.agent, i+1)
 			fileAsk(t, w.s, w.other, i+1)
 			if i%2 == 0 {
-				if _, err := w.s.AddProgress(context.Background(), w.agent, a.ID, models.Progress{Step: "stale", Note: "no longer needed"}); err != nil {
+				if _, err := w.s.AddProgress(context.Background(), w.agent, a.ID, asks.Progress{Step: "stale", Note: "no longer needed"}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -166,7 +169,7 @@ func TestTheAuditChainFindsEveryEditedDeletedOrAddedRow(t *testing.T) {
 					fileAsk(t, w.s, w.other, i+1)
 				}
 				a := fileAsk(t, w.s, w.agent, 4)
-				if _, err := w.s.AddProgress(context.Background(), w.agent, a.ID, models.Progress{Step: "stale", Note: "no longer needed"}); err != nil {
+				if _, err := w.s.AddProgress(context.Background(), w.agent, a.ID, asks.Progress{Step: "stale", Note: "no longer needed"}); err != nil {
 					t.Fatal(err)
 				}
 				sealAll(t, w.s.NewAuditSealer())

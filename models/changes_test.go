@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // An instance whose LISTEN connection drops hears, once it is back, every
@@ -27,15 +27,15 @@ func TestAListenerThatDropsHearsWhatItMissed(t *testing.T) {
 
 		var mu sync.Mutex
 		heard := map[string]bool{}
-		cancel := a.Store.Changes().Subscribe(func(c models.Change) {
-			if c.Kind == models.ApprovalChanged {
+		cancel := a.Store.Changes().Subscribe(func(c core.Change) {
+			if c.Kind == core.ApprovalChanged {
 				mu.Lock()
 				heard[c.ApprovalID] = true
 				mu.Unlock()
 			}
 		})
 		defer cancel()
-		listener := models.ListenerName(a.Store.Changes())
+		listener := core.ListenerName(a.Store.Changes())
 		waitListening := func() {
 			t.Helper()
 			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

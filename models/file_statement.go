@@ -11,6 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/outbox"
+	"github.com/countersign/countersign/models/policy"
+	"github.com/countersign/countersign/models/work"
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 )
@@ -29,11 +34,11 @@ import (
 // and then says so (ownRules): the caller has made sure that no built-in
 // rule covers the ask, so with no such row no rule does. It handles neither
 // supersedes nor auto_approve asks (file sends those to fileTx).
-func (s *Store) fileInOneStatement(ctx context.Context, a *Approval, checkRules bool) (filed, ownRules bool, err error) {
-	now := s.now()
-	ev := TimelineEvent{
-		AccountID: a.AccountID, ApprovalID: a.ID, At: a.CreatedAt, ActorKind: ActorAgent, Actor: a.RequesterSubject,
-		Step: "created", ToStatus: StatusPending,
+func (s *Store) fileInOneStatement(ctx context.Context, a *asks.Approval, checkRules bool) (filed, ownRules bool, err error) {
+	now := s.Now()
+	ev := asks.TimelineEvent{
+		AccountID: a.AccountID, ApprovalID: a.ID, At: a.CreatedAt, ActorKind: asks.ActorAgent, Actor: a.RequesterSubject,
+		Step: "created", ToStatus: asks.StatusPending,
 	}
 	shapes, err := s.shapes()
 	if err != nil {
@@ -67,11 +72,11 @@ func (s *Store) fileInOneStatement(ctx context.Context, a *Approval, checkRules 
 	if a.AskedOf != "" {
 		recipients += ` AND m.person_id IN (SELECT id FROM persons WHERE subject = ` + arg(a.AskedOf, "text") + `)`
 	} else {
-		recipients += ` AND m.role IN ('` + string(RoleOwner) + `', '` + string(RoleAdmin) + `')`
+		recipients += ` AND m.role IN ('` + string(core.RoleOwner) + `', '` + string(core.RoleAdmin) + `')`
 	}
-	capN := arg(s.pushCap.N, "integer")
-	msg, _ := json.Marshal(PushMessage{Event: PushAsk, ApprovalID: a.ID, Title: a.Title, URL: "/approvals/" + a.ID})
-	note, err := json.Marshal(notification{Instance: s.changes.instance, Change: Change{Kind: PushesQueued}})
+	capN := arg(s.PushCap.N, "integer")
+	msg, _ := json.Marshal(outbox.PushMessage{Event: outbox.PushAsk, ApprovalID: a.ID, Title: a.Title, URL: "/approvals/" + a.ID})
+	note, err := json.Marshal(core.Notification{Instance: s.Changes().Instance, Change: core.Change{Kind: core.PushesQueued}})
 	if err != nil {
 		return false, false, fmt.Errorf("notify change: %w", err)
 	}
@@ -88,35 +93,35 @@ func (s *Store) fileInOneStatement(ctx context.Context, a *Approval, checkRules 
 	WHERE EXISTS (SELECT 1 FROM a) AND ` + recipients + `
 ), over AS (
 	SELECT person_id FROM push_jobs
-	WHERE ` + capN + ` > 0 AND person_id IN (SELECT person_id FROM subs) AND event = '` + PushAsk + `' AND created_at > ` + arg(now.Add(-s.pushCap.Window), "timestamptz") + `
+	WHERE ` + capN + ` > 0 AND person_id IN (SELECT person_id FROM subs) AND event = '` + outbox.PushAsk + `' AND created_at > ` + arg(now.Add(-s.PushCap.Window), "timestamptz") + `
 	GROUP BY person_id HAVING COUNT(DISTINCT approval_id) >= ` + capN + `
 ), waiting AS (
 	SELECT DISTINCT subscription_id FROM push_jobs
-	WHERE subscription_id IN (SELECT id FROM subs WHERE person_id IN (SELECT person_id FROM over)) AND event = '` + PushCollapsed + `' AND done_at IS NULL
+	WHERE subscription_id IN (SELECT id FROM subs WHERE person_id IN (SELECT person_id FROM over)) AND event = '` + outbox.PushCollapsed + `' AND done_at IS NULL
 ), j AS (
 	INSERT INTO push_jobs (subscription_id, person_id, approval_id, event, body, urgency, topic, created_at, not_before, expires_at)
 	SELECT subs.id, subs.person_id,
 		CASE WHEN over.person_id IS NULL THEN ` + arg(a.ID, "text") + ` ELSE '' END,
-		CASE WHEN over.person_id IS NULL THEN '` + PushAsk + `' ELSE '` + PushCollapsed + `' END,
+		CASE WHEN over.person_id IS NULL THEN '` + outbox.PushAsk + `' ELSE '` + outbox.PushCollapsed + `' END,
 		CASE WHEN over.person_id IS NULL THEN ` + arg(string(msg), "text") + ` ELSE '' END,
 		'high',
-		CASE WHEN over.person_id IS NULL THEN ` + arg(pushTopic(a.ID), "text") + ` ELSE 'countersign-waiting' END,
+		CASE WHEN over.person_id IS NULL THEN ` + arg(outbox.PushTopic(a.ID), "text") + ` ELSE 'countersign-waiting' END,
 		` + arg(now, "timestamptz") + `,
-		CASE WHEN over.person_id IS NULL THEN ` + arg(now, "timestamptz") + ` ELSE ` + arg(now.Add(CollapseDelay), "timestamptz") + ` END,
-		CASE WHEN over.person_id IS NULL THEN ` + arg(a.ExpiresAt, "timestamptz") + ` ELSE ` + arg(now.Add(s.pushCap.Window), "timestamptz") + ` END
+		CASE WHEN over.person_id IS NULL THEN ` + arg(now, "timestamptz") + ` ELSE ` + arg(now.Add(outbox.CollapseDelay), "timestamptz") + ` END,
+		CASE WHEN over.person_id IS NULL THEN ` + arg(a.ExpiresAt, "timestamptz") + ` ELSE ` + arg(now.Add(s.PushCap.Window), "timestamptz") + ` END
 	FROM subs LEFT JOIN over ON over.person_id = subs.person_id
 	WHERE over.person_id IS NULL OR subs.id NOT IN (SELECT subscription_id FROM waiting)
 	ORDER BY subs.person_id, subs.id
 	RETURNING seq
 )
 SELECT (SELECT seq FROM a), (SELECT seq FROM e), (SELECT count(*) FROM j),
-	(SELECT count(*) FROM (SELECT pg_notify(` + arg(changeChannel, "text") + `, ` + arg(string(note), "text") + `) FROM (SELECT 1 FROM j LIMIT 1) one) n),
+	(SELECT count(*) FROM (SELECT pg_notify(` + arg(core.ChangeChannel, "text") + `, ` + arg(string(note), "text") + `) FROM (SELECT 1 FROM j LIMIT 1) one) n),
 	` + rules
 	var (
 		approvalSeq, eventSeq sql.NullInt64
 		pushes, notified      int64
 	)
-	err = s.db.Statement.ConnPool.QueryRowContext(ctx, query, args...).Scan(&approvalSeq, &eventSeq, &pushes, &notified, &ownRules)
+	err = s.DB().Statement.ConnPool.QueryRowContext(ctx, query, args...).Scan(&approvalSeq, &eventSeq, &pushes, &notified, &ownRules)
 	if err != nil {
 		return false, false, fmt.Errorf("file ask: %w", err)
 	}
@@ -124,20 +129,20 @@ SELECT (SELECT seq FROM a), (SELECT seq FROM e), (SELECT count(*) FROM j),
 		return false, ownRules, nil // a rule may cover it, or a policy looks on
 	}
 	a.Seq, ev.Seq = approvalSeq.Int64, eventSeq.Int64
-	a.written = append(a.written, ev)
+	a.NoteWritten(ev)
 	if pushes > 0 {
-		s.changes.publish([]Change{{Kind: PushesQueued}})
+		s.Changes().Publish([]core.Change{{Kind: core.PushesQueued}})
 	}
 	return true, false, nil
 }
 
 // policyMayApprove says whether an auto-approve policy could approve the ask
 // at once, before any policy is read (see autoApprove).
-func (s *Store) policyMayApprove(a *Approval) bool {
-	if slices.Contains(NeverAutoApproved, a.Kind) {
+func (s *Store) policyMayApprove(a *asks.Approval) bool {
+	if slices.Contains(policy.NeverAutoApproved, a.Kind) {
 		return false
 	}
-	return !a.IsRequest() || RequestAutoApprovable(a)
+	return !a.IsRequest() || work.RequestAutoApprovable(a)
 }
 
 // insertShape is what an insert of one model writes: every column gorm's
@@ -173,20 +178,6 @@ func shapeOf(db *gorm.DB, model any) (insertShape, error) {
 	return sh, nil
 }
 
-// values returns the placeholders of row's values, each added through arg.
-func (sh insertShape) values(row any, arg func(v any, cast string) string) string {
-	v := reflect.ValueOf(row)
-	var b strings.Builder
-	for i, f := range sh.fields {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		value, _ := f.ValueOf(context.Background(), v)
-		b.WriteString(arg(value, sh.casts[i]))
-	}
-	return b.String()
-}
-
 // postgresType is the type a field's placeholder is cast to.
 func postgresType(f *schema.Field) string {
 	t := f.FieldType
@@ -203,4 +194,18 @@ func postgresType(f *schema.Field) string {
 	default:
 		return "text"
 	}
+}
+
+// values returns the placeholders of row's values, each added through arg.
+func (sh insertShape) values(row any, arg func(v any, cast string) string) string {
+	v := reflect.ValueOf(row)
+	var b strings.Builder
+	for i, f := range sh.fields {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		value, _ := f.ValueOf(context.Background(), v)
+		b.WriteString(arg(value, sh.casts[i]))
+	}
+	return b.String()
 }

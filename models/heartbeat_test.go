@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/work"
 )
 
 // TestAQuietHeartbeatWritesNothingYetKeepsItsSessionAlive checks that a
@@ -19,7 +21,7 @@ func TestAQuietHeartbeatWritesNothingYetKeepsItsSessionAlive(t *testing.T) {
 		ctx := context.Background()
 		s, acct := openStore(t, db)
 		s.SetAgentSessionIdle(time.Minute)
-		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
+		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
 		start := time.Now()
 		at := func(d time.Duration) { s.SetClock(func() time.Time { return start.Add(d) }) }
 		at(0)
@@ -29,7 +31,7 @@ func TestAQuietHeartbeatWritesNothingYetKeepsItsSessionAlive(t *testing.T) {
 		}
 		written := func() time.Time {
 			t.Helper()
-			var got models.AgentSession
+			var got work.AgentSession
 			if err := s.DB().Table("agent_sessions").Where("id = ?", ss.ID).Take(&got).Error; err != nil {
 				t.Fatal(err)
 			}
@@ -39,7 +41,7 @@ func TestAQuietHeartbeatWritesNothingYetKeepsItsSessionAlive(t *testing.T) {
 
 		at(50 * time.Second)
 		beat, err := s.Heartbeat(ctx, agent, ss.ID)
-		if err != nil || beat.State != models.SessionActive {
+		if err != nil || beat.State != work.SessionActive {
 			t.Fatalf("heartbeat: %v %+v", err, beat)
 		}
 		if got := written(); !got.Equal(before) {
@@ -67,7 +69,7 @@ func TestAQuietHeartbeatWritesNothingYetKeepsItsSessionAlive(t *testing.T) {
 		if n, err := s.EndIdleSessions(ctx); err != nil || n != 1 {
 			t.Fatalf("the idle sweep ended %d sessions (%v), want 1", n, err)
 		}
-		if _, err := s.Heartbeat(ctx, agent, ss.ID); models.CodeOf(err) != models.FailedPrecondition {
+		if _, err := s.Heartbeat(ctx, agent, ss.ID); core.CodeOf(err) != core.FailedPrecondition {
 			t.Fatalf("heartbeat of the ended session: %v", err)
 		}
 	})

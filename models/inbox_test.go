@@ -9,12 +9,16 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/audit"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
-func reviewAsk(t *testing.T, s *models.Store, agent *models.Agent, title, askedOf string) *models.Approval {
+func reviewAsk(t *testing.T, s *models.Store, agent *people.Agent, title, askedOf string) *asks.Approval {
 	t.Helper()
 	a, err := s.CreateApproval(context.Background(), models.NewAsk{
-		Requester: agent, Kind: models.KindReview, Title: title, ApproveMeans: "I merge", DenyMeans: "It waits", AskedOf: askedOf,
+		Requester: agent, Kind: asks.KindReview, Title: title, ApproveMeans: "I merge", DenyMeans: "It waits", AskedOf: askedOf,
 		Payload: json.RawMessage(`{"review":{"url":"https://review.example.com/r/1"}}`),
 	})
 	if err != nil {
@@ -23,9 +27,9 @@ func reviewAsk(t *testing.T, s *models.Store, agent *models.Agent, title, askedO
 	return a
 }
 
-func ids(asks []models.Approval) []string {
-	out := make([]string, len(asks))
-	for i, a := range asks {
+func ids(list []asks.Approval) []string {
+	out := make([]string, len(list))
+	for i, a := range list {
 		out[i] = a.ID
 	}
 	return out
@@ -36,16 +40,16 @@ func TestInboxHoldsTheOpenLiveAsksAMemberMayDecide(t *testing.T) {
 		env := apptest.Start(t, db, nil)
 		s, ctx := env.Store, context.Background()
 		agent, _ := env.Agent(env.Account.ID, "bot")
-		owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
-		bob := env.Member(env.Account.ID, "bob", models.RoleMember)
+		owner := env.Member(env.Account.ID, "ada", core.RoleOwner)
+		bob := env.Member(env.Account.ID, "bob", core.RoleMember)
 
 		old := reviewAsk(t, s, agent, "old", "bob")
 		asked := reviewAsk(t, s, agent, "asked", "bob")
-		if _, err := s.Decide(ctx, env.Account.ID, asked.ID, bob, models.Decision{Verdict: models.VerdictQuestion, Note: "why?"}); err != nil {
+		if _, err := s.Decide(ctx, env.Account.ID, asked.ID, bob, asks.Decision{Verdict: asks.VerdictQuestion, Note: "why?"}); err != nil {
 			t.Fatalf("question: %v", err)
 		}
 		denied := reviewAsk(t, s, agent, "denied", "bob")
-		if _, err := s.Decide(ctx, env.Account.ID, denied.ID, bob, models.Decision{Verdict: models.VerdictDeny}); err != nil {
+		if _, err := s.Decide(ctx, env.Account.ID, denied.ID, bob, asks.Decision{Verdict: asks.VerdictDeny}); err != nil {
 			t.Fatalf("deny: %v", err)
 		}
 		anyone := reviewAsk(t, s, agent, "anyone", "")
@@ -62,7 +66,7 @@ func TestInboxHoldsTheOpenLiveAsksAMemberMayDecide(t *testing.T) {
 
 		cases := []struct {
 			name  string
-			m     *models.Member
+			m     *people.Member
 			limit int
 			want  []string
 		}{
@@ -81,8 +85,8 @@ func TestInboxHoldsTheOpenLiveAsksAMemberMayDecide(t *testing.T) {
 				}
 			})
 		}
-		for _, limit := range []int{0, -1, models.MaxPageSize + 1} {
-			if _, err := s.Inbox(ctx, bob, limit); models.CodeOf(err) != models.InvalidArgument {
+		for _, limit := range []int{0, -1, core.MaxPageSize + 1} {
+			if _, err := s.Inbox(ctx, bob, limit); core.CodeOf(err) != core.InvalidArgument {
 				t.Fatalf("limit %d: %v, want INVALID_ARGUMENT", limit, err)
 			}
 		}
@@ -103,12 +107,12 @@ func TestAuditPagesAndFilters(t *testing.T) {
 		env := apptest.Start(t, db, nil)
 		s, ctx := env.Store, context.Background()
 		agent, _ := env.Agent(env.Account.ID, "bot")
-		bob := env.Member(env.Account.ID, "bob", models.RoleMember)
-		var asks []*models.Approval
+		bob := env.Member(env.Account.ID, "bob", core.RoleMember)
+		var filed []*asks.Approval
 		for i := 0; i < 4; i++ {
-			asks = append(asks, reviewAsk(t, s, agent, fmt.Sprint("ask ", i), "bob"))
+			filed = append(filed, reviewAsk(t, s, agent, fmt.Sprint("ask ", i), "bob"))
 		}
-		if _, err := s.Decide(ctx, env.Account.ID, asks[1].ID, bob, models.Decision{Verdict: models.VerdictApprove}); err != nil {
+		if _, err := s.Decide(ctx, env.Account.ID, filed[1].ID, bob, asks.Decision{Verdict: asks.VerdictApprove}); err != nil {
 			t.Fatal(err)
 		}
 		other, err := s.CreateAccount(ctx, "other")
@@ -118,10 +122,10 @@ func TestAuditPagesAndFilters(t *testing.T) {
 		otherAgent, _ := env.Agent(other.ID, "bot")
 		reviewAsk(t, s, otherAgent, "elsewhere", "")
 
-		var all []models.TimelineEvent
+		var all []asks.TimelineEvent
 		before := int64(0)
 		for page := 0; ; page++ {
-			events, next, err := s.Audit(ctx, env.Account.ID, models.AuditFilter{PageSize: 2, Before: before})
+			events, next, err := s.Audit(ctx, env.Account.ID, audit.AuditFilter{PageSize: 2, Before: before})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,21 +149,21 @@ func TestAuditPagesAndFilters(t *testing.T) {
 				t.Fatalf("events not newest first: %d then %d", all[i-1].Seq, all[i].Seq)
 			}
 		}
-		if all[0].Step != "approved" || all[0].ApprovalID != asks[1].ID || all[0].Actor != "bob" {
+		if all[0].Step != "approved" || all[0].ApprovalID != filed[1].ID || all[0].Actor != "bob" {
 			t.Fatalf("newest event = %+v, want bob's approve", all[0])
 		}
 
 		cases := []struct {
 			name string
-			f    models.AuditFilter
+			f    audit.AuditFilter
 			want int
 		}{
-			{"by step", models.AuditFilter{Step: "created"}, 4},
-			{"by actor kind", models.AuditFilter{ActorKind: models.ActorPerson}, 1},
-			{"by actor", models.AuditFilter{Actor: "agent:bot"}, 4},
-			{"by approval", models.AuditFilter{ApprovalID: asks[1].ID}, 2},
-			{"by approval and step", models.AuditFilter{ApprovalID: asks[1].ID, Step: "approved"}, 1},
-			{"by an approval of another account", models.AuditFilter{ApprovalID: "appr_nope"}, 0},
+			{"by step", audit.AuditFilter{Step: "created"}, 4},
+			{"by actor kind", audit.AuditFilter{ActorKind: asks.ActorPerson}, 1},
+			{"by actor", audit.AuditFilter{Actor: "agent:bot"}, 4},
+			{"by approval", audit.AuditFilter{ApprovalID: filed[1].ID}, 2},
+			{"by approval and step", audit.AuditFilter{ApprovalID: filed[1].ID, Step: "approved"}, 1},
+			{"by an approval of another account", audit.AuditFilter{ApprovalID: "appr_nope"}, 0},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -175,21 +179,21 @@ func TestAuditPagesAndFilters(t *testing.T) {
 				}
 			})
 		}
-		for _, f := range []models.AuditFilter{{Step: "bogus"}, {ActorKind: "robot"}, {PageSize: models.MaxPageSize + 1}, {Before: -1}} {
-			if _, _, err := s.Audit(ctx, env.Account.ID, f); models.CodeOf(err) != models.InvalidArgument {
+		for _, f := range []audit.AuditFilter{{Step: "bogus"}, {ActorKind: "robot"}, {PageSize: core.MaxPageSize + 1}, {Before: -1}} {
+			if _, _, err := s.Audit(ctx, env.Account.ID, f); core.CodeOf(err) != core.InvalidArgument {
 				t.Fatalf("filter %+v: %v, want INVALID_ARGUMENT", f, err)
 			}
 		}
 
-		after, err := s.TimelineAfter(ctx, env.Account.ID, asks[1].ID, 0)
+		after, err := s.TimelineAfter(ctx, env.Account.ID, filed[1].ID, 0)
 		if err != nil || len(after) != 2 {
 			t.Fatalf("timeline after 0 = %v %v", after, err)
 		}
-		rest, err := s.TimelineAfter(ctx, env.Account.ID, asks[1].ID, after[0].Seq)
+		rest, err := s.TimelineAfter(ctx, env.Account.ID, filed[1].ID, after[0].Seq)
 		if err != nil || len(rest) != 1 || rest[0].Seq != after[1].Seq {
 			t.Fatalf("timeline after %d = %v %v", after[0].Seq, rest, err)
 		}
-		if none, err := s.TimelineAfter(ctx, other.ID, asks[1].ID, 0); err != nil || len(none) != 0 {
+		if none, err := s.TimelineAfter(ctx, other.ID, filed[1].ID, 0); err != nil || len(none) != 0 {
 			t.Fatalf("another account reads the timeline: %v %v", none, err)
 		}
 	})
@@ -201,13 +205,13 @@ func TestDeleteAgent(t *testing.T) {
 		s, ctx := env.Store, context.Background()
 		agent, token := env.Agent(env.Account.ID, "bot")
 		keep, _ := env.Agent(env.Account.ID, "keep")
-		env.Member(env.Account.ID, "bob", models.RoleMember)
+		env.Member(env.Account.ID, "bob", core.RoleMember)
 		open := reviewAsk(t, s, agent, "open", "bob")
 
 		if err := s.DeleteAgent(ctx, env.Account.ID, "bot", "ada"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.AgentByToken(ctx, token); models.CodeOf(err) != models.NotFound {
+		if _, err := s.AgentByToken(ctx, token); core.CodeOf(err) != core.NotFound {
 			t.Fatalf("the token still finds the agent: %v", err)
 		}
 		got, err := s.AgentByName(ctx, env.Account.ID, "bot")
@@ -223,7 +227,7 @@ func TestDeleteAgent(t *testing.T) {
 			t.Fatalf("agents = %v %v, want only keep", list, err)
 		}
 		a, err := s.GetApproval(ctx, env.Account.ID, open.ID)
-		if err != nil || a.Status != models.StatusCancelled || a.RequesterID != agent.ID || a.RequesterSubject != "agent:bot" {
+		if err != nil || a.Status != asks.StatusCancelled || a.RequesterID != agent.ID || a.RequesterSubject != "agent:bot" {
 			t.Fatalf("its ask = %+v %v", a, err)
 		}
 		if err := s.DeleteAgent(ctx, env.Account.ID, "bot", "ali"); err != nil {
@@ -232,10 +236,10 @@ func TestDeleteAgent(t *testing.T) {
 		if again, _ := s.AgentByName(ctx, env.Account.ID, "bot"); again.DisabledReason != "deleted by ada" {
 			t.Fatalf("deleting twice changed the reason to %q", again.DisabledReason)
 		}
-		if _, _, err := s.CreateAgent(ctx, env.Account.ID, "bot", models.AllScopes); models.CodeOf(err) != models.FailedPrecondition {
+		if _, _, err := s.CreateAgent(ctx, env.Account.ID, "bot", people.AllScopes); core.CodeOf(err) != core.FailedPrecondition {
 			t.Fatalf("a new agent took a deleted agent's name: %v", err)
 		}
-		if err := s.DeleteAgent(ctx, env.Account.ID, "nobody", "ada"); models.CodeOf(err) != models.NotFound {
+		if err := s.DeleteAgent(ctx, env.Account.ID, "nobody", "ada"); core.CodeOf(err) != core.NotFound {
 			t.Fatalf("deleting an unknown agent: %v", err)
 		}
 	})

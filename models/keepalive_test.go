@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // keepalives reads the TCP keepalive settings of one session: the server's
@@ -62,7 +62,7 @@ func TestEveryPostgreSQLSessionAsksForKeepalives(t *testing.T) {
 				}
 
 				// The listener connects through the same configuration.
-				pgcfg, err := models.PostgresConfig(cfg.DatabaseURL)
+				pgcfg, err := core.PostgresConfig(cfg.DatabaseURL)
 				if err != nil {
 					t.Fatal(err)
 				}

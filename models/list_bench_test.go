@@ -18,6 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -83,12 +87,12 @@ func BenchmarkListByBinding(b *testing.B) {
 type benchFilter struct {
 	name    string
 	account string
-	filter  func(n int) ListFilter
+	filter  func(n int) asks.ListFilter
 }
 
 // check says whether list is a page that ListApprovals may answer f with:
 // non-empty, newest first, every ask of the account and matching every field.
-func (f benchFilter) check(lf ListFilter, list []Approval) error {
+func (f benchFilter) check(lf asks.ListFilter, list []asks.Approval) error {
 	if len(list) == 0 {
 		return errors.New("no ask, though the query was made from one")
 	}
@@ -127,25 +131,27 @@ func benchFilters(g benchGen) []benchFilter {
 		}
 		return out
 	}
-	pr := pick(func(a benchAsk) bool { return a.kind == KindPullRequest })
-	open := pick(func(a benchAsk) bool { return a.kind == KindPullRequest && a.status.Open() })
+	pr := pick(func(a benchAsk) bool { return a.kind == asks.KindPullRequest })
+	open := pick(func(a benchAsk) bool { return a.kind == asks.KindPullRequest && a.status.Open() })
 	job := pick(func(a benchAsk) bool { return a.jobID != "" })
 	every := pick(func(benchAsk) bool { return true })
 	at := func(s []benchAsk, n int) benchAsk { return s[n%len(s)] }
 	return []benchFilter{
-		{"repo+number", account, func(n int) ListFilter { a := at(pr, n); return ListFilter{Repo: a.repo, Number: a.number} }},
-		{"repo+number+head", account, func(n int) ListFilter {
+		{"repo+number", account, func(n int) asks.ListFilter { a := at(pr, n); return asks.ListFilter{Repo: a.repo, Number: a.number} }},
+		{"repo+number+head", account, func(n int) asks.ListFilter {
 			a := at(pr, n)
-			return ListFilter{Repo: a.repo, Number: a.number, Head: a.head}
+			return asks.ListFilter{Repo: a.repo, Number: a.number, Head: a.head}
 		}},
-		{"head", account, func(n int) ListFilter { return ListFilter{Head: at(pr, n).head} }},
-		{"payload_sha256", account, func(n int) ListFilter { return ListFilter{PayloadSHA256: at(every, n).sha} }},
-		{"job_id", account, func(n int) ListFilter { return ListFilter{JobID: at(job, n).jobID} }},
-		{"repo+status_open", account, func(n int) ListFilter { return ListFilter{Repo: at(open, n).repo, Status: "open"} }},
+		{"head", account, func(n int) asks.ListFilter { return asks.ListFilter{Head: at(pr, n).head} }},
+		{"payload_sha256", account, func(n int) asks.ListFilter { return asks.ListFilter{PayloadSHA256: at(every, n).sha} }},
+		{"job_id", account, func(n int) asks.ListFilter { return asks.ListFilter{JobID: at(job, n).jobID} }},
+		{"repo+status_open", account, func(n int) asks.ListFilter { return asks.ListFilter{Repo: at(open, n).repo, Status: "open"} }},
 		// Alone, as the tool allows them too.
-		{"repo", account, func(n int) ListFilter { return ListFilter{Repo: at(pr, n).repo} }},
-		{"status_open", account, func(int) ListFilter { return ListFilter{Status: "open"} }},
-		{"kind", account, func(n int) ListFilter { return ListFilter{Kind: []string{KindRoll, KindDecision, KindRun}[n%3]} }},
+		{"repo", account, func(n int) asks.ListFilter { return asks.ListFilter{Repo: at(pr, n).repo} }},
+		{"status_open", account, func(int) asks.ListFilter { return asks.ListFilter{Status: "open"} }},
+		{"kind", account, func(n int) asks.ListFilter {
+			return asks.ListFilter{Kind: []string{asks.KindRoll, asks.KindDecision, asks.KindRun}[n%3]}
+		}},
 	}
 }
 
@@ -184,7 +190,7 @@ func openBenchStore(b *testing.B) *benchEnv {
 
 func openBench(b *testing.B) (*benchEnv, error) {
 	ctx := context.Background()
-	version := migrations[len(migrations)-1].version
+	version := core.Migrations[len(core.Migrations)-1].Version
 	dir := os.Getenv(benchDirEnv)
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), fmt.Sprintf("countersign-bench-1m-v%d-data%d", version, benchLayout))
@@ -197,7 +203,7 @@ func openBench(b *testing.B) (*benchEnv, error) {
 	} else if _, err := os.Stat(filepath.Join(dir, "countersign.db")); err != nil {
 		return nil, fmt.Errorf("%s=%s: %w (copy the cached folder there first)", benchDirEnv, dir, err)
 	}
-	db, dialect, err := Open(ctx, "", dir, 0, slog.New(slog.DiscardHandler))
+	db, dialect, err := core.Open(ctx, "", dir, 0, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +246,7 @@ func buildBench(b *testing.B, dir string) (err error) {
 			os.RemoveAll(tmp)
 		}
 	}()
-	db, dialect, err := Open(ctx, "", tmp, 0, slog.New(slog.DiscardHandler))
+	db, dialect, err := core.Open(ctx, "", tmp, 0, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}
@@ -253,7 +259,7 @@ func buildBench(b *testing.B, dir string) (err error) {
 		}
 		g.accounts = append(g.accounts, acct.ID)
 		for j := range 2 {
-			agent, _, err := store.CreateAgent(ctx, acct.ID, fmt.Sprintf("bot-%d", j), AllScopes)
+			agent, _, err := store.CreateAgent(ctx, acct.ID, fmt.Sprintf("bot-%d", j), people.AllScopes)
 			if err != nil {
 				return err
 			}
@@ -334,7 +340,7 @@ type benchAsk struct {
 	i                      int
 	id, account, requester string
 	kind                   string
-	status                 Status
+	status                 asks.Status
 	repo                   string // as a payload writes it, mixed case; repo_key is its lower case
 	number                 int64
 	head, jobID, planItem  string
@@ -344,18 +350,18 @@ type benchAsk struct {
 
 // Status mix, per thousand, of a long-running account: most asks are closed.
 var benchStatuses = []struct {
-	status   Status
+	status   asks.Status
 	perMille int
 }{
-	{StatusPending, 10}, {StatusQuestion, 5}, {StatusApproved, 40}, {StatusInProgress, 15}, {StatusDone, 450},
-	{StatusDenied, 120}, {StatusFailed, 30}, {StatusStale, 150}, {StatusCancelled, 30}, {StatusExpired, 150},
+	{asks.StatusPending, 10}, {asks.StatusQuestion, 5}, {asks.StatusApproved, 40}, {asks.StatusInProgress, 15}, {asks.StatusDone, 450},
+	{asks.StatusDenied, 120}, {asks.StatusFailed, 30}, {asks.StatusStale, 150}, {asks.StatusCancelled, 30}, {asks.StatusExpired, 150},
 }
 
 // Kind mix, per twenty asks of an account.
 var benchKinds = []string{
-	KindPullRequest, KindPullRequest, KindPullRequest, KindPullRequest, KindPullRequest, KindPullRequest,
-	KindPullRequest, KindPullRequest, KindPullRequest, KindPullRequest, KindPullRequest, KindPullRequest,
-	KindRoll, KindRoll, KindReview, KindDocument, KindDecision, KindDecision, KindDecision, KindRun,
+	asks.KindPullRequest, asks.KindPullRequest, asks.KindPullRequest, asks.KindPullRequest, asks.KindPullRequest, asks.KindPullRequest,
+	asks.KindPullRequest, asks.KindPullRequest, asks.KindPullRequest, asks.KindPullRequest, asks.KindPullRequest, asks.KindPullRequest,
+	asks.KindRoll, asks.KindRoll, asks.KindReview, asks.KindDocument, asks.KindDecision, asks.KindDecision, asks.KindDecision, asks.KindRun,
 }
 
 var benchEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -367,7 +373,7 @@ func (g benchGen) ask(i int) benchAsk {
 	u := func(k int) uint64 { return binary.BigEndian.Uint64(h[k*8:]) }
 	a := benchAsk{
 		i:       i,
-		id:      "appr_" + idEncoding.EncodeToString(h[24:]),
+		id:      "appr_" + core.IDEncoding.EncodeToString(h[24:]),
 		account: g.accounts[i%2],
 		kind:    benchKinds[(i/2)%len(benchKinds)],
 		created: benchEpoch.Add(time.Duration(i) * 20 * time.Second),
@@ -388,22 +394,22 @@ func (g benchGen) ask(i int) benchAsk {
 		a.planItem = fmt.Sprintf("item_%d", u(2)%7)
 	}
 	switch a.kind {
-	case KindPullRequest:
+	case asks.KindPullRequest:
 		r := u(3) % 1000
 		a.repo = fmt.Sprintf("Org%d/Repo-%d", r%37, r)
 		a.number = int64(u(1)>>8%300) + 1
 		a.head = hex.EncodeToString(h[:20])
 		a.payload = fmt.Sprintf(`{"pull_request":{"head":"%s","number":%d,"repo":"%s","title":"Change %d"}}`, a.head, a.number, a.repo, i)
-	case KindRoll:
+	case asks.KindRoll:
 		a.payload = fmt.Sprintf(`{"roll":{"behind":%d,"deployments":["web"],"main_commit":"%s","running_commit":"%s"}}`, i%9, hex.EncodeToString(h[:20]), hex.EncodeToString(h[12:32]))
-	case KindReview:
+	case asks.KindReview:
 		a.payload = fmt.Sprintf(`{"review":{"url":"https://review.example.com/r/%d"}}`, i)
-	case KindDocument:
+	case asks.KindDocument:
 		a.payload = fmt.Sprintf(`{"document":{"document_id":"doc_%d","space_id":"space_%d","version":0}}`, i%20_000, i%40)
-	case KindDecision:
+	case asks.KindDecision:
 		// Decisions repeat: the same question is asked again, so a hash matches several asks.
 		a.payload = fmt.Sprintf(`{"decision":{"options":["ship %d","wait"]}}`, u(3)%5000)
-	case KindRun:
+	case asks.KindRun:
 		a.payload = fmt.Sprintf(`{"run":{"argv":["scripts/job.sh","%d"],"effect":"read_only","runner_id":"run_1","script_sha256":"%s"}}`, i, hex.EncodeToString(h[:32]))
 	}
 	sum := sha256.Sum256([]byte(a.payload))
@@ -420,9 +426,9 @@ func (a benchAsk) values() []any {
 	var decision, decidedBy string
 	var decidedAt any
 	switch a.status {
-	case StatusApproved, StatusInProgress, StatusDone, StatusFailed, StatusStale:
+	case asks.StatusApproved, asks.StatusInProgress, asks.StatusDone, asks.StatusFailed, asks.StatusStale:
 		decision, decidedBy, decidedAt = "approve", "ada", a.created.Add(3*time.Minute)
-	case StatusDenied:
+	case asks.StatusDenied:
 		decision, decidedBy, decidedAt = "deny", "ada", a.created.Add(3*time.Minute)
 	}
 	return []any{
@@ -435,9 +441,9 @@ func (a benchAsk) values() []any {
 
 // plan returns SQLite's plan for the query ListApprovals makes for f, with
 // its values bound as they are when the benchmark runs it.
-func (e *benchEnv) plan(b *testing.B, f ListFilter) string {
+func (e *benchEnv) plan(b *testing.B, f asks.ListFilter) string {
 	b.Helper()
-	db, err := gorm.Open(sqlite.Open(SQLiteDSN(e.path)), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
+	db, err := gorm.Open(sqlite.Open(core.SQLiteDSN(e.path)), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
 	if err != nil {
 		b.Fatalf("open for plan: %v", err)
 	}
@@ -456,7 +462,7 @@ func (e *benchEnv) plan(b *testing.B, f ListFilter) string {
 	if err != nil {
 		b.Fatalf("register: %v", err)
 	}
-	if _, _, err := NewStore(db, SQLite, time.Hour).ListApprovals(context.Background(), e.gen.accounts[0], f); err != nil {
+	if _, _, err := NewStore(db, core.SQLite, time.Hour).ListApprovals(context.Background(), e.gen.accounts[0], f); err != nil {
 		b.Fatalf("list: %v", err)
 	}
 	rows, err := db.Raw("EXPLAIN QUERY PLAN "+query, vars...).Rows()

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"gorm.io/gorm"
 )
 
@@ -36,35 +39,18 @@ type MemberChange struct {
 	PersonID string `json:"person_id,omitempty"`
 	Subject  string `json:"subject,omitempty"`
 	// Role is the role set or invited; From, the member's role before.
-	Role Role `json:"role,omitempty"`
-	From Role `json:"from,omitempty"`
+	Role core.Role `json:"role,omitempty"`
+	From core.Role `json:"from,omitempty"`
 	// Invite is the kind of invite (new_person or add_role).
-	Invite InviteKind `json:"invite,omitempty"`
+	Invite people.InviteKind `json:"invite,omitempty"`
 }
 
 type memberChangePayload struct {
 	MemberChange MemberChange `json:"member_change"`
 }
 
-// words says the change in a line, for the ask's title.
-func (mc MemberChange) words() string {
-	switch mc.Action {
-	case MemberInvite:
-		who := "a new person"
-		if mc.Invite == InviteAddRole {
-			who = mc.Subject
-		} else if mc.Subject != "" {
-			who = "a new person, " + mc.Subject
-		}
-		return fmt.Sprintf("Invite %s as %s", who, mc.Role)
-	case MemberSetRole:
-		return fmt.Sprintf("Make %s %s (now %s)", mc.Subject, article(mc.Role), mc.From)
-	}
-	return fmt.Sprintf("Remove %s (%s) from the account", mc.Subject, mc.From)
-}
-
-func article(r Role) string {
-	if r == RoleOwner || r == RoleAdmin {
+func article(r core.Role) string {
+	if r == core.RoleOwner || r == core.RoleAdmin {
 		return "an " + string(r)
 	}
 	return "a " + string(r)
@@ -74,8 +60,8 @@ func article(r Role) string {
 // at once where no rule covers member changes, else as an ask it files and
 // returns, applied once the rule's people have signed it. A role the member
 // has already changes nothing.
-func (s *Store) ChangeRole(ctx context.Context, by *Member, personID string, role Role) (*Approval, error) {
-	if _, err := ParseRole(string(role)); err != nil {
+func (s *Store) ChangeRole(ctx context.Context, by *people.Member, personID string, role core.Role) (*asks.Approval, error) {
+	if _, err := core.ParseRole(string(role)); err != nil {
 		return nil, err
 	}
 	target, err := s.MemberByID(ctx, by.AccountID, personID)
@@ -87,8 +73,8 @@ func (s *Store) ChangeRole(ctx context.Context, by *Member, personID string, rol
 	}
 	mc := MemberChange{Action: MemberSetRole, PersonID: personID, Subject: target.Subject, Role: role, From: target.Role}
 	return s.changeWhoDecides(ctx, by, mc, func(tx *gorm.DB) error {
-		if role != RoleOwner {
-			return s.keepAnOwner(tx, by.AccountID, personID)
+		if role != core.RoleOwner {
+			return s.KeepAnOwner(tx, by.AccountID, personID)
 		}
 		return nil
 	})
@@ -98,28 +84,28 @@ func (s *Store) ChangeRole(ctx context.Context, by *Member, personID string, rol
 // or admin by (themselves too): at once where no rule covers member
 // changes, else as an ask it files and returns, applied once the rule's
 // people have signed it. The last owner stays.
-func (s *Store) RemoveMemberAs(ctx context.Context, by *Member, personID string) (*Approval, error) {
+func (s *Store) RemoveMemberAs(ctx context.Context, by *people.Member, personID string) (*asks.Approval, error) {
 	target, err := s.MemberByID(ctx, by.AccountID, personID)
 	if err != nil {
 		return nil, err
 	}
 	mc := MemberChange{Action: MemberRemove, PersonID: personID, Subject: target.Subject, From: target.Role}
-	return s.changeWhoDecides(ctx, by, mc, func(tx *gorm.DB) error { return s.keepAnOwner(tx, by.AccountID, personID) })
+	return s.changeWhoDecides(ctx, by, mc, func(tx *gorm.DB) error { return s.KeepAnOwner(tx, by.AccountID, personID) })
 }
 
 // changeWhoDecides makes the change mc in one transaction: check refuses
 // what could never apply; then, where a rule covers the member_change ask
 // of mc, the ask is filed and returned, else the change applies at once.
-func (s *Store) changeWhoDecides(ctx context.Context, by *Member, mc MemberChange, check func(tx *gorm.DB) error) (*Approval, error) {
-	if by.Role != RoleOwner && by.Role != RoleAdmin {
-		return nil, Refuse(PermissionDenied, "", "only an owner or admin changes who is a member and with which role")
+func (s *Store) changeWhoDecides(ctx context.Context, by *people.Member, mc MemberChange, check func(tx *gorm.DB) error) (*asks.Approval, error) {
+	if by.Role != core.RoleOwner && by.Role != core.RoleAdmin {
+		return nil, core.Refuse(core.PermissionDenied, "", "only an owner or admin changes who is a member and with which role")
 	}
 	agent, err := s.serviceAgent(ctx, by.AccountID)
 	if err != nil {
 		return nil, err
 	}
-	var filed *Approval
-	err = s.write(ctx, func(tx *gorm.DB) error {
+	var filed *asks.Approval
+	err = s.Write(ctx, func(tx *gorm.DB) error {
 		if err := check(tx); err != nil {
 			return err
 		}
@@ -140,15 +126,15 @@ func (s *Store) changeWhoDecides(ctx context.Context, by *Member, mc MemberChang
 // proposer when a rule covers it, and returns it; nil, filing nothing, when
 // none does (the change is then made at once). An ask whose rule could
 // never be met is refused, and nothing changes.
-func (s *Store) governMemberChange(tx *gorm.DB, agent *Agent, accountID, proposer string, mc MemberChange) (*Approval, error) {
-	a, err := s.serviceAsk(agent, accountID, proposer, KindMemberChange, mc.words(), memberChangePayload{MemberChange: mc},
+func (s *Store) governMemberChange(tx *gorm.DB, agent *people.Agent, accountID, proposer string, mc MemberChange) (*asks.Approval, error) {
+	a, err := s.serviceAsk(agent, accountID, proposer, asks.KindMemberChange, mc.words(), memberChangePayload{MemberChange: mc},
 		proposer+" proposes this change to who is a member of the account and with which role.",
 		"The change is made once the people the rules ask for member changes have signed.",
 		"Nothing changes.")
 	if err != nil {
 		return nil, err
 	}
-	req, err := s.requirementFor(tx, a)
+	req, err := s.RequirementFor(tx, a)
 	if err != nil || req == nil {
 		return nil, err
 	}
@@ -159,7 +145,7 @@ func (s *Store) governMemberChange(tx *gorm.DB, agent *Agent, accountID, propose
 func (s *Store) makeMemberChange(tx *gorm.DB, accountID string, mc MemberChange) error {
 	switch mc.Action {
 	case MemberSetRole:
-		return s.setRole(tx, accountID, mc.PersonID, mc.Role)
+		return s.SetRoleTx(tx, accountID, mc.PersonID, mc.Role)
 	case MemberRemove:
 		return s.removeMember(tx, accountID, mc.PersonID)
 	}
@@ -169,15 +155,32 @@ func (s *Store) makeMemberChange(tx *gorm.DB, accountID string, mc MemberChange)
 // applyMemberChange applies, inside the transaction that approves it, the
 // change a member_change ask proposed: an invite is released (it works
 // from now, for InviteTTL), a role set, a member removed.
-func (s *Store) applyMemberChange(tx *gorm.DB, a *Approval, by string) error {
+func (s *Store) applyMemberChange(tx *gorm.DB, a *asks.Approval, by string) error {
 	var p memberChangePayload
 	if err := json.Unmarshal([]byte(a.Payload), &p); err != nil {
 		return fmt.Errorf("member change payload: %w", err)
 	}
 	if p.MemberChange.Action == MemberInvite {
-		now := s.now()
+		now := s.Now()
 		return tx.Table("invites").Where("account_id = ? AND approval_id = ? AND held", a.AccountID, a.ID).
-			Updates(map[string]any{"held": false, "expires_at": now.Add(InviteTTL)}).Error
+			Updates(map[string]any{"held": false, "expires_at": now.Add(people.InviteTTL)}).Error
 	}
 	return s.makeMemberChange(tx, a.AccountID, p.MemberChange)
+}
+
+// words says the change in a line, for the ask's title.
+func (mc MemberChange) words() string {
+	switch mc.Action {
+	case MemberInvite:
+		who := "a new person"
+		if mc.Invite == people.InviteAddRole {
+			who = mc.Subject
+		} else if mc.Subject != "" {
+			who = "a new person, " + mc.Subject
+		}
+		return fmt.Sprintf("Invite %s as %s", who, mc.Role)
+	case MemberSetRole:
+		return fmt.Sprintf("Make %s %s (now %s)", mc.Subject, article(mc.Role), mc.From)
+	}
+	return fmt.Sprintf("Remove %s (%s) from the account", mc.Subject, mc.From)
 }

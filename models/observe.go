@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 // ObservedMove is one timeline event read back for metrics: the status the
 // ask moved to and, for a decision, how long it waited for it.
 type ObservedMove struct {
 	Step       string
-	FromStatus Status
-	ToStatus   Status
+	FromStatus asks.Status
+	ToStatus   asks.Status
 	Kind       string        // the ask's kind
 	Waited     time.Duration // from filing to this event
 }
@@ -25,13 +28,13 @@ func (s *Store) MovesIn(ctx context.Context, id string, from, to int64) ([]Obser
 	}
 	var rows []struct {
 		Step       string
-		FromStatus Status
-		ToStatus   Status
+		FromStatus asks.Status
+		ToStatus   asks.Status
 		At         time.Time
 		Kind       string
 		CreatedAt  time.Time
 	}
-	err := s.db.WithContext(ctx).Table("events").
+	err := s.DB().WithContext(ctx).Table("events").
 		Select("events.step, events.from_status, events.to_status, events.at, approvals.kind, approvals.created_at").
 		Joins("JOIN approvals ON approvals.id = events.approval_id").
 		Where("events.approval_id = ? AND events.seq BETWEEN ? AND ?", id, from, to).Order("events.seq").Find(&rows).Error
@@ -39,7 +42,7 @@ func (s *Store) MovesIn(ctx context.Context, id string, from, to int64) ([]Obser
 		return nil, fmt.Errorf("read events: %w", err)
 	}
 	if len(rows) == 0 {
-		return nil, Refuse(NotFound, "", "no event %d to %d of %s", from, to, id)
+		return nil, core.Refuse(core.NotFound, "", "no event %d to %d of %s", from, to, id)
 	}
 	moves := make([]ObservedMove, len(rows))
 	for i, r := range rows {
@@ -51,7 +54,7 @@ func (s *Store) MovesIn(ctx context.Context, id string, from, to int64) ([]Obser
 // OutboxDepth counts the pushes in the outbox that are not done yet.
 func (s *Store) OutboxDepth(ctx context.Context) (int64, error) {
 	var n int64
-	if err := s.db.WithContext(ctx).Table("push_jobs").Where("done_at IS NULL").Count(&n).Error; err != nil {
+	if err := s.DB().WithContext(ctx).Table("push_jobs").Where("done_at IS NULL").Count(&n).Error; err != nil {
 		return 0, fmt.Errorf("count the push outbox: %w", err)
 	}
 	return n, nil
@@ -61,10 +64,10 @@ func (s *Store) OutboxDepth(ctx context.Context) (int64, error) {
 // for readiness: an instance must not serve an older schema.
 func (s *Store) SchemaCurrent(ctx context.Context) error {
 	var have int64
-	if err := s.db.WithContext(ctx).Raw(`SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have).Error; err != nil {
+	if err := s.DB().WithContext(ctx).Raw(`SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have).Error; err != nil {
 		return fmt.Errorf("read the schema version: %w", err)
 	}
-	if want := int64(migrations[len(migrations)-1].version); have < want {
+	if want := int64(core.Migrations[len(core.Migrations)-1].Version); have < want {
 		return fmt.Errorf("the schema is at version %d, this binary needs %d", have, want)
 	}
 	return nil

@@ -3,112 +3,46 @@ package models
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"regexp"
-	"slices"
 	"strings"
 	"time"
 
-	"gorm.io/gorm"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/policy"
 )
-
-// PolicyScope is what an auto-approve policy covers.
-type PolicyScope struct {
-	AskKinds    []string `json:"ask_kinds"`    // empty: every kind it may cover
-	MaxPriority int      `json:"max_priority"` // 0: every ask has priority 0 until a priority argument exists
-	Requesters  []string `json:"requesters"`   // agent subjects; empty: anyone
-}
-
-// NeverAutoApproved are the kinds no policy approves: merges, rolls, runs,
-// policies and approval rules themselves keep asking, and a decision needs a
-// person to pick.
-var NeverAutoApproved = []string{KindPullRequest, KindRoll, KindRun, KindAutoApprove, KindDecision, KindRuleChange, KindMemberChange}
-
-// MaxPolicyLife is the longest an auto-approve policy may run.
-const MaxPolicyLife = 24 * time.Hour
-
-// Policy is an auto-approve policy: turned on by a person's signature on an
-// auto_approve ask, bounded in time and scope, revocable.
-type Policy struct {
-	ID             string
-	AccountID      string
-	ApprovalID     string // the auto_approve ask that turned it on
-	Scope          string // PolicyScope, JSON
-	Requester      string // the agent that asked for it
-	Device         string
-	SignerID       string
-	SignerSubject  string
-	CredentialID   string
-	SignedAt       time.Time
-	ExpiresAt      time.Time
-	RevokedAt      *time.Time
-	RevokedBy      string
-	RevokeNote     string
-	Replaces       string
-	ReplacedBy     string
-	ApprovedCount  int
-	LastApprovedAt *time.Time
-	CreatedAt      time.Time
-}
-
-// ScopeOf reads the policy's scope.
-func (p *Policy) ScopeOf() PolicyScope {
-	var sc PolicyScope
-	_ = json.Unmarshal([]byte(p.Scope), &sc)
-	return sc
-}
-
-// AutoApproveRequest is what approvals_request_auto_approve sends.
-type AutoApproveRequest struct {
-	Requester *Agent
-	Device    string
-	Scope     PolicyScope
-	Until     string // RFC 3339
-}
-
-// autoApprovePayload is the frozen payload of an auto_approve ask: what the
-// person signs to turn the policy on.
-type autoApprovePayload struct {
-	AutoApprove struct {
-		Scope     PolicyScope `json:"scope"`
-		Until     string      `json:"until"`
-		Requester string      `json:"requester"`
-		Device    string      `json:"device,omitempty"`
-	} `json:"auto_approve"`
-}
 
 // RequestAutoApprove files an auto_approve ask of the owners and admins.
 // Nothing turns on until a person approves it with their device key.
-func (s *Store) RequestAutoApprove(ctx context.Context, in AutoApproveRequest) (*Approval, error) {
+func (s *Store) RequestAutoApprove(ctx context.Context, in policy.AutoApproveRequest) (*asks.Approval, error) {
 	agent := in.Requester
-	now := s.now()
+	now := s.Now()
 	// RFC 3339 (5.6) lets T and Z be written in lower case; the instant is
 	// kept in UTC, as the store keeps every time, whatever offset it came with.
 	until, err := time.Parse(time.RFC3339, strings.ToUpper(strings.TrimSpace(in.Until)))
 	until = until.UTC()
 	switch {
 	case err != nil:
-		return nil, Invalid("until", "must be an RFC 3339 time such as %s", now.Add(8*time.Hour).Format(time.RFC3339))
+		return nil, core.Invalid("until", "must be an RFC 3339 time such as %s", now.Add(8*time.Hour).Format(time.RFC3339))
 	case !until.After(now):
-		return nil, Invalid("until", "must be in the future (now is %s)", now.Format(time.RFC3339))
-	case until.Sub(now) > MaxPolicyLife:
-		return nil, Invalid("until", "at most 24 hours from now (%s)", now.Add(MaxPolicyLife).Format(time.RFC3339))
+		return nil, core.Invalid("until", "must be in the future (now is %s)", now.Format(time.RFC3339))
+	case until.Sub(now) > policy.MaxPolicyLife:
+		return nil, core.Invalid("until", "at most 24 hours from now (%s)", now.Add(policy.MaxPolicyLife).Format(time.RFC3339))
 	}
-	if n := runeCount(in.Device); n > 64 {
-		return nil, Invalid("device", "at most 64 characters (got %d)", n)
+	if n := core.RuneCount(in.Device); n > 64 {
+		return nil, core.Invalid("device", "at most 64 characters (got %d)", n)
 	}
 	if strings.ContainsAny(in.Device, "\r\n\t") {
-		return nil, Invalid("device", "one line")
+		return nil, core.Invalid("device", "one line")
 	}
-	scope, err := s.checkScope(ctx, agent.AccountID, in.Scope)
+	scope, err := s.CheckScope(ctx, agent.AccountID, in.Scope)
 	if err != nil {
 		return nil, err
 	}
-	var p autoApprovePayload
+	var p policy.AutoApprovePayload
 	p.AutoApprove.Scope, p.AutoApprove.Until, p.AutoApprove.Requester, p.AutoApprove.Device = scope, until.UTC().Format(time.RFC3339), agent.Subject, in.Device
 	raw, _ := json.Marshal(p)
-	canonical, sum, err := CanonicalHash(raw)
+	canonical, sum, err := asks.CanonicalHash(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -123,420 +57,18 @@ func (s *Store) RequestAutoApprove(ctx context.Context, in AutoApproveRequest) (
 	if until.Before(expires) {
 		expires = until // a request not answered before its until is moot
 	}
-	a := &Approval{
-		ID: newID("appr"), AccountID: agent.AccountID, Kind: KindAutoApprove,
+	a := &asks.Approval{
+		ID: core.NewID("appr"), AccountID: agent.AccountID, Kind: asks.KindAutoApprove,
 		Title:        "Turn on auto-approve until " + until.UTC().Format("Jan 2 15:04 MST"),
 		Summary:      fmt.Sprintf("%s asks that new asks of %s, filed by %s, be approved without asking you until %s.", agent.Subject, kinds, whom, until.UTC().Format(time.RFC3339)),
 		ApproveMeans: "Matching asks are approved at once in your name until then; merges, rolls, releases, runs, security, finance, legal, deletes, classified material and permission or policy changes still ask you. You can turn it off at any time.",
 		DenyMeans:    "Nothing turns on; every ask keeps asking you.",
 		Payload:      string(canonical), PayloadSHA256: sum,
 		AgentLabel: in.Device, RequesterID: agent.ID, RequesterSubject: agent.Subject,
-		Status: StatusPending, Version: 1, ExpiresAt: expires, CreatedAt: now, UpdatedAt: now,
+		Status: asks.StatusPending, Version: 1, ExpiresAt: expires, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := s.file(ctx, a); err != nil {
 		return nil, err
 	}
 	return a, nil
-}
-
-// checkScope validates a requested scope and returns it in its normal form.
-func (s *Store) checkScope(ctx context.Context, accountID string, sc PolicyScope) (PolicyScope, error) {
-	out := PolicyScope{AskKinds: []string{}, Requesters: []string{}}
-	for i, k := range sc.AskKinds {
-		field := fmt.Sprintf("scope.ask_kinds[%d]", i)
-		switch {
-		case k == KindPullRequest || k == KindRoll || k == KindRun || k == KindAutoApprove:
-			return out, Invalid(field, "%s asks always ask a person: a policy cannot cover them", k)
-		case k == KindDecision:
-			return out, Invalid(field, "decision asks always ask a person: a person must choose one of the options, which a policy cannot, so a policy cannot cover them")
-		case !slices.Contains(AskKinds, k) && !slices.Contains(RequestKinds, k):
-			return out, Invalid(field, "unknown kind %q: one of review, document, tool_call, %s", k, strings.Join(RequestKinds, ", "))
-		case slices.Contains(out.AskKinds, k):
-			return out, Invalid(field, "%q is named twice", k)
-		}
-		out.AskKinds = append(out.AskKinds, k)
-	}
-	if sc.MaxPriority != 0 {
-		return out, Invalid("scope.max_priority", "must be 0: every ask has priority 0 until asks carry a priority")
-	}
-	for i, r := range sc.Requesters {
-		field := fmt.Sprintf("scope.requesters[%d]", i)
-		var n int64
-		if err := s.db.WithContext(ctx).Table("agents").Where("account_id = ? AND subject = ? AND deleted_at IS NULL", accountID, r).Count(&n).Error; err != nil {
-			return out, err
-		}
-		if n == 0 {
-			return out, Invalid(field, "no agent of this account has subject %q (subjects look like agent:<name>)", r)
-		}
-		if slices.Contains(out.Requesters, r) {
-			return out, Invalid(field, "%q is named twice", r)
-		}
-		out.Requesters = append(out.Requesters, r)
-	}
-	return out, nil
-}
-
-// enablePolicy turns on, inside the signed approval's transaction, the
-// policy an approved auto_approve ask describes; it replaces the account's
-// policy that was still on, recorded on both.
-func (s *Store) enablePolicy(tx *gorm.DB, a *Approval, m *Member, credentialID string) error {
-	var p autoApprovePayload
-	if err := json.Unmarshal([]byte(a.Payload), &p); err != nil {
-		return fmt.Errorf("read auto_approve payload: %w", err)
-	}
-	until, err := time.Parse(time.RFC3339, p.AutoApprove.Until)
-	if err != nil {
-		return fmt.Errorf("read auto_approve until: %w", err)
-	}
-	now := s.now()
-	scope, _ := json.Marshal(p.AutoApprove.Scope)
-	pol := &Policy{
-		ID: newID("pol"), AccountID: a.AccountID, ApprovalID: a.ID, Scope: string(scope), Requester: p.AutoApprove.Requester,
-		Device: p.AutoApprove.Device, SignerID: m.ID, SignerSubject: m.Subject, CredentialID: credentialID,
-		SignedAt: now, ExpiresAt: until, CreatedAt: now,
-	}
-	var older []Policy
-	if err := s.lock(tx.Table("policies")).Where("account_id = ? AND revoked_at IS NULL AND expires_at > ?", a.AccountID, now).Find(&older).Error; err != nil {
-		return err
-	}
-	for _, o := range older {
-		pol.Replaces = o.ID
-		if err := tx.Table("policies").Where("id = ?", o.ID).Updates(map[string]any{
-			"revoked_at": now, "revoked_by": m.Subject, "revoke_note": "replaced by " + pol.ID, "replaced_by": pol.ID,
-		}).Error; err != nil {
-			return err
-		}
-		if err := s.note(tx, o.AccountID, o.ApprovalID, ActorPerson, m.Subject, StepPolicyReplaced, "replaced by "+pol.ID+" (signed on "+a.ID+")"); err != nil {
-			return err
-		}
-	}
-	if err := tx.Table("policies").Create(pol).Error; err != nil {
-		return fmt.Errorf("store policy: %w", err)
-	}
-	note := "policy " + pol.ID + " on until " + until.UTC().Format(time.RFC3339)
-	if pol.Replaces != "" {
-		note += ", replacing " + pol.Replaces
-	}
-	return s.noteOn(tx, a, ActorPerson, m.Subject, StepPolicyEnabled, note)
-}
-
-// note appends to the approval's timeline an event that moves nothing, in
-// the state the approval is in.
-func (s *Store) note(tx *gorm.DB, accountID, approvalID, actorKind, actor, step, note string) error {
-	var status Status
-	if err := tx.Table("approvals").Select("status").Where("id = ?", approvalID).Scan(&status).Error; err != nil {
-		return err
-	}
-	ev := &TimelineEvent{
-		AccountID: accountID, ApprovalID: approvalID, At: s.now(), ActorKind: actorKind, Actor: actor,
-		Step: step, FromStatus: status, ToStatus: status, Note: note,
-	}
-	if err := tx.Table("events").Create(ev).Error; err != nil {
-		return fmt.Errorf("append event: %w", err)
-	}
-	return s.approvalChanged(tx, ev)
-}
-
-// noteOn is note for an approval loaded (or filed) in this transaction, whose
-// state it knows; the event is kept on a (see Approval.Written).
-func (s *Store) noteOn(tx *gorm.DB, a *Approval, actorKind, actor, step, note string) error {
-	ev := &TimelineEvent{
-		AccountID: a.AccountID, ApprovalID: a.ID, At: s.now(), ActorKind: actorKind, Actor: actor,
-		Step: step, FromStatus: a.Status, ToStatus: a.Status, Note: note,
-	}
-	if err := s.appendEvent(tx, a, ev); err != nil {
-		return err
-	}
-	return s.approvalChanged(tx, ev)
-}
-
-// appendEvent appends ev to a's timeline and keeps it on a (see Approval.Written).
-func (s *Store) appendEvent(tx *gorm.DB, a *Approval, ev *TimelineEvent) error {
-	if err := tx.Table("events").Create(ev).Error; err != nil {
-		return fmt.Errorf("append event: %w", err)
-	}
-	a.written = append(a.written, *ev)
-	return nil
-}
-
-// PolicyState is a policy with whether it is on now.
-type PolicyState struct {
-	Policy
-	Active bool
-	Why    string // why it is not active: revoked, expired, key removed, signer left
-}
-
-// activeState says whether p is on now: unrevoked, unexpired, its signing
-// key still registered and its signer still a member.
-func (s *Store) activeState(db *gorm.DB, p *Policy) (PolicyState, error) {
-	st := PolicyState{Policy: *p}
-	switch {
-	case p.RevokedAt != nil:
-		st.Why = "revoked"
-		return st, nil
-	case !s.now().Before(p.ExpiresAt):
-		st.Why = "expired"
-		return st, nil
-	}
-	var keys int64
-	if err := db.Table("device_keys").Where("id = ? AND person_id = ? AND removed_at IS NULL", p.CredentialID, p.SignerID).Count(&keys).Error; err != nil {
-		return st, err
-	}
-	if keys == 0 {
-		st.Why = "the signing passkey was removed"
-		return st, nil
-	}
-	var members int64
-	if err := db.Table("memberships").Where("account_id = ? AND person_id = ?", p.AccountID, p.SignerID).Count(&members).Error; err != nil {
-		return st, err
-	}
-	if members == 0 {
-		st.Why = "the signer left the account"
-		return st, nil
-	}
-	st.Active = true
-	return st, nil
-}
-
-// CurrentPolicy returns the account's newest policy, active or not, or nil.
-func (s *Store) CurrentPolicy(ctx context.Context, accountID string) (*PolicyState, error) {
-	db := s.db.WithContext(ctx)
-	var p Policy
-	err := db.Table("policies").Where("account_id = ?", accountID).Order("created_at DESC, id DESC").Take(&p).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read policy: %w", err)
-	}
-	st, err := s.activeState(db, &p)
-	return &st, err
-}
-
-// Policies lists the account's policies, newest first, with their state.
-func (s *Store) Policies(ctx context.Context, accountID string, limit int) ([]PolicyState, error) {
-	db := s.db.WithContext(ctx)
-	var ps []Policy
-	if err := db.Table("policies").Where("account_id = ?", accountID).Order("created_at DESC, id DESC").Limit(limit).Find(&ps).Error; err != nil {
-		return nil, fmt.Errorf("list policies: %w", err)
-	}
-	out := make([]PolicyState, 0, len(ps))
-	for i := range ps {
-		st, err := s.activeState(db, &ps[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, st)
-	}
-	return out, nil
-}
-
-// RevokePolicy turns the account's newest policy off now; off twice is
-// harmless. The note goes on the enabling ask's timeline. It returns the
-// policy as it now stands, or nil when there is none.
-func (s *Store) RevokePolicy(ctx context.Context, accountID, by, note string) (*PolicyState, error) {
-	if n := runeCount(note); n > NoteLimit {
-		return nil, Invalid("note", "at most %d characters (got %d)", NoteLimit, n)
-	}
-	var p Policy
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		err := s.lock(tx.Table("policies")).Where("account_id = ?", accountID).Order("created_at DESC, id DESC").Take(&p).Error
-		if err != nil {
-			return err
-		}
-		now := s.now()
-		if p.RevokedAt != nil || !now.Before(p.ExpiresAt) {
-			return nil // already off: revoked, or expired for good
-		}
-		if err := tx.Table("policies").Where("id = ?", p.ID).Updates(map[string]any{"revoked_at": now, "revoked_by": by, "revoke_note": note}).Error; err != nil {
-			return err
-		}
-		text := "auto-approve turned off"
-		if note != "" {
-			text += ": " + note
-		}
-		return s.note(tx, p.AccountID, p.ApprovalID, actorKindOf(by), by, StepPolicyRevoked, text)
-	})
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("revoke policy: %w", err)
-	}
-	// Read it back as stored, so a second revoke answers exactly the same.
-	db := s.db.WithContext(ctx)
-	if err := db.Table("policies").Where("id = ?", p.ID).Take(&p).Error; err != nil {
-		return nil, fmt.Errorf("revoke policy: %w", err)
-	}
-	st, err := s.activeState(db, &p)
-	return &st, err
-}
-
-func actorKindOf(subject string) string {
-	if strings.HasPrefix(subject, "agent:") {
-		return ActorAgent
-	}
-	return ActorPerson
-}
-
-// autoApprove approves, inside the new ask's transaction, an ask that the
-// account's active policy covers. The policy row is locked, so a revoke that
-// commits first is seen, and one that comes later waits for this ask.
-func (s *Store) autoApprove(tx *gorm.DB, a *Approval) (bool, error) {
-	if a.Kind == KindAutoApprove {
-		return false, s.noteRequest(tx, a)
-	}
-	if slices.Contains(NeverAutoApproved, a.Kind) {
-		return false, nil
-	}
-	if a.IsRequest() && !RequestAutoApprovable(a) {
-		return false, nil // a question is answered, and a command approved, only by a person
-	}
-	var p Policy
-	err := tx.Table("policies").Where("account_id = ?", a.AccountID).Order("created_at DESC, id DESC").Take(&p).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if p.RevokedAt != nil || !s.now().Before(p.ExpiresAt) {
-		// Off for good: no lock needed, so that asks filed after a policy
-		// ended do not queue behind one another on its row.
-		return false, nil
-	}
-	// It looks on: lock the row and read it again, so a revoke that
-	// committed meanwhile is seen and one that comes later waits for this ask.
-	if err := s.lock(tx.Table("policies")).Where("id = ?", p.ID).Take(&p).Error; err != nil {
-		return false, err
-	}
-	st, err := s.activeState(tx, &p)
-	if err != nil || !st.Active {
-		return false, err
-	}
-	scope := p.ScopeOf()
-	if a.IsRequest() && !slices.Contains(scope.AskKinds, a.Kind) {
-		return false, nil // an advisory request is covered only when the policy names its kind
-	}
-	if len(scope.AskKinds) > 0 && !slices.Contains(scope.AskKinds, a.Kind) ||
-		a.Priority > scope.MaxPriority ||
-		len(scope.Requesters) > 0 && !slices.Contains(scope.Requesters, a.RequesterSubject) {
-		return false, nil
-	}
-	var role Role
-	if err := tx.Table("memberships").Select("role").Where("account_id = ? AND person_id = ?", a.AccountID, p.SignerID).Scan(&role).Error; err != nil {
-		return false, err
-	}
-	if req := a.RequirementOf(); req != nil {
-		// A policy never counts as one of a rule's people: the ask stays
-		// pending for them, and its timeline says why.
-		return false, s.noteOn(tx, a, ActorPolicy, p.ID, StepPolicySkipped, fmt.Sprintf(
-			"%srule %s needs %d of its people to sign, and a policy is none of them", policySkipNote, req.RuleID, req.Count))
-	}
-	signer := Member{Person: Person{ID: p.SignerID, Subject: p.SignerSubject}, AccountID: a.AccountID, Role: role}
-	if !signer.MayDecide(a) {
-		return false, nil
-	}
-	if reason := AlwaysAsks(AskText(a)); reason != "" {
-		return false, s.noteOn(tx, a, ActorPolicy, p.ID, StepPolicySkipped, policySkipNote+reason)
-	}
-	now := s.now()
-	if err := s.move(tx, a, change{
-		event: EventAutoApprove, actorKind: ActorPolicy, actor: p.ID,
-		note: "approved by auto-approve policy " + p.ID + " signed by " + p.SignerSubject,
-		set:  map[string]any{"decision": string(VerdictApprove), "decided_by": p.SignerSubject, "decided_at": now, "note": "auto-approved by policy " + p.ID},
-		data: map[string]string{"policy_id": p.ID, "signer": p.SignerSubject, "credential_id": p.CredentialID, "enabled_by": p.ApprovalID},
-	}); err != nil {
-		return false, err
-	}
-	return true, tx.Table("policies").Where("id = ?", p.ID).
-		Updates(map[string]any{"approved_count": gorm.Expr("approved_count + 1"), "last_approved_at": now}).Error
-}
-
-// noteRequest puts on a new auto_approve ask's timeline the device it was
-// asked from, inside the ask's transaction.
-func (s *Store) noteRequest(tx *gorm.DB, a *Approval) error {
-	if a.AgentLabel == "" {
-		return nil
-	}
-	return s.noteOn(tx, a, ActorAgent, a.RequesterSubject, StepAutoApproveRequested, "asked from "+a.AgentLabel)
-}
-
-// AskText is the text of an ask the always-ask classifier reads: what the
-// agent wrote, never the service's own words. That is its title, summary,
-// what approving and denying mean, and the explanation's words; for a
-// tool_call, also the whole call (server, tool and arguments), so a delete_*
-// tool keeps asking whatever its ask's title says. A request's approve_means
-// is the service's (fileRequest writes it: "nothing executes" would read as a
-// run), so a request gives its target instead.
-func AskText(a *Approval) string {
-	parts := []string{a.Title, a.Summary}
-	switch {
-	case a.IsRequest():
-		if p := a.Request(); p != nil {
-			parts = append(parts, p.TargetType, p.TargetID)
-		}
-	default:
-		parts = append(parts, a.ApproveMeans, a.DenyMeans)
-	}
-	if a.Kind == KindToolCall {
-		parts = append(parts, a.Payload)
-	}
-	if a.Context != nil {
-		var c struct {
-			Explanation struct {
-				What, Why, Approve, Deny string
-				Effect                   struct {
-					Kind, Ships, Summary string
-					Touches              []string
-				}
-				Risk struct{ Level, Text string }
-			} `json:"explanation"`
-		}
-		if json.Unmarshal([]byte(*a.Context), &c) == nil {
-			e := c.Explanation
-			parts = append(parts, e.What, e.Why, e.Approve, e.Deny, e.Effect.Ships, e.Effect.Summary, e.Risk.Text)
-			parts = append(parts, e.Effect.Touches...)
-			if e.Effect.Kind == "production" {
-				parts = append(parts, "[effect: production]")
-			}
-			if e.Risk.Level == "high" {
-				parts = append(parts, "[risk: high]")
-			}
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
-// alwaysAsk are the categories that keep asking a person even while a policy
-// is on, each with the words that put an ask in it. The match is on whole
-// words (with common endings), in any case; when in doubt, it asks.
-var alwaysAsk = []struct {
-	category string
-	words    *regexp.Regexp
-}{
-	{"a merge", words(`merg(e|es|ed|ing)`, `squash`, `rebase`, `cherry-pick`)},
-	{"a roll or release", words(`roll(s|ed|ing|out|outs|back|backs)?`, `release[sd]?`, `releasing`, `deploy(s|ed|ing|ment|ments)?`, `ship(s|ped|ping)?`, `publish(es|ed|ing)?`, `promot(e|es|ed|ing|ion)`, `launch(es|ed|ing)?`, `go[- ]live`, `\[effect: production\]`, `production`, `prod`)},
-	{"a run", words(`run(s|ning)?`, `execut(e|es|ed|ing|ion)`, `exec`, `script(s)?`, `shell`, `sudo`, `command(s)?`, `cron`, `migrat(e|es|ed|ing|ion|ions)`)},
-	{"security", words(`secur(e|ity)`, `vulnerab(le|ility|ilities)`, `cve(-[0-9-]+)?`, `exploit(s)?`, `secret(s)?`, `credential(s)?`, `password(s)?`, `passkey(s)?`, `token(s)?`, `api[- ]?key(s)?`, `private[- ]key(s)?`, `certificate(s)?`, `tls`, `ssh`, `firewall`, `encrypt(ion)?`, `2fa`, `mfa`, `auth(n|z|entication|orization)?`, `\[risk: high\]`)},
-	{"finance", words(`financ(e|es|ial)`, `payment(s)?`, `pay(s|ing|out|outs|roll)?`, `invoice(s|d)?`, `refund(s|ed|ing)?`, `billing`, `bill(s|ed)?`, `charg(e|es|ed|ing)`, `wire`, `transfer(s|red)?`, `bank(ing)?`, `budget(s)?`, `price(s|d)?`, `pricing`, `purchase(s|d)?`, `subscription(s)?`, `tax(es)?`, `salary`, `salaries`, `\$[0-9][0-9,.]*`, `usd`, `eur`)},
-	{"legal", words(`legal`, `contract(s)?`, `licen[cs]e(s|d)?`, `compliance`, `gdpr`, `hipaa`, `lawsuit`, `lawyer(s)?`, `counsel`, `terms of service`, `privacy policy`, `nda(s)?`, `regulat(ory|ion|ions)`, `subpoena`)},
-	{"a delete", words(`delet(e|es|ed|ing|ion)`, `remov(e|es|ed|al|ing)`, `drop(s|ped|ping)?`, `destroy(s|ed|ing)?`, `purg(e|es|ed|ing)`, `wip(e|es|ed|ing)`, `truncat(e|es|ed|ing)`, `eras(e|es|ed|ing|ure)`, `rm`, `teardown`, `tear down`, `decommission(ed|ing)?`, `overwrit(e|es|ing|ten)`, `force[- ]push`)},
-	{"classified material", words(`classified`, `confidential`, `restricted`, `internal only`, `top secret`, `embargo(ed)?`, `pii`, `personal data`, `customer data`)},
-	{"a permission or policy change", words(`permission(s)?`, `access`, `role(s)?`, `grant(s|ed|ing)?`, `revok(e|es|ed|ing)`, `privilege(s|d)?`, `admin(s|istrator)?`, `owner(s|ship)?`, `polic(y|ies)`, `acl(s)?`, `iam`, `sharing`, `invite(s|d)?`, `member(s|ship)?`, `auto[- ]approv(e|al)`)},
-}
-
-func words(alternatives ...string) *regexp.Regexp {
-	return regexp.MustCompile(`(?i)(^|[^\pL\pN])(` + strings.Join(alternatives, "|") + `)($|[^\pL\pN])`)
-}
-
-// AlwaysAsks returns the always-ask category an ask's text falls in, or ""
-// when a policy may approve it.
-func AlwaysAsks(text string) string {
-	for _, c := range alwaysAsk {
-		if c.words.MatchString(text) {
-			return c.category
-		}
-	}
-	return ""
 }

@@ -8,15 +8,18 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/policy"
 )
 
 func TestThePolicyListPagesAndFiltersByState(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		env := apptest.Start(t, db, nil)
 		s, ctx := env.Store, context.Background()
-		ada := env.Member(env.Account.ID, "ada", models.RoleOwner)
-		if err := apptest.SeedDeviceKey(ctx, s, ada.ID, models.DeviceKey{ID: "ada-key", Name: "phone", Credential: "{}", PublicKey: "AQ"}); err != nil {
+		ada := env.Member(env.Account.ID, "ada", core.RoleOwner)
+		if err := apptest.SeedDeviceKey(ctx, s, ada.ID, people.DeviceKey{ID: "ada-key", Name: "phone", Credential: "{}", PublicKey: "AQ"}); err != nil {
 			t.Fatal(err)
 		}
 		now := s.Now().Truncate(time.Second)
@@ -28,15 +31,15 @@ func TestThePolicyListPagesAndFiltersByState(t *testing.T) {
 			revokedAt *time.Time
 			key       string
 		}{
-			{models.PolicyExpired, now.Add(-time.Minute), nil, "ada-key"},
-			{models.PolicyRevoked, now.Add(time.Hour), &revoked, "ada-key"},
-			{models.PolicyInactive, now.Add(time.Hour), nil, "gone-key"},
-			{models.PolicyRevoked, now.Add(2 * time.Hour), &revoked, "ada-key"},
-			{models.PolicyActive, now.Add(3 * time.Hour), nil, "ada-key"},
+			{policy.PolicyExpired, now.Add(-time.Minute), nil, "ada-key"},
+			{policy.PolicyRevoked, now.Add(time.Hour), &revoked, "ada-key"},
+			{policy.PolicyInactive, now.Add(time.Hour), nil, "gone-key"},
+			{policy.PolicyRevoked, now.Add(2 * time.Hour), &revoked, "ada-key"},
+			{policy.PolicyActive, now.Add(3 * time.Hour), nil, "ada-key"},
 		}
 		var ids []string
 		for i, r := range rows {
-			p := models.Policy{
+			p := policy.Policy{
 				ID: fmt.Sprintf("pol_%02d", i), AccountID: env.Account.ID, ApprovalID: fmt.Sprintf("appr_%02d", i), Scope: `{"ask_kinds":[],"max_priority":0,"requesters":[]}`,
 				Requester: "agent:bot", SignerID: ada.ID, SignerSubject: "ada", CredentialID: r.key,
 				SignedAt: now.Add(time.Duration(i-10) * time.Hour), ExpiresAt: r.expires, RevokedAt: r.revokedAt,
@@ -49,8 +52,8 @@ func TestThePolicyListPagesAndFiltersByState(t *testing.T) {
 		}
 		// Two asks the active policy left to a person, one another policy did.
 		for i, actor := range []string{"pol_04", "pol_04", "pol_01"} {
-			if err := s.DB().Table("events").Create(&models.TimelineEvent{AccountID: env.Account.ID, ApprovalID: fmt.Sprintf("appr_x%d", i),
-				At: now, ActorKind: models.ActorPolicy, Actor: actor, Step: models.StepPolicySkipped}).Error; err != nil {
+			if err := s.DB().Table("events").Create(&asks.TimelineEvent{AccountID: env.Account.ID, ApprovalID: fmt.Sprintf("appr_x%d", i),
+				At: now, ActorKind: asks.ActorPolicy, Actor: actor, Step: policy.StepPolicySkipped}).Error; err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -59,7 +62,7 @@ func TestThePolicyListPagesAndFiltersByState(t *testing.T) {
 			var got []string
 			token := ""
 			for page := 0; ; page++ {
-				list, next, err := s.PolicyList(ctx, env.Account.ID, models.PolicyFilter{PageSize: 2, PageToken: token})
+				list, next, err := s.PolicyList(ctx, env.Account.ID, policy.PolicyFilter{PageSize: 2, PageToken: token})
 				if err != nil {
 					t.Fatalf("page %d: %v", page, err)
 				}
@@ -79,7 +82,7 @@ func TestThePolicyListPagesAndFiltersByState(t *testing.T) {
 			}
 		})
 		t.Run("each policy has its state and the asks it left to a person", func(t *testing.T) {
-			list, _, err := s.PolicyList(ctx, env.Account.ID, models.PolicyFilter{})
+			list, _, err := s.PolicyList(ctx, env.Account.ID, policy.PolicyFilter{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,10 +100,10 @@ func TestThePolicyListPagesAndFiltersByState(t *testing.T) {
 		})
 		t.Run("the state filter keeps only that state", func(t *testing.T) {
 			for state, want := range map[string][]string{
-				models.PolicyActive: {"pol_04"}, models.PolicyRevoked: {"pol_03", "pol_01"},
-				models.PolicyExpired: {"pol_00"}, models.PolicyInactive: {"pol_02"},
+				policy.PolicyActive: {"pol_04"}, policy.PolicyRevoked: {"pol_03", "pol_01"},
+				policy.PolicyExpired: {"pol_00"}, policy.PolicyInactive: {"pol_02"},
 			} {
-				list, next, err := s.PolicyList(ctx, env.Account.ID, models.PolicyFilter{State: state})
+				list, next, err := s.PolicyList(ctx, env.Account.ID, policy.PolicyFilter{State: state})
 				var got []string
 				for _, p := range list {
 					got = append(got, p.ID)
@@ -112,15 +115,15 @@ func TestThePolicyListPagesAndFiltersByState(t *testing.T) {
 		})
 		t.Run("a bad filter, page size or token is refused", func(t *testing.T) {
 			for _, f := range []struct {
-				filter models.PolicyFilter
+				filter policy.PolicyFilter
 				field  string
 			}{
-				{models.PolicyFilter{State: "on"}, "state"},
-				{models.PolicyFilter{PageSize: models.MaxPageSize + 1}, "page_size"},
-				{models.PolicyFilter{PageToken: "not-a-token"}, "page_token"},
+				{policy.PolicyFilter{State: "on"}, "state"},
+				{policy.PolicyFilter{PageSize: core.MaxPageSize + 1}, "page_size"},
+				{policy.PolicyFilter{PageToken: "not-a-token"}, "page_token"},
 			} {
 				_, _, err := s.PolicyList(ctx, env.Account.ID, f.filter)
-				if models.CodeOf(err) != models.InvalidArgument || models.FieldOf(err) != f.field {
+				if core.CodeOf(err) != core.InvalidArgument || core.FieldOf(err) != f.field {
 					t.Errorf("%+v: %v, want INVALID_ARGUMENT on %s", f.filter, err, f.field)
 				}
 			}
@@ -130,7 +133,7 @@ func TestThePolicyListPagesAndFiltersByState(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			list, _, err := s.PolicyList(ctx, other.ID, models.PolicyFilter{})
+			list, _, err := s.PolicyList(ctx, other.ID, policy.PolicyFilter{})
 			if err != nil || len(list) != 0 {
 				t.Errorf("another account lists %d policies (%v)", len(list), err)
 			}

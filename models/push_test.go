@@ -11,6 +11,9 @@ import (
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/outbox"
+	"github.com/countersign/countersign/models/people"
 	"gorm.io/gorm"
 )
 
@@ -20,13 +23,13 @@ func TestTheOutboxKnowsWhenItsNextPushIsDueAndDropsAReplacedBrowsersPushes(t *te
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		s, acct := openStore(t, db)
-		ada, _ := s.AddMember(ctx, acct.ID, "ada", "Ada", models.RoleOwner)
-		bob, _ := s.AddMember(ctx, acct.ID, "bob", "Bob", models.RoleMember)
+		ada, _ := s.AddMember(ctx, acct.ID, "ada", "Ada", core.RoleOwner)
+		bob, _ := s.AddMember(ctx, acct.ID, "bob", "Bob", core.RoleMember)
 
 		if next, err := s.NextPushDue(ctx); err != nil || !next.IsZero() {
 			t.Fatalf("an empty outbox: next due %v (%v), want none", next, err)
 		}
-		sub := models.PushSubscription{Endpoint: "https://fcm.googleapis.com/fcm/send/one", P256dh: "key", Auth: "auth"}
+		sub := outbox.PushSubscription{Endpoint: "https://fcm.googleapis.com/fcm/send/one", P256dh: "key", Auth: "auth"}
 		if _, err := s.SavePushSubscription(ctx, ada.ID, sub); err != nil {
 			t.Fatal(err)
 		}
@@ -64,13 +67,13 @@ func TestAWriteWakesTheSenderWhenItQueuedPushes(t *testing.T) {
 		ctx := context.Background()
 		s, acct := openStore(t, db)
 		var wakes atomic.Int32
-		s.Changes().Subscribe(func(c models.Change) {
-			if c.Kind == models.PushesQueued {
+		s.Changes().Subscribe(func(c core.Change) {
+			if c.Kind == core.PushesQueued {
 				wakes.Add(1)
 			}
 		})
-		ada, _ := s.AddMember(ctx, acct.ID, "ada", "Ada", models.RoleOwner)
-		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
+		ada, _ := s.AddMember(ctx, acct.ID, "ada", "Ada", core.RoleOwner)
+		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +81,7 @@ func TestAWriteWakesTheSenderWhenItQueuedPushes(t *testing.T) {
 		if n := wakes.Load(); n != 0 {
 			t.Fatalf("an ask nobody gets a push for woke the sender %d times, want 0", n)
 		}
-		if _, err := s.SavePushSubscription(ctx, ada.ID, models.PushSubscription{Endpoint: "https://fcm.googleapis.com/fcm/send/ada", P256dh: "key", Auth: "auth"}); err != nil {
+		if _, err := s.SavePushSubscription(ctx, ada.ID, outbox.PushSubscription{Endpoint: "https://fcm.googleapis.com/fcm/send/ada", P256dh: "key", Auth: "auth"}); err != nil {
 			t.Fatal(err)
 		}
 		fileAsk(t, s, agent, 2)
@@ -115,18 +118,18 @@ func TestTwoInstancesClaimEachPushOnce(t *testing.T) {
 			stores = append(stores, s)
 		}
 		s := stores[0]
-		acct, err := s.AccountByName(ctx, models.DefaultAccountName)
+		acct, err := s.AccountByName(ctx, people.DefaultAccountName)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ada, _ := s.AddMember(ctx, acct.ID, "ada", "Ada", models.RoleOwner)
+		ada, _ := s.AddMember(ctx, acct.ID, "ada", "Ada", core.RoleOwner)
 		for d := range 5 {
 			endpoint := fmt.Sprintf("https://fcm.googleapis.com/fcm/send/ada-%d", d)
-			if _, err := s.SavePushSubscription(ctx, ada.ID, models.PushSubscription{Endpoint: endpoint, P256dh: "key", Auth: "auth"}); err != nil {
+			if _, err := s.SavePushSubscription(ctx, ada.ID, outbox.PushSubscription{Endpoint: endpoint, P256dh: "key", Auth: "auth"}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
+		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +183,7 @@ func TestTheStatementsOfAnAskDoNotGrowWithItsRecipients(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		s, acct := openStore(t, db)
-		s.SetPushCap(models.PushCap{N: 100, Window: time.Hour})
+		s.SetPushCap(outbox.PushCap{N: 100, Window: time.Hour})
 		var (
 			counting   atomic.Bool
 			statements atomic.Int32
@@ -208,13 +211,13 @@ func TestTheStatementsOfAnAskDoNotGrowWithItsRecipients(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		device := func(p *models.Member, name string) {
-			sub := models.PushSubscription{Endpoint: "https://fcm.googleapis.com/fcm/send/" + name, P256dh: "key", Auth: "auth"}
+		device := func(p *people.Member, name string) {
+			sub := outbox.PushSubscription{Endpoint: "https://fcm.googleapis.com/fcm/send/" + name, P256dh: "key", Auth: "auth"}
 			if _, err := s.SavePushSubscription(ctx, p.ID, sub); err != nil {
 				t.Fatal(err)
 			}
 		}
-		member := func(subject string, role models.Role, devices int) *models.Member {
+		member := func(subject string, role core.Role, devices int) *people.Member {
 			p, err := s.AddMember(ctx, acct.ID, subject, subject, role)
 			if err != nil {
 				t.Fatal(err)
@@ -236,16 +239,16 @@ func TestTheStatementsOfAnAskDoNotGrowWithItsRecipients(t *testing.T) {
 			return statements.Load(), pushes
 		}
 
-		ada := member("ada", models.RoleOwner, 1)
+		ada := member("ada", core.RoleOwner, 1)
 		one, pushes := fileCounted(1)
 		if pushes != 1 {
 			t.Fatalf("an ask of one person with one device queued %d pushes, want 1", pushes)
 		}
 		device(ada, "ada-1")
-		member("bea", models.RoleAdmin, 2)
-		member("cy", models.RoleAdmin, 2)
-		member("dee", models.RoleOwner, 2)
-		member("bob", models.RoleMember, 2)
+		member("bea", core.RoleAdmin, 2)
+		member("cy", core.RoleAdmin, 2)
+		member("dee", core.RoleOwner, 2)
+		member("bob", core.RoleMember, 2)
 		many, pushes := fileCounted(2)
 		if pushes != 8 {
 			t.Errorf("an ask of four people with two devices each queued %d pushes, want 8", pushes)

@@ -10,10 +10,14 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/work"
 )
 
 // board makes the columns todo, doing and done and one item in doing.
-func board(t *testing.T, s *models.Store, accountID string) *models.WorkItem {
+func board(t *testing.T, s *models.Store, accountID string) *work.WorkItem {
 	t.Helper()
 	ctx := context.Background()
 	for _, c := range [][2]string{{"todo", "To do"}, {"doing", "Doing"}, {"done", "Done"}} {
@@ -21,7 +25,7 @@ func board(t *testing.T, s *models.Store, accountID string) *models.WorkItem {
 			t.Fatal(err)
 		}
 	}
-	it, err := s.AddItem(ctx, accountID, "doing", "Fix login", "", models.ActorPerson, "alice")
+	it, err := s.AddItem(ctx, accountID, "doing", "Fix login", "", asks.ActorPerson, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +64,11 @@ func TestAnApprovedWorkMoveMovesTheItemAndTheHeartbeatCarriesItOnce(t *testing.T
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		s, acct := openStore(t, db)
-		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
+		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
 		if err != nil {
 			t.Fatal(err)
 		}
-		owner, err := s.AddMember(ctx, acct.ID, "alice", "Alice", models.RoleOwner)
+		owner, err := s.AddMember(ctx, acct.ID, "alice", "Alice", core.RoleOwner)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,24 +81,24 @@ func TestAnApprovedWorkMoveMovesTheItemAndTheHeartbeatCarriesItOnce(t *testing.T
 		if err != nil || repeat {
 			t.Fatalf("file: %v repeat=%t", err, repeat)
 		}
-		if r.Method != "work_move" || a.Status != models.StatusPending || a.AgentLabel != "fixing login" {
+		if r.Method != "work_move" || a.Status != asks.StatusPending || a.AgentLabel != "fixing login" {
 			t.Fatalf("filed %+v %+v", a, r)
 		}
 		beat, err := s.Heartbeat(ctx, agent, ss.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if beat.State != models.SessionWaiting || len(beat.WaitingOn) != 1 || beat.WaitingOn[0] != a.ID || len(beat.Instructions) != 0 {
+		if beat.State != work.SessionWaiting || len(beat.WaitingOn) != 1 || beat.WaitingOn[0] != a.ID || len(beat.Instructions) != 0 {
 			t.Fatalf("beat while pending = %+v", beat)
 		}
 		if got := columnOf(t, s, acct.ID, it.ID); got != "doing" {
 			t.Fatalf("the item moved before the approval: %s", got)
 		}
-		a, err = s.Decide(ctx, acct.ID, a.ID, owner, models.Decision{Verdict: models.VerdictApprove})
+		a, err = s.Decide(ctx, acct.ID, a.ID, owner, asks.Decision{Verdict: asks.VerdictApprove})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.Status != models.StatusDone {
+		if a.Status != asks.StatusDone {
 			t.Fatalf("status after approve = %s, want done", a.Status)
 		}
 		if got := columnOf(t, s, acct.ID, it.ID); got != "done" {
@@ -104,14 +108,14 @@ func TestAnApprovedWorkMoveMovesTheItemAndTheHeartbeatCarriesItOnce(t *testing.T
 		if err != nil {
 			t.Fatal(err)
 		}
-		if last := hist[len(hist)-1]; last.Action != models.WorkMoved || last.ApprovalID != a.ID || last.FromColumn != "doing" || last.ToColumn != "done" || last.Actor != "alice" {
+		if last := hist[len(hist)-1]; last.Action != work.WorkMoved || last.ApprovalID != a.ID || last.FromColumn != "doing" || last.ToColumn != "done" || last.Actor != "alice" {
 			t.Errorf("history's last line = %+v", last)
 		}
 		beat, err = s.Heartbeat(ctx, agent, ss.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if beat.State != models.SessionActive || len(beat.Instructions) != 1 {
+		if beat.State != work.SessionActive || len(beat.Instructions) != 1 {
 			t.Fatalf("beat after approval = %+v", beat)
 		}
 		in := beat.Instructions[0]
@@ -132,20 +136,20 @@ func TestAWorkMoveThatCannotRunFailsAndLeavesTheBoard(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		s, acct := openStore(t, db)
-		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
-		owner, _ := s.AddMember(ctx, acct.ID, "alice", "Alice", models.RoleOwner)
+		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
+		owner, _ := s.AddMember(ctx, acct.ID, "alice", "Alice", core.RoleOwner)
 		it := board(t, s, acct.ID)
 		a, _, _, err := s.FileRequest(ctx, agent, moveArgs("k1", it.ID, "done", ""), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.MoveItem(ctx, acct.ID, it.ID, "todo", models.ActorPerson, "alice"); err != nil {
+		if err := s.MoveItem(ctx, acct.ID, it.ID, "todo", asks.ActorPerson, "alice"); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.RemoveItem(ctx, acct.ID, it.ID, models.ActorPerson, "alice"); err != nil {
+		if err := s.RemoveItem(ctx, acct.ID, it.ID, asks.ActorPerson, "alice"); err != nil {
 			t.Fatal(err)
 		}
-		a, err = s.Decide(ctx, acct.ID, a.ID, owner, models.Decision{Verdict: models.VerdictApprove})
+		a, err = s.Decide(ctx, acct.ID, a.ID, owner, asks.Decision{Verdict: asks.VerdictApprove})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,8 +157,8 @@ func TestAWorkMoveThatCannotRunFailsAndLeavesTheBoard(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := models.OutcomeOf(a, r)
-		if a.Status != models.StatusFailed || a.Decision != "approve" || o.Command.Executed || o.Command.Reason == "" {
+		o := work.OutcomeOf(a, r)
+		if a.Status != asks.StatusFailed || a.Decision != "approve" || o.Command.Executed || o.Command.Reason == "" {
 			t.Errorf("after approving a move of a removed item: status %s decision %s command %+v", a.Status, a.Decision, o.Command)
 		}
 	})
@@ -164,13 +168,13 @@ func TestIdempotencyKeys(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		s, acct := openStore(t, db)
-		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
-		other, _, _ := s.CreateAgent(ctx, acct.ID, "other", models.AllScopes)
+		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
+		other, _, _ := s.CreateAgent(ctx, acct.ID, "other", people.AllScopes)
 		it := board(t, s, acct.ID)
 
 		t.Run("a refused call reserves no key", func(t *testing.T) {
 			_, _, _, err := s.FileRequest(ctx, agent, moveArgs("k0", it.ID, "nowhere", ""), nil)
-			if models.CodeOf(err) != models.NotFound || models.FieldOf(err) != "proposal.command.input.columnKey" {
+			if core.CodeOf(err) != core.NotFound || core.FieldOf(err) != "proposal.command.input.columnKey" {
 				t.Fatalf("err = %v", err)
 			}
 			if _, _, repeat, err := s.FileRequest(ctx, agent, moveArgs("k0", it.ID, "done", ""), nil); err != nil || repeat {
@@ -207,7 +211,7 @@ func TestIdempotencyKeys(t *testing.T) {
 		})
 		t.Run("the same key with other arguments is refused", func(t *testing.T) {
 			_, _, _, err := s.FileRequest(ctx, agent, moveArgs("k-race", it.ID, "done", ""), nil)
-			if models.CodeOf(err) != models.FailedPrecondition || models.FieldOf(err) != "idempotencyKey" {
+			if core.CodeOf(err) != core.FailedPrecondition || core.FieldOf(err) != "idempotencyKey" {
 				t.Fatalf("err = %v", err)
 			}
 		})
@@ -224,28 +228,28 @@ func TestSessions(t *testing.T) {
 		ctx := context.Background()
 		s, acct := openStore(t, db)
 		s.SetAgentSessionIdle(time.Minute)
-		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
-		other, _, _ := s.CreateAgent(ctx, acct.ID, "other", models.AllScopes)
+		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
+		other, _, _ := s.CreateAgent(ctx, acct.ID, "other", people.AllScopes)
 		ss, err := s.StartSession(ctx, agent, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Heartbeat(ctx, other, ss.ID); models.CodeOf(err) != models.NotFound || models.FieldOf(err) != "sessionId" {
+		if _, err := s.Heartbeat(ctx, other, ss.ID); core.CodeOf(err) != core.NotFound || core.FieldOf(err) != "sessionId" {
 			t.Errorf("another agent's heartbeat: %v", err)
 		}
 		if _, err := s.EndSession(ctx, agent, ss.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Heartbeat(ctx, agent, ss.ID); models.CodeOf(err) != models.FailedPrecondition {
+		if _, err := s.Heartbeat(ctx, agent, ss.ID); core.CodeOf(err) != core.FailedPrecondition {
 			t.Errorf("heartbeat of an ended session: %v", err)
 		}
 		idle, _ := s.StartSession(ctx, agent, "")
 		now := time.Now()
 		s.SetClock(func() time.Time { return now.Add(61 * time.Second) })
-		if _, err := s.Heartbeat(ctx, agent, idle.ID); models.CodeOf(err) != models.FailedPrecondition {
+		if _, err := s.Heartbeat(ctx, agent, idle.ID); core.CodeOf(err) != core.FailedPrecondition {
 			t.Errorf("heartbeat of an idle session: %v", err)
 		}
-		if _, _, _, err := s.FileRequest(ctx, agent, json.RawMessage(fmt.Sprintf(`{"kind":"life_change","title":"t","proposal":{"mode":"advisory"},"idempotencyKey":"x","sessionId":%q}`, idle.ID)), nil); models.CodeOf(err) != models.FailedPrecondition || models.FieldOf(err) != "sessionId" {
+		if _, _, _, err := s.FileRequest(ctx, agent, json.RawMessage(fmt.Sprintf(`{"kind":"life_change","title":"t","proposal":{"mode":"advisory"},"idempotencyKey":"x","sessionId":%q}`, idle.ID)), nil); core.CodeOf(err) != core.FailedPrecondition || core.FieldOf(err) != "sessionId" {
 			t.Errorf("request in an idle session: %v", err)
 		}
 	})
@@ -255,15 +259,15 @@ func TestTwoHeartbeatsAtOnceDeliverAnInstructionOnce(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		s, acct := openStore(t, db)
-		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
-		owner, _ := s.AddMember(ctx, acct.ID, "alice", "Alice", models.RoleOwner)
+		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
+		owner, _ := s.AddMember(ctx, acct.ID, "alice", "Alice", core.RoleOwner)
 		ss, _ := s.StartSession(ctx, agent, "")
 		for trial := range 10 {
 			a, _, _, err := s.FileRequest(ctx, agent, json.RawMessage(fmt.Sprintf(`{"kind":"memory_change","title":"Forget X","proposal":{"mode":"advisory"},"idempotencyKey":"k%d","sessionId":%q}`, trial, ss.ID)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.Decide(ctx, acct.ID, a.ID, owner, models.Decision{Verdict: models.VerdictDeny}); err != nil {
+			if _, err := s.Decide(ctx, acct.ID, a.ID, owner, asks.Decision{Verdict: asks.VerdictDeny}); err != nil {
 				t.Fatal(err)
 			}
 			var wg sync.WaitGroup
@@ -272,7 +276,7 @@ func TestTwoHeartbeatsAtOnceDeliverAnInstructionOnce(t *testing.T) {
 				wg.Go(func() {
 					for {
 						beat, err := s.Heartbeat(ctx, agent, ss.ID)
-						if models.CodeOf(err) == models.FailedPrecondition {
+						if core.CodeOf(err) == core.FailedPrecondition {
 							continue // the other one delivered meanwhile: heartbeat again
 						}
 						if err != nil {
@@ -296,8 +300,8 @@ func TestApproveVersusExpiryNeverMovesAfterTheDeadline(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		s, acct := openStore(t, db)
-		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
-		owner, _ := s.AddMember(ctx, acct.ID, "alice", "Alice", models.RoleOwner)
+		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
+		owner, _ := s.AddMember(ctx, acct.ID, "alice", "Alice", core.RoleOwner)
 		board(t, s, acct.ID)
 		var clock sync.Mutex
 		base := time.Now()
@@ -309,7 +313,7 @@ func TestApproveVersusExpiryNeverMovesAfterTheDeadline(t *testing.T) {
 		})
 		moved, expired := 0, 0
 		for trial := range 50 {
-			it, err := s.AddItem(ctx, acct.ID, "doing", fmt.Sprintf("Item %d", trial), "", models.ActorPerson, "alice")
+			it, err := s.AddItem(ctx, acct.ID, "doing", fmt.Sprintf("Item %d", trial), "", asks.ActorPerson, "alice")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -327,10 +331,10 @@ func TestApproveVersusExpiryNeverMovesAfterTheDeadline(t *testing.T) {
 			offset += a.ExpiresAt.Sub(base.Add(offset).Add(time.Since(base))) - time.Duration(trial%4)*500*time.Microsecond
 			clock.Unlock()
 			var wg sync.WaitGroup
-			var decided *models.Approval
+			var decided *asks.Approval
 			var decideErr error
 			wg.Go(func() {
-				decided, decideErr = s.Decide(ctx, acct.ID, a.ID, owner, models.Decision{Verdict: models.VerdictApprove})
+				decided, decideErr = s.Decide(ctx, acct.ID, a.ID, owner, asks.Decision{Verdict: asks.VerdictApprove})
 			})
 			wg.Go(func() { _, _ = s.ExpireDue(ctx) })
 			wg.Wait()
@@ -340,14 +344,14 @@ func TestApproveVersusExpiryNeverMovesAfterTheDeadline(t *testing.T) {
 			}
 			col := columnOf(t, s, acct.ID, it.ID)
 			switch final.Status {
-			case models.StatusDone:
+			case asks.StatusDone:
 				moved++
 				if decideErr != nil || col != "done" || final.DecidedAt == nil || !final.DecidedAt.Before(final.ExpiresAt) {
 					t.Fatalf("trial %d: done, but err %v column %s decided %v deadline %v", trial, decideErr, col, final.DecidedAt, final.ExpiresAt)
 				}
-			case models.StatusExpired:
+			case asks.StatusExpired:
 				expired++
-				if decideErr == nil || col != "doing" || decided != nil && decided.Status == models.StatusDone {
+				if decideErr == nil || col != "doing" || decided != nil && decided.Status == asks.StatusDone {
 					t.Fatalf("trial %d: expired, but the approve said %v and the item is in %s", trial, decideErr, col)
 				}
 			default:
@@ -362,8 +366,8 @@ func TestVerdictsOfARequestsQuestion(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		s, acct := openStore(t, db)
-		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
-		owner, _ := s.AddMember(ctx, acct.ID, "alice", "Alice", models.RoleOwner)
+		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
+		owner, _ := s.AddMember(ctx, acct.ID, "alice", "Alice", core.RoleOwner)
 		choices, _, _, err := s.FileRequest(ctx, agent, json.RawMessage(`{"kind":"agent_request","title":"Which branch?","proposal":{"mode":"advisory"},"question":{"choices":["main","next"]},"idempotencyKey":"q1"}`), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -374,35 +378,35 @@ func TestVerdictsOfARequestsQuestion(t *testing.T) {
 		}
 		for _, tc := range []struct {
 			name    string
-			a       *models.Approval
-			verdict models.Verdict
+			a       *asks.Approval
+			verdict asks.Verdict
 			text    string
 			field   string
 		}{
-			{"approve is no answer to a question", choices, models.VerdictApprove, "", "decision"},
+			{"approve is no answer to a question", choices, asks.VerdictApprove, "", "decision"},
 			{"a choice past the last", choices, "choice:2", "", "decision"},
 			{"a choice with a leading zero", choices, "choice:01", "", "decision"},
-			{"a free-text answer to a question with choices", choices, models.VerdictAnswer, "x", "decision"},
+			{"a free-text answer to a question with choices", choices, asks.VerdictAnswer, "x", "decision"},
 			{"a choice on a free-text question", free, "choice:0", "", "decision"},
-			{"an empty answer", free, models.VerdictAnswer, "  ", "answer"},
-			{"an answer whose hash is another text's", free, models.AnswerVerdict("other"), "text", "answer"},
+			{"an empty answer", free, asks.VerdictAnswer, "  ", "answer"},
+			{"an answer whose hash is another text's", free, asks.AnswerVerdict("other"), "text", "answer"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				_, err := models.ParseVerdict(tc.a, tc.verdict, tc.text)
-				if models.CodeOf(err) != models.InvalidArgument || models.FieldOf(err) != tc.field {
+				_, err := asks.ParseVerdict(tc.a, tc.verdict, tc.text)
+				if core.CodeOf(err) != core.InvalidArgument || core.FieldOf(err) != tc.field {
 					t.Errorf("err = %v, want INVALID_ARGUMENT on %s", err, tc.field)
 				}
 			})
 		}
-		a, err := s.Decide(ctx, acct.ID, choices.ID, owner, models.Decision{Verdict: "choice:1"})
+		a, err := s.Decide(ctx, acct.ID, choices.ID, owner, asks.Decision{Verdict: "choice:1"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := models.OutcomeOf(a, nil)
-		if a.Status != models.StatusApproved || a.Decision != "choice:1" || o.Answer == nil || !o.Answer.Chosen || o.Answer.Index != 1 || o.Answer.Choice != "next" {
+		o := work.OutcomeOf(a, nil)
+		if a.Status != asks.StatusApproved || a.Decision != "choice:1" || o.Answer == nil || !o.Answer.Chosen || o.Answer.Index != 1 || o.Answer.Choice != "next" {
 			t.Errorf("after choice:1: %s %s %+v", a.Status, a.Decision, o.Answer)
 		}
-		d, err := models.ParseVerdict(free, models.VerdictAnswer, "call it Atlas")
+		d, err := asks.ParseVerdict(free, asks.VerdictAnswer, "call it Atlas")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,8 +414,8 @@ func TestVerdictsOfARequestsQuestion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o = models.OutcomeOf(a, nil)
-		if a.Status != models.StatusApproved || a.Decision != string(models.AnswerVerdict("call it Atlas")) || o.Answer == nil || o.Answer.Text != "call it Atlas" {
+		o = work.OutcomeOf(a, nil)
+		if a.Status != asks.StatusApproved || a.Decision != string(asks.AnswerVerdict("call it Atlas")) || o.Answer == nil || o.Answer.Text != "call it Atlas" {
 			t.Errorf("after the answer: %s %s %+v", a.Status, a.Decision, o.Answer)
 		}
 	})

@@ -8,6 +8,10 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/rules"
 	"gorm.io/gorm"
 )
 
@@ -28,9 +32,9 @@ const (
 
 // RuleChange is what a rule_change ask proposes: its payload's one member.
 type RuleChange struct {
-	Action string    `json:"action"` // set or remove
-	RuleID string    `json:"rule_id"`
-	Rule   *RuleSpec `json:"rule,omitempty"` // for set
+	Action string          `json:"action"` // set or remove
+	RuleID string          `json:"rule_id"`
+	Rule   *rules.RuleSpec `json:"rule,omitempty"` // for set
 }
 
 type ruleChangePayload struct {
@@ -49,36 +53,36 @@ const ServiceAgentName = "countersign-rules"
 // one of the people, and the quorum the rules give to rule_change asks
 // decides it. The proposal is checked now (a bad rule is refused before it
 // is filed) and again when it is applied.
-func (s *Store) ProposeRuleChange(ctx context.Context, m *Member, rc RuleChange) (*Approval, error) {
-	if m.Role != RoleOwner && m.Role != RoleAdmin {
-		return nil, Refuse(PermissionDenied, "", "only an owner or admin proposes a rule change")
+func (s *Store) ProposeRuleChange(ctx context.Context, m *people.Member, rc RuleChange) (*asks.Approval, error) {
+	if m.Role != core.RoleOwner && m.Role != core.RoleAdmin {
+		return nil, core.Refuse(core.PermissionDenied, "", "only an owner or admin proposes a rule change")
 	}
 	var title string
 	switch rc.Action {
 	case RuleChangeSet:
 		if rc.Rule == nil {
-			return nil, Invalid("rule", "a set needs the rule")
+			return nil, core.Invalid("rule", "a set needs the rule")
 		}
-		if err := CheckRule(rc.RuleID, rc.Rule); err != nil {
+		if err := rules.CheckRule(rc.RuleID, rc.Rule); err != nil {
 			return nil, err
 		}
 		title = "Set rule " + rc.RuleID + ": " + rc.Rule.Summary()
 	case RuleChangeRemove:
 		if rc.Rule != nil {
-			return nil, Invalid("rule", "a remove names the rule by id only")
+			return nil, core.Invalid("rule", "a remove names the rule by id only")
 		}
 		if _, err := s.RuleByID(ctx, m.AccountID, rc.RuleID); err != nil {
 			return nil, err
 		}
 		title = "Remove rule " + rc.RuleID
 	default:
-		return nil, Invalid("action", "must be set or remove, not %q", rc.Action)
+		return nil, core.Invalid("action", "must be set or remove, not %q", rc.Action)
 	}
 	agent, err := s.serviceAgent(ctx, m.AccountID)
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.serviceAsk(agent, m.AccountID, m.Subject, KindRuleChange, title, ruleChangePayload{RuleChange: rc},
+	a, err := s.serviceAsk(agent, m.AccountID, m.Subject, asks.KindRuleChange, title, ruleChangePayload{RuleChange: rc},
 		m.Subject+" proposes this change to the account's approval rules.",
 		"The rule changes as shown once the people the rules ask for rule changes have signed.",
 		"The rules stay as they are.")
@@ -93,34 +97,34 @@ func (s *Store) ProposeRuleChange(ctx context.Context, m *Member, rc RuleChange)
 
 // serviceAsk is an ask the service's agent files for the member proposer:
 // a change proposed in the browser, whose payload is payload's JSON.
-func (s *Store) serviceAsk(agent *Agent, accountID, proposer, kind, title string, payload any, summary, approveMeans, denyMeans string) (*Approval, error) {
-	if n := runeCount(title); n > 200 {
+func (s *Store) serviceAsk(agent *people.Agent, accountID, proposer, kind, title string, payload any, summary, approveMeans, denyMeans string) (*asks.Approval, error) {
+	if n := core.RuneCount(title); n > 200 {
 		title = string([]rune(title)[:199]) + "…"
 	}
 	raw, err := json.Marshal(payload)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", kind, err)
 	}
-	canonical, sum, err := CanonicalHash(raw)
+	canonical, sum, err := asks.CanonicalHash(raw)
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
-	return &Approval{
-		ID: newID("appr"), AccountID: accountID, Kind: kind, Title: title, Summary: summary, ApproveMeans: approveMeans, DenyMeans: denyMeans,
+	now := s.Now()
+	return &asks.Approval{
+		ID: core.NewID("appr"), AccountID: accountID, Kind: kind, Title: title, Summary: summary, ApproveMeans: approveMeans, DenyMeans: denyMeans,
 		Payload: string(canonical), PayloadSHA256: sum, AgentLabel: proposer,
 		RequesterID: agent.ID, RequesterSubject: agent.Subject,
-		Status: StatusPending, Version: 1, ExpiresAt: now.Add(s.askTTL), CreatedAt: now, UpdatedAt: now,
+		Status: asks.StatusPending, Version: 1, ExpiresAt: now.Add(s.askTTL), CreatedAt: now, UpdatedAt: now,
 	}, nil
 }
 
 // serviceAgent finds or makes the account's service agent (Agent.Service).
 // It takes ServiceAgentName, or the first free name after it when an agent
 // made before such names were reserved holds it.
-func (s *Store) serviceAgent(ctx context.Context, accountID string) (*Agent, error) {
-	var a Agent
+func (s *Store) serviceAgent(ctx context.Context, accountID string) (*people.Agent, error) {
+	var a people.Agent
 	find := func() error {
-		return s.db.WithContext(ctx).Table("agents").Where("account_id = ? AND service", accountID).Take(&a).Error
+		return s.DB().WithContext(ctx).Table("agents").Where("account_id = ? AND service", accountID).Take(&a).Error
 	}
 	err := find()
 	if err == nil {
@@ -129,9 +133,9 @@ func (s *Store) serviceAgent(ctx context.Context, accountID string) (*Agent, err
 	if !errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, fmt.Errorf("find the service's agent: %w", err)
 	}
-	id := newID("agt")
-	a = Agent{ID: id, AccountID: accountID, TokenHash: "service:" + id, Scopes: ScopeApprovalsRead, Service: true, CreatedAt: s.now()}
-	err = s.write(ctx, func(tx *gorm.DB) error {
+	id := core.NewID("agt")
+	a = people.Agent{ID: id, AccountID: accountID, TokenHash: "service:" + id, Scopes: people.ScopeApprovalsRead, Service: true, CreatedAt: s.Now()}
+	err = s.Write(ctx, func(tx *gorm.DB) error {
 		var taken []string
 		if err := tx.Table("agents").Where("account_id = ? AND (name = ? OR name LIKE ?)", accountID, ServiceAgentName, ServiceAgentName+"-%").
 			Pluck("name", &taken).Error; err != nil {
@@ -155,7 +159,7 @@ func (s *Store) serviceAgent(ctx context.Context, accountID string) (*Agent, err
 
 // applyRuleChange applies, inside the transaction that approves it, the rule
 // change a rule_change ask proposed; by names the approvers.
-func (s *Store) applyRuleChange(tx *gorm.DB, a *Approval, by string) error {
+func (s *Store) applyRuleChange(tx *gorm.DB, a *asks.Approval, by string) error {
 	var p ruleChangePayload
 	if err := json.Unmarshal([]byte(a.Payload), &p); err != nil {
 		return fmt.Errorf("rule change payload: %w", err)
@@ -167,10 +171,10 @@ func (s *Store) applyRuleChange(tx *gorm.DB, a *Approval, by string) error {
 		if rc.Rule == nil {
 			return errors.New("rule change: set without a rule")
 		}
-		_, err := s.setRule(tx, a.AccountID, rc.RuleID, *rc.Rule, by)
+		_, err := s.SetRuleTx(tx, a.AccountID, rc.RuleID, *rc.Rule, by)
 		return err
 	case RuleChangeRemove:
-		return s.removeRule(tx, a.AccountID, rc.RuleID, by)
+		return s.RemoveRuleTx(tx, a.AccountID, rc.RuleID, by)
 	}
 	return fmt.Errorf("rule change: unknown action %q", rc.Action)
 }

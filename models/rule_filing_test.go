@@ -8,6 +8,10 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/rules"
 )
 
 // An ask is filed with the requirement of the rule that covers it, and
@@ -20,23 +24,23 @@ func TestAnAskCarriesTheRequirementOfTheRuleThatCoversItAndNoOther(t *testing.T)
 		s, acct := openStore(t, db)
 		for _, m := range []struct {
 			subject string
-			role    models.Role
-		}{{"ada", models.RoleOwner}, {"bob", models.RoleAdmin}} {
+			role    core.Role
+		}{{"ada", core.RoleOwner}, {"bob", core.RoleAdmin}} {
 			if _, err := s.AddMember(ctx, acct.ID, m.subject, m.subject, m.role); err != nil {
 				t.Fatal(err)
 			}
 		}
-		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
+		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
 		if err != nil {
 			t.Fatal(err)
 		}
-		admins := models.Pool{Kind: models.PoolRole, Role: models.PoolAdmins}
+		admins := rules.Pool{Kind: rules.PoolRole, Role: rules.PoolAdmins}
 		n := 0
-		file := func(kind string) *models.Approval {
+		file := func(kind string) *asks.Approval {
 			t.Helper()
 			n++
 			payload := fmt.Sprintf(`{"pull_request":{"repo":"acme/web","number":%d,"head":"%040x","title":"Fix"}}`, n, n)
-			if kind == models.KindRoll {
+			if kind == asks.KindRoll {
 				payload = fmt.Sprintf(`{"roll":{"deployments":["web"],"main_commit":"%07x","running_commit":"1234567","prs":[{"number":%d,"title":"a"}],"behind":1}}`, n, n)
 			}
 			a, err := s.CreateApproval(ctx, models.NewAsk{
@@ -54,26 +58,26 @@ func TestAnAskCarriesTheRequirementOfTheRuleThatCoversItAndNoOther(t *testing.T)
 			kind   string
 			rule   string // the rule whose requirement the ask must carry; "" for none
 		}{
-			{"an account without rules of its own files a pull request with none", nil, models.KindPullRequest, ""},
-			{"a built-in covers a roll", nil, models.KindRoll, models.RuleRoll},
+			{"an account without rules of its own files a pull request with none", nil, asks.KindPullRequest, ""},
+			{"a built-in covers a roll", nil, asks.KindRoll, rules.RuleRoll},
 			{"a rule of the account's own for reviews does not cover a pull request", func() error {
-				_, err := s.SetRule(ctx, acct.ID, "two-for-reviews", models.RuleSpec{Kinds: []string{models.KindReview}, Count: 2, Pool: admins}, "cli:test")
+				_, err := s.SetRule(ctx, acct.ID, "two-for-reviews", rules.RuleSpec{Kinds: []string{asks.KindReview}, Count: 2, Pool: admins}, "cli:test")
 				return err
-			}, models.KindPullRequest, ""},
+			}, asks.KindPullRequest, ""},
 			{"a rule of the account's own for pull requests covers one", func() error {
-				_, err := s.SetRule(ctx, acct.ID, "two-for-merges", models.RuleSpec{Kinds: []string{models.KindPullRequest}, Count: 2, Pool: admins}, "cli:test")
+				_, err := s.SetRule(ctx, acct.ID, "two-for-merges", rules.RuleSpec{Kinds: []string{asks.KindPullRequest}, Count: 2, Pool: admins}, "cli:test")
 				return err
-			}, models.KindPullRequest, "two-for-merges"},
+			}, asks.KindPullRequest, "two-for-merges"},
 			{"once removed it covers none", func() error {
 				return s.RemoveRule(ctx, acct.ID, "two-for-merges", "cli:test")
-			}, models.KindPullRequest, ""},
+			}, asks.KindPullRequest, ""},
 			{"a removed built-in covers no roll", func() error {
 				if err := s.RemoveRule(ctx, acct.ID, "two-for-reviews", "cli:test"); err != nil {
 					return err
 				}
-				return s.RemoveRule(ctx, acct.ID, models.RuleRoll, "cli:test")
-			}, models.KindRoll, ""},
-			{"nor, with no rule of the account's own in force, a pull request", nil, models.KindPullRequest, ""},
+				return s.RemoveRule(ctx, acct.ID, rules.RuleRoll, "cli:test")
+			}, asks.KindRoll, ""},
+			{"nor, with no rule of the account's own in force, a pull request", nil, asks.KindPullRequest, ""},
 		}
 		for _, step := range steps {
 			t.Run(step.name, func(t *testing.T) {
@@ -87,7 +91,7 @@ func TestAnAskCarriesTheRequirementOfTheRuleThatCoversItAndNoOther(t *testing.T)
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, a := range []*models.Approval{filed, stored} {
+				for _, a := range []*asks.Approval{filed, stored} {
 					got := ""
 					if req := a.RequirementOf(); req != nil {
 						got = req.RuleID
@@ -98,7 +102,7 @@ func TestAnAskCarriesTheRequirementOfTheRuleThatCoversItAndNoOther(t *testing.T)
 					if got != step.rule {
 						t.Errorf("the %s ask carries the requirement of rule %q, want %q", step.kind, got, step.rule)
 					}
-					if a.Status != models.StatusPending {
+					if a.Status != asks.StatusPending {
 						t.Errorf("the ask is %s, want pending", a.Status)
 					}
 				}

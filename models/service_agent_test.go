@@ -6,6 +6,8 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // Migration 28 marks the rules agents made before it as the service's (the
@@ -21,14 +23,14 @@ func TestMigration28MarksTheRulesAgentsMadeBeforeItAndNoSquatter(t *testing.T) {
 		}
 		// The database as it was before 28, with a rules agent in one account
 		// and, in the other, a person's client that took the name first.
-		genuine, token, err := s.CreateAgent(ctx, acct.ID, "rules-before", []string{models.ScopeApprovalsRead})
+		genuine, token, err := s.CreateAgent(ctx, acct.ID, "rules-before", []string{people.ScopeApprovalsRead})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.AddMember(ctx, other.ID, "bob", "bob", models.RoleMember); err != nil {
+		if _, err := s.AddMember(ctx, other.ID, "bob", "bob", core.RoleMember); err != nil {
 			t.Fatal(err)
 		}
-		squatter, _, err := s.CreateAgentFor(ctx, other.ID, "bobs-client", models.AllScopes, "bob")
+		squatter, _, err := s.CreateAgentFor(ctx, other.ID, "bobs-client", people.AllScopes, "bob")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,10 +46,10 @@ func TestMigration28MarksTheRulesAgentsMadeBeforeItAndNoSquatter(t *testing.T) {
 				t.Fatalf("%s: %v", stmt, err)
 			}
 		}
-		if err := models.Migrate(ctx, gdb, s.Dialect(), apptest.Logger()); err != nil {
+		if err := core.Migrate(ctx, gdb, s.Dialect(), apptest.Logger()); err != nil {
 			t.Fatal(err)
 		}
-		var got []models.Agent
+		var got []people.Agent
 		if err := gdb.Table("agents").Where("id IN ?", []string{genuine.ID, squatter.ID}).Find(&got).Error; err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +58,7 @@ func TestMigration28MarksTheRulesAgentsMadeBeforeItAndNoSquatter(t *testing.T) {
 				t.Errorf("agent %s (for %v) service = %t, want %t", a.ID, a.ForPersonID, a.Service, want)
 			}
 		}
-		if _, err := s.AgentByToken(ctx, token); models.CodeOf(err) != models.NotFound {
+		if _, err := s.AgentByToken(ctx, token); core.CodeOf(err) != core.NotFound {
 			t.Errorf("the marked agent's old token still finds it: %v", err)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 )
 
 // BenchmarkSessionHeartbeat measures session_heartbeat's store call with
@@ -32,8 +33,8 @@ func BenchmarkSessionHeartbeat(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			acct, _ := s.AccountByName(ctx, models.DefaultAccountName)
-			agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
+			acct, _ := s.AccountByName(ctx, people.DefaultAccountName)
+			agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -7,6 +7,9 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // A rename carries what still names the person and is to come (an open ask
@@ -15,19 +18,19 @@ func TestARenameCarriesTheOpenAsksAndKeepsTheHistory(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
 		s, acct := openStore(t, db)
-		bob, err := s.AddMember(ctx, acct.ID, "bob", "Bob", models.RoleMember)
+		bob, err := s.AddMember(ctx, acct.ID, "bob", "Bob", core.RoleMember)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.AddMember(ctx, acct.ID, "Bob", "Bob", models.RoleMember); models.CodeOf(err) != models.FailedPrecondition || models.FieldOf(err) != "subject" {
+		if _, err := s.AddMember(ctx, acct.ID, "Bob", "Bob", core.RoleMember); core.CodeOf(err) != core.FailedPrecondition || core.FieldOf(err) != "subject" {
 			t.Fatalf("AddMember Bob while bob exists: %v, want FAILED_PRECONDITION on subject", err)
 		}
-		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", []string{models.ScopeMCPWrite, models.ScopeApprovalsWrite})
+		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", []string{people.ScopeMCPWrite, people.ScopeApprovalsWrite})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ask := func(n string) *models.Approval {
-			a, err := s.CreateApproval(ctx, models.NewAsk{Requester: agent, Kind: models.KindReview, Title: "Read draft " + n,
+		ask := func(n string) *asks.Approval {
+			a, err := s.CreateApproval(ctx, models.NewAsk{Requester: agent, Kind: asks.KindReview, Title: "Read draft " + n,
 				ApproveMeans: "I mark it read", DenyMeans: "It waits", AskedOf: "bob",
 				Payload: json.RawMessage(`{"review":{"url":"https://docs.example.com/` + n + `"}}`)})
 			if err != nil {
@@ -36,7 +39,7 @@ func TestARenameCarriesTheOpenAsksAndKeepsTheHistory(t *testing.T) {
 			return a
 		}
 		decided, open := ask("1"), ask("2")
-		if _, err := s.Decide(ctx, acct.ID, decided.ID, bob, models.Decision{Verdict: models.VerdictApprove}); err != nil {
+		if _, err := s.Decide(ctx, acct.ID, decided.ID, bob, asks.Decision{Verdict: asks.VerdictApprove}); err != nil {
 			t.Fatalf("bob decides: %v", err)
 		}
 		p, err := s.RenamePerson(ctx, "bob", "robert", "cli")
@@ -59,7 +62,7 @@ func TestARenameCarriesTheOpenAsksAndKeepsTheHistory(t *testing.T) {
 	})
 }
 
-func mustApproval(t *testing.T, s *models.Store, accountID, id string) *models.Approval {
+func mustApproval(t *testing.T, s *models.Store, accountID, id string) *asks.Approval {
 	t.Helper()
 	a, err := s.GetApproval(context.Background(), accountID, id)
 	if err != nil {

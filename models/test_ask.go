@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"gorm.io/gorm"
 )
 
@@ -24,17 +27,17 @@ var testAskOptions = []string{"Yes, it reached me", "Something looked wrong"}
 
 // SendTestAsk files a test ask of the person m from the service's agent, or returns the one already open for them: a second tap files no
 // second ask.
-func (s *Store) SendTestAsk(ctx context.Context, m *Member) (*Approval, error) {
+func (s *Store) SendTestAsk(ctx context.Context, m *people.Member) (*asks.Approval, error) {
 	agent, err := s.serviceAgent(ctx, m.AccountID)
 	if err != nil {
 		return nil, err
 	}
 	if agent.Disabled {
-		return nil, Refuse(FailedPrecondition, "", "the service's agent %s is disabled (%s): it files no test asks until an admin enables it again", agent.Name, agent.DisabledReason)
+		return nil, core.Refuse(core.FailedPrecondition, "", "the service's agent %s is disabled (%s): it files no test asks until an admin enables it again", agent.Name, agent.DisabledReason)
 	}
-	var open Approval
-	err = s.db.WithContext(ctx).Table("approvals").
-		Where("account_id = ? AND requester_id = ? AND asked_of = ? AND "+openAsks+" AND expires_at > ?", m.AccountID, agent.ID, m.Subject, s.now()).
+	var open asks.Approval
+	err = s.DB().WithContext(ctx).Table("approvals").
+		Where("account_id = ? AND requester_id = ? AND asked_of = ? AND "+asks.OpenAsks+" AND expires_at > ?", m.AccountID, agent.ID, m.Subject, s.Now()).
 		Order("seq DESC").Take(&open).Error
 	if err == nil {
 		return &open, nil
@@ -51,7 +54,7 @@ func (s *Store) SendTestAsk(ctx context.Context, m *Member) (*Approval, error) {
 		return nil, fmt.Errorf("test ask context: %w", err)
 	}
 	return s.CreateApproval(ctx, NewAsk{
-		Requester: agent, Kind: KindDecision, Title: TestAskTitle,
+		Requester: agent, Kind: asks.KindDecision, Title: TestAskTitle,
 		Summary:      "You sent yourself this ask to try Countersign: answer it with your passkey, then download the proof of your answer.",
 		ApproveMeans: "Your signed answer is recorded; nothing else happens.",
 		DenyMeans:    "Your signed denial is recorded; nothing else happens.",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // openInstances opens n stores on one fresh database, as n instances of
@@ -28,7 +29,7 @@ func openInstances(t *testing.T, db apptest.Database, n int) []*models.Store {
 
 // turnLocks counts the sessions holding turn's advisory lock (a bigint key
 // shows in pg_locks as its high and low 32 bits).
-func turnLocks(t *testing.T, s *models.Store, turn models.Turn) int64 {
+func turnLocks(t *testing.T, s *models.Store, turn core.Turn) int64 {
 	t.Helper()
 	var n int64
 	if err := s.DB().Raw(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = ? AND objid = ? AND objsubid = 1`,
@@ -55,7 +56,7 @@ func TestOnSQLiteTheTurnIsAlwaysThisInstances(t *testing.T) {
 	ctx := context.Background()
 	runs := 0
 	for range 3 {
-		ran, err := s.TakeTurn(ctx, models.SweepTurn, func(context.Context) error { runs++; return nil })
+		ran, err := s.TakeTurn(ctx, core.SweepTurn, func(context.Context) error { runs++; return nil })
 		if !ran || err != nil {
 			t.Fatalf("TakeTurn = %v, %v; want true, nil", ran, err)
 		}
@@ -64,7 +65,7 @@ func TestOnSQLiteTheTurnIsAlwaysThisInstances(t *testing.T) {
 		t.Errorf("the function ran %d times, want 3", runs)
 	}
 	boom := errors.New("boom")
-	if ran, err := s.TakeTurn(ctx, models.SweepTurn, func(context.Context) error { return boom }); !ran || !errors.Is(err, boom) {
+	if ran, err := s.TakeTurn(ctx, core.SweepTurn, func(context.Context) error { return boom }); !ran || !errors.Is(err, boom) {
 		t.Errorf("TakeTurn of a failing function = %v, %v; want true, boom", ran, err)
 	}
 }
@@ -86,7 +87,7 @@ func TestTwoInstancesTakeTurns(t *testing.T) {
 			inside, leave := make(chan struct{}), make(chan struct{})
 			done := make(chan error, 1)
 			go func() {
-				ran, err := a.TakeTurn(ctx, models.SweepTurn, func(context.Context) error {
+				ran, err := a.TakeTurn(ctx, core.SweepTurn, func(context.Context) error {
 					close(inside)
 					<-leave
 					return nil
@@ -97,11 +98,11 @@ func TestTwoInstancesTakeTurns(t *testing.T) {
 				done <- err
 			}()
 			<-inside
-			if n := turnLocks(t, b, models.SweepTurn); n != 1 {
+			if n := turnLocks(t, b, core.SweepTurn); n != 1 {
 				t.Errorf("%d sessions hold the turn while one instance is at it, want 1", n)
 			}
 			for range 3 {
-				if ran, err := b.TakeTurn(ctx, models.SweepTurn, func(context.Context) error { return errors.New("ran beside the other") }); ran || err != nil {
+				if ran, err := b.TakeTurn(ctx, core.SweepTurn, func(context.Context) error { return errors.New("ran beside the other") }); ran || err != nil {
 					t.Fatalf("the second instance's TakeTurn = %v, %v; want false, nil", ran, err)
 				}
 			}
@@ -109,17 +110,17 @@ func TestTwoInstancesTakeTurns(t *testing.T) {
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			if ran, err := b.TakeTurn(ctx, models.SweepTurn, func(context.Context) error { return nil }); !ran || err != nil {
+			if ran, err := b.TakeTurn(ctx, core.SweepTurn, func(context.Context) error { return nil }); !ran || err != nil {
 				t.Fatalf("the second instance's TakeTurn after the first gave it back = %v, %v; want true, nil", ran, err)
 			}
 		})
 
 		t.Run("a turn that fails, panics or is cancelled is given back", func(t *testing.T) {
 			boom := errors.New("boom")
-			if ran, err := a.TakeTurn(ctx, models.SweepTurn, func(context.Context) error { return boom }); !ran || !errors.Is(err, boom) {
+			if ran, err := a.TakeTurn(ctx, core.SweepTurn, func(context.Context) error { return boom }); !ran || !errors.Is(err, boom) {
 				t.Fatalf("TakeTurn of a failing function = %v, %v; want true, boom", ran, err)
 			}
-			if ran, err := b.TakeTurn(ctx, models.SweepTurn, func(context.Context) error { return nil }); !ran || err != nil {
+			if ran, err := b.TakeTurn(ctx, core.SweepTurn, func(context.Context) error { return nil }); !ran || err != nil {
 				t.Fatalf("after a failed turn the other instance's TakeTurn = %v, %v; want true, nil", ran, err)
 			}
 
@@ -129,20 +130,20 @@ func TestTwoInstancesTakeTurns(t *testing.T) {
 						t.Error("the panic did not come through TakeTurn")
 					}
 				}()
-				_, _ = a.TakeTurn(ctx, models.SweepTurn, func(context.Context) error { panic("boom") })
+				_, _ = a.TakeTurn(ctx, core.SweepTurn, func(context.Context) error { panic("boom") })
 			}()
-			if ran, err := b.TakeTurn(ctx, models.SweepTurn, func(context.Context) error { return nil }); !ran || err != nil {
+			if ran, err := b.TakeTurn(ctx, core.SweepTurn, func(context.Context) error { return nil }); !ran || err != nil {
 				t.Fatalf("after a panicking turn the other instance's TakeTurn = %v, %v; want true, nil", ran, err)
 			}
 
 			cut, cancel := context.WithCancel(ctx)
-			if ran, err := a.TakeTurn(cut, models.SweepTurn, func(ctx context.Context) error { cancel(); return ctx.Err() }); !ran || !errors.Is(err, context.Canceled) {
+			if ran, err := a.TakeTurn(cut, core.SweepTurn, func(ctx context.Context) error { cancel(); return ctx.Err() }); !ran || !errors.Is(err, context.Canceled) {
 				t.Fatalf("TakeTurn cancelled inside = %v, %v; want true, context.Canceled", ran, err)
 			}
-			if ran, err := b.TakeTurn(ctx, models.SweepTurn, func(context.Context) error { return nil }); !ran || err != nil {
+			if ran, err := b.TakeTurn(ctx, core.SweepTurn, func(context.Context) error { return nil }); !ran || err != nil {
 				t.Fatalf("after a cancelled turn the other instance's TakeTurn = %v, %v; want true, nil", ran, err)
 			}
-			if n := turnLocks(t, a, models.SweepTurn); n != 0 {
+			if n := turnLocks(t, a, core.SweepTurn); n != 0 {
 				t.Errorf("%d sessions still hold the turn, want 0", n)
 			}
 			for i, s := range stores {
@@ -168,7 +169,7 @@ func TestTwoInstancesTakeTurns(t *testing.T) {
 						if turns[0].Load() >= want && turns[1].Load() >= want {
 							return
 						}
-						ran, err := s.TakeTurn(ctx, models.SweepTurn, func(ctx context.Context) error {
+						ran, err := s.TakeTurn(ctx, core.SweepTurn, func(ctx context.Context) error {
 							n := inside.Add(1)
 							defer inside.Add(-1)
 							for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {

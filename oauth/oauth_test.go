@@ -26,7 +26,11 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/audit"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/grants"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/oauth"
 )
 
@@ -47,7 +51,7 @@ func newRig(t *testing.T) *rig {
 func newRigOn(t *testing.T, db apptest.Database) *rig {
 	t.Helper()
 	env := apptest.StartWeb(t, db, nil)
-	return &rig{t: t, env: env, ada: env.Join(env.Account.ID, models.RoleOwner, "ada"), mcpURL: env.URL + "/mcp"}
+	return &rig{t: t, env: env, ada: env.Join(env.Account.ID, core.RoleOwner, "ada"), mcpURL: env.URL + "/mcp"}
 }
 
 // postForm posts a form to an OAuth endpoint as a client does (no cookies)
@@ -209,7 +213,7 @@ func TestTheMetadataNamesCountersignAsTheAuthorizationServer(t *testing.T) {
 		"the code grant and refresh":          slices.Equal(asm.GrantTypesSupported, []string{"authorization_code", "refresh_token"}),
 		"clients are public":                  slices.Equal(asm.TokenEndpointAuthMethodsSupported, []string{"none"}),
 		"iss is sent with the code":           asm.AuthorizationResponseIssParameterSupported,
-		"the scopes are the agent scopes":     slices.Equal(asm.ScopesSupported, models.AllScopes),
+		"the scopes are the agent scopes":     slices.Equal(asm.ScopesSupported, people.AllScopes),
 		"the authorization endpoint is ours":  asm.AuthorizationEndpoint == env.URL+oauth.AuthorizePath,
 		"the token endpoint is ours":          asm.TokenEndpoint == env.URL+oauth.TokenPath,
 		"only the code response type is used": slices.Equal(asm.ResponseTypesSupported, []string{"code"}),
@@ -231,7 +235,7 @@ func TestADynamicallyRegisteredClientConnectsScopedRefreshesAndIsRevoked(t *test
 	}, "mcp:read", "approvals:read")
 
 	t.Run("the token is short-lived, hashed, and holds only the scopes ada kept", func(t *testing.T) {
-		if !strings.HasPrefix(tok.AccessToken, models.OAuthAccessPrefix) || !strings.HasPrefix(tok.RefreshToken, models.OAuthRefreshPrefix) {
+		if !strings.HasPrefix(tok.AccessToken, grants.OAuthAccessPrefix) || !strings.HasPrefix(tok.RefreshToken, grants.OAuthRefreshPrefix) {
 			t.Fatalf("tokens %q / %q lack their prefixes", tok.AccessToken, tok.RefreshToken)
 		}
 		if left := time.Until(tok.Expiry); left > time.Hour || left < 55*time.Minute {
@@ -242,7 +246,7 @@ func TestADynamicallyRegisteredClientConnectsScopedRefreshesAndIsRevoked(t *test
 		}
 		var clear, hashed int64
 		r.env.Store.DB().Table("oauth_tokens").Where("token_hash = ?", tok.AccessToken).Count(&clear)
-		r.env.Store.DB().Table("oauth_tokens").Where("token_hash = ?", models.HashToken(tok.AccessToken)).Count(&hashed)
+		r.env.Store.DB().Table("oauth_tokens").Where("token_hash = ?", core.HashToken(tok.AccessToken)).Count(&hashed)
 		if clear != 0 || hashed != 1 {
 			t.Errorf("the access token is kept %d times in the clear and %d times hashed, want only its hash", clear, hashed)
 		}
@@ -377,7 +381,7 @@ func TestEachBadRequestIsRefused(t *testing.T) {
 	})
 	t.Run("a token issued for another resource", func(t *testing.T) {
 		a, _ := r.env.Agent(r.env.Account.ID, "elsewhere")
-		tok, err := r.env.Store.IssueOAuthTokens(context.Background(), models.OAuthGrant{FamilyID: "f", AgentID: a.ID, ClientID: client,
+		tok, err := r.env.Store.IssueOAuthTokens(context.Background(), grants.OAuthGrant{FamilyID: "f", AgentID: a.ID, ClientID: client,
 			Resource: "https://elsewhere.example/mcp", Scopes: "mcp:read"}, time.Hour, time.Hour)
 		if err != nil {
 			t.Fatal(err)
@@ -579,7 +583,7 @@ func TestAClientWithAMetadataDocumentConnectsAndItsDocumentIsCached(t *testing.T
 	if res, err := apptest.CallTool(context.Background(), session, "approvals_list", map[string]any{}); err != nil || res.IsError {
 		t.Errorf("approvals_list: %+v %v", res, err)
 	}
-	if scope, _ := tok.Extra("scope").(string); !slices.Equal(slices.Sorted(slices.Values(strings.Fields(scope))), slices.Sorted(slices.Values(models.AllScopes))) {
+	if scope, _ := tok.Extra("scope").(string); !slices.Equal(slices.Sorted(slices.Values(strings.Fields(scope))), slices.Sorted(slices.Values(people.AllScopes))) {
 		t.Errorf("scope = %q, want every scope", scope)
 	}
 	t.Run("the consent page names the client and its host, verified", func(t *testing.T) {
@@ -697,7 +701,7 @@ func testDisablingOrDisconnecting(t *testing.T, db apptest.Database) {
 	t.Run("another person cannot disconnect ada's client", func(t *testing.T) {
 		var agentID string
 		r.env.Store.DB().Table("oauth_connections").Select("agent_id").Limit(1).Scan(&agentID)
-		bob := r.env.Join(r.env.Account.ID, models.RoleMember, "bob")
+		bob := r.env.Join(r.env.Account.ID, core.RoleMember, "bob")
 		res := bob.PostForm("/devices/clients/"+agentID+"/disconnect", nil)
 		if res.Status != http.StatusNotFound {
 			t.Errorf("%s, want 404", res)
@@ -706,9 +710,9 @@ func testDisablingOrDisconnecting(t *testing.T, db apptest.Database) {
 }
 
 // agent reads an agent by id.
-func (r *rig) agent(id string) *models.Agent {
+func (r *rig) agent(id string) *people.Agent {
 	r.t.Helper()
-	var a models.Agent
+	var a people.Agent
 	if err := r.env.Store.DB().Table("agents").Where("id = ?", id).Take(&a).Error; err != nil {
 		r.t.Fatalf("agent %s: %v", id, err)
 	}
@@ -822,13 +826,13 @@ func TestConnectingAClientAgainKeepsItsAgentAndTheAuditLogRecordsEachStep(t *tes
 	if len(agents) != 2 || agents[1].Name != "Again-2" || agents[1].Disabled || !agents[0].Disabled {
 		t.Errorf("agents after a disconnect and a new connection = %+v, want Again disabled and a new Again-2", agents)
 	}
-	events, _, err := r.env.Store.Audit(ctx, r.env.Account.ID, models.AuditFilter{ActorKind: models.ActorPerson})
+	events, _, err := r.env.Store.Audit(ctx, r.env.Account.ID, audit.AuditFilter{ActorKind: asks.ActorPerson})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var steps []string
 	for _, e := range events {
-		if e.Step == models.StepClientConnected || e.Step == models.StepClientDisconnected {
+		if e.Step == grants.StepClientConnected || e.Step == grants.StepClientDisconnected {
 			steps = append(steps, e.Step+": "+e.Actor+": "+e.Note)
 		}
 	}
@@ -861,10 +865,10 @@ func testAGrantEnds(t *testing.T, db apptest.Database) {
 	for i, how := range []string{"Bob signs out everywhere", "an admin removes Bob", "an admin disables the agent"} {
 		t.Run(how, func(t *testing.T) {
 			subject := fmt.Sprintf("bob-%d", i)
-			bob := r.env.Join(r.env.Account.ID, models.RoleMember, subject)
+			bob := r.env.Join(r.env.Account.ID, core.RoleMember, subject)
 			client := r.register("Bob's client "+strconv.Itoa(i), redirect)
 			verifier := oauth2.GenerateVerifier()
-			loc := r.consentAs(bob, r.authorizeQuery(client, redirect, verifier), models.AllScopes...)
+			loc := r.consentAs(bob, r.authorizeQuery(client, redirect, verifier), people.AllScopes...)
 			status, tok := r.exchange(client, redirect, verifier, loc.Query().Get("code"))
 			if status != http.StatusOK {
 				t.Fatalf("exchange: %d %v", status, tok)
@@ -1211,7 +1215,7 @@ func TestDynamicRegistrationIsCappedAndForgetsWhatNobodyConnects(t *testing.T) {
 		r.code(second, redirect, oauth2.GenerateVerifier()) // ada connects it: it no longer waits
 		r.register("Waiting 3", redirect)
 		// A day on for the clients (not for ada's session).
-		r.env.Store.DB().Table("oauth_clients").Where("1 = 1").Update("created_at", time.Now().Add(-models.OAuthClientUnusedLife-time.Minute))
+		r.env.Store.DB().Table("oauth_clients").Where("1 = 1").Update("created_at", time.Now().Add(-grants.OAuthClientUnusedLife-time.Minute))
 		refusedOnPage(t, r.ada.Page(oauth.AuthorizePath+"?"+r.authorizeQuery(first, redirect, oauth2.GenerateVerifier()).Encode()), "no client is registered")
 		if _, err := r.env.Store.SweepExpired(context.Background()); err != nil {
 			t.Fatal(err)
@@ -1265,12 +1269,12 @@ func TestTheGoSDKConnectsFromTheOriginsMetadataWithOrWithoutASlash(t *testing.T)
 					ClientName: "Go SDK Host", RedirectURIs: []string{"http://127.0.0.1:9/callback"},
 					GrantTypes: []string{"authorization_code", "refresh_token"},
 				}},
-			}, models.AllScopes...)
+			}, people.AllScopes...)
 			if res, err := apptest.CallTool(context.Background(), session, "approvals_list", map[string]any{}); err != nil || res.IsError {
 				t.Errorf("approvals_list: %+v %v", res, err)
 			}
 			var audience string
-			r.env.Store.DB().Table("oauth_tokens").Where("token_hash = ?", models.HashToken(tok.AccessToken)).Select("resource").Scan(&audience)
+			r.env.Store.DB().Table("oauth_tokens").Where("token_hash = ?", core.HashToken(tok.AccessToken)).Select("resource").Scan(&audience)
 			if audience != r.mcpURL {
 				t.Errorf("the token is for %q, want the one resource %s", audience, r.mcpURL)
 			}
@@ -1297,7 +1301,7 @@ func TestTheTypeScriptSDKConnectsFromTheOriginsMetadataWithOrWithoutASlash(t *te
 			http.Error(w, "not the service's authorization URL", http.StatusBadRequest)
 			return
 		}
-		fmt.Fprint(w, r.consent(u.Query(), models.AllScopes...).String())
+		fmt.Fprint(w, r.consent(u.Query(), people.AllScopes...).String())
 	}))
 	t.Cleanup(consent.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -1327,7 +1331,7 @@ func TestTheTypeScriptSDKConnectsFromTheOriginsMetadataWithOrWithoutASlash(t *te
 	}
 	for _, endpoint := range []string{r.mcpURL, r.mcpURL + "/"} {
 		got, ok := out.Endpoints[endpoint]
-		if !ok || got.Resource != r.mcpURL || got.Tools == 0 || got.CallError || len(strings.Fields(got.Scope)) != len(models.AllScopes) {
+		if !ok || got.Resource != r.mcpURL || got.Tools == 0 || got.CallError || len(strings.Fields(got.Scope)) != len(people.AllScopes) {
 			t.Errorf("%s: %+v (%v), want a token for %s with every scope, tools listed and approvals_list answered", endpoint, got, ok, r.mcpURL)
 		}
 	}

@@ -9,13 +9,17 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/rules"
 	"github.com/countersign/countersign/oauth"
 )
 
 func TestNoClientOrAgentPassesForTheServicesRulesAgent(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	bob := r.env.Join(r.env.Account.ID, models.RoleMember, "bob")
+	bob := r.env.Join(r.env.Account.ID, core.RoleMember, "bob")
 	const redirect = "http://localhost:9/callback"
 
 	t.Run("registration refuses a name the service keeps", func(t *testing.T) {
@@ -42,7 +46,7 @@ func TestNoClientOrAgentPassesForTheServicesRulesAgent(t *testing.T) {
 		if res.Status != http.StatusBadRequest || !strings.Contains(string(res.Raw), "reserved for the service") {
 			t.Errorf("bob connects a client named %s: %s; want 400 saying the name is reserved", models.ServiceAgentName, res)
 		}
-		if _, err := r.env.Store.AgentByName(ctx, r.env.Account.ID, models.ServiceAgentName); models.CodeOf(err) != models.NotFound {
+		if _, err := r.env.Store.AgentByName(ctx, r.env.Account.ID, models.ServiceAgentName); core.CodeOf(err) != core.NotFound {
 			t.Errorf("an agent named %s was made: %v", models.ServiceAgentName, err)
 		}
 	})
@@ -55,7 +59,7 @@ func TestNoClientOrAgentPassesForTheServicesRulesAgent(t *testing.T) {
 
 	// A client bob connected under the name before it was reserved: his
 	// agent holds the name, with a token he knows.
-	squatter, token, err := r.env.Store.CreateAgentFor(ctx, r.env.Account.ID, "bobs-client", models.AllScopes, "bob")
+	squatter, token, err := r.env.Store.CreateAgentFor(ctx, r.env.Account.ID, "bobs-client", people.AllScopes, "bob")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,16 +67,16 @@ func TestNoClientOrAgentPassesForTheServicesRulesAgent(t *testing.T) {
 		Updates(map[string]any{"name": models.ServiceAgentName, "subject": "agent:" + models.ServiceAgentName}).Error; err != nil {
 		t.Fatal(err)
 	}
-	res := r.ada.PostForm("/admin/rules/"+models.RuleRoll+"/remove", url.Values{})
+	res := r.ada.PostForm("/admin/rules/"+rules.RuleRoll+"/remove", url.Values{})
 	id := strings.TrimPrefix(res.Header.Get("Location"), "/approvals/")
 	if res.Status != http.StatusSeeOther || !strings.HasPrefix(id, "appr_") {
-		t.Fatalf("ada proposes removing %s: %s", models.RuleRoll, res)
+		t.Fatalf("ada proposes removing %s: %s", rules.RuleRoll, res)
 	}
 	a, err := r.env.Store.GetApproval(ctx, r.env.Account.ID, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var requester models.Agent
+	var requester people.Agent
 	if err := r.env.Store.DB().Table("agents").Where("id = ?", a.RequesterID).Take(&requester).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +87,7 @@ func TestNoClientOrAgentPassesForTheServicesRulesAgent(t *testing.T) {
 	if !out.IsError || out.Code != "PERMISSION_DENIED" {
 		t.Errorf("bob's client withdraws the rule change: %s; want PERMISSION_DENIED", out)
 	}
-	if a, _ := r.env.Store.GetApproval(ctx, r.env.Account.ID, id); a.Status != models.StatusPending {
+	if a, _ := r.env.Store.GetApproval(ctx, r.env.Account.ID, id); a.Status != asks.StatusPending {
 		t.Errorf("the rule change is %s after bob's client tried to withdraw it, want pending", a.Status)
 	}
 }

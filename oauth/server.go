@@ -30,6 +30,9 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/grants"
+	"github.com/countersign/countersign/models/people"
 )
 
 // Lives of what the server issues.
@@ -84,7 +87,7 @@ func (s *Server) Metadata() *oauthex.AuthServerMeta {
 		TokenEndpoint:                              s.issuer + TokenPath,
 		RegistrationEndpoint:                       s.issuer + RegisterPath,
 		RevocationEndpoint:                         s.issuer + RevokePath,
-		ScopesSupported:                            models.AllScopes,
+		ScopesSupported:                            people.AllScopes,
 		ResponseTypesSupported:                     []string{"code"},
 		GrantTypesSupported:                        []string{"authorization_code", "refresh_token"},
 		TokenEndpointAuthMethodsSupported:          []string{"none"},
@@ -355,7 +358,7 @@ func (s *Server) ParseAuthorize(ctx context.Context, q url.Values) (*Request, *E
 		return r, e
 	}
 	if len(scopes) == 0 {
-		scopes = models.AllScopes
+		scopes = people.AllScopes
 	}
 	r.Scopes = scopes
 	return r, nil
@@ -373,8 +376,8 @@ func (s *Server) isResource(resource string) bool {
 func checkScopes(scope string) ([]string, *Error) {
 	var out []string
 	for _, sc := range strings.Fields(scope) {
-		if !slices.Contains(models.AllScopes, sc) {
-			return nil, oauthError(http.StatusBadRequest, "invalid_scope", "unknown scope %q: the scopes are %s", sc, strings.Join(models.AllScopes, " "))
+		if !slices.Contains(people.AllScopes, sc) {
+			return nil, oauthError(http.StatusBadRequest, "invalid_scope", "unknown scope %q: the scopes are %s", sc, strings.Join(people.AllScopes, " "))
 		}
 		if !slices.Contains(out, sc) {
 			out = append(out, sc)
@@ -387,15 +390,15 @@ func checkScopes(scope string) ([]string, *Error) {
 // subset of those asked for) and returns the redirect carrying the code.
 func (s *Server) Approve(ctx context.Context, r *Request, accountID, subject string, chosen []string) (string, error) {
 	var scopes []string
-	for _, sc := range models.AllScopes { // in the one order, only those asked for and kept
+	for _, sc := range people.AllScopes { // in the one order, only those asked for and kept
 		if slices.Contains(r.Scopes, sc) && slices.Contains(chosen, sc) {
 			scopes = append(scopes, sc)
 		}
 	}
-	if !models.OpensATool(scopes) {
-		return "", models.Invalid("grant", "%s", models.ToolScopeRule)
+	if !people.OpensATool(scopes) {
+		return "", core.Invalid("grant", "%s", people.ToolScopeRule)
 	}
-	_, code, err := s.store.ConnectOAuthClient(ctx, models.NewConnection{
+	_, code, err := s.store.ConnectOAuthClient(ctx, grants.NewConnection{
 		AccountID: accountID, Subject: subject, ClientID: r.Client.ID, ClientName: r.Client.Name,
 		RedirectHost: r.RedirectHost(), Verified: r.Client.Verified, Scopes: scopes,
 		RedirectURI: r.RedirectURI, CodeChallenge: r.CodeChallenge, Resource: r.Resource, CodeLife: CodeLife,
@@ -415,7 +418,7 @@ type TokenAnswer struct {
 	Scope        string `json:"scope"`
 }
 
-func answer(t *models.OAuthTokens) *TokenAnswer {
+func answer(t *grants.OAuthTokens) *TokenAnswer {
 	return &TokenAnswer{AccessToken: t.Access, TokenType: "Bearer", ExpiresIn: int(AccessLife.Seconds()), RefreshToken: t.Refresh, Scope: t.Scopes}
 }
 
@@ -438,7 +441,7 @@ func (s *Server) Token(ctx context.Context, form url.Values, clientID string) (*
 		if e != nil {
 			return nil, e
 		}
-		t, err := s.store.RefreshOAuthTokens(ctx, form.Get("refresh_token"), clientID, func(old *models.OAuthToken) error {
+		t, err := s.store.RefreshOAuthTokens(ctx, form.Get("refresh_token"), clientID, func(old *grants.OAuthToken) error {
 			for _, sc := range asked { // refused before the token is spent (RFC 6749 §6)
 				if !slices.Contains(strings.Fields(old.Scopes), sc) {
 					return oauthError(http.StatusBadRequest, "invalid_scope", "scope %q was not granted", sc)
@@ -461,7 +464,7 @@ func (s *Server) exchange(ctx context.Context, form url.Values, clientID string)
 	if !codeVerifier.MatchString(verifier) {
 		return nil, oauthError(http.StatusBadRequest, "invalid_request", "code_verifier must be 43 to 128 unreserved characters (PKCE)")
 	}
-	t, err := s.store.ExchangeOAuthCode(ctx, form.Get("code"), func(code *models.OAuthCode) error {
+	t, err := s.store.ExchangeOAuthCode(ctx, form.Get("code"), func(code *grants.OAuthCode) error {
 		switch { // refused before the code is spent: a wrong guess leaves it to the real client
 		case code.ClientID != clientID:
 			return oauthError(http.StatusBadRequest, "invalid_grant", "the code was issued to another client")
@@ -490,10 +493,10 @@ func grantError(err error) *Error {
 	switch {
 	case errors.As(err, &refused):
 		return refused
-	case errors.Is(err, models.ErrOAuthReuse):
+	case errors.Is(err, grants.ErrOAuthReuse):
 		return oauthError(http.StatusBadRequest, "invalid_grant", "this code or refresh token was used before: every token of the grant is revoked; authorize again")
-	case models.CodeOf(err) != "":
-		var r *models.Error
+	case core.CodeOf(err) != "":
+		var r *core.Error
 		errors.As(err, &r)
 		return oauthError(http.StatusBadRequest, "invalid_grant", "%s", r.Msg)
 	}
@@ -546,7 +549,7 @@ func (s *Server) Register(ctx context.Context, m *oauthex.ClientRegistrationMeta
 	if name == "" {
 		return nil, bad("client_name is required: the person is shown it")
 	}
-	if models.ReservedAgentName(models.OAuthAgentName(name)) {
+	if people.ReservedAgentName(grants.OAuthAgentName(name)) {
 		return nil, bad("client_name %q is reserved for the service's own agents (names starting with countersign): choose another", name)
 	}
 	kept := make([]string, len(m.RedirectURIs))
@@ -554,8 +557,8 @@ func (s *Server) Register(ctx context.Context, m *oauthex.ClientRegistrationMeta
 		kept[i] = withoutLoopbackPort(r)
 	}
 	c, err := s.store.RegisterOAuthClient(ctx, name, kept, s.MaxUnconnectedClients)
-	if models.CodeOf(err) == models.ResourceExhausted {
-		var r *models.Error
+	if core.CodeOf(err) == core.ResourceExhausted {
+		var r *core.Error
 		errors.As(err, &r)
 		return nil, oauthError(http.StatusTooManyRequests, "too_many_requests", "%s", r.Msg)
 	}

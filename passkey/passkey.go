@@ -16,7 +16,8 @@ import (
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -58,7 +59,7 @@ type User struct {
 	ID          string // the person id: the passkey's user handle
 	Subject     string
 	DisplayName string
-	Keys        []models.DeviceKey
+	Keys        []people.DeviceKey
 }
 
 // WebAuthnID is the user handle.
@@ -105,7 +106,7 @@ func (rp *RP) BeginRegistration(u *User) (Options, []byte, error) {
 
 // FinishRegistration checks the browser's credential.toJSON() and returns the
 // new device key, named name.
-func (rp *RP) FinishRegistration(u *User, sessionJSON, body []byte, name string) (*models.DeviceKey, error) {
+func (rp *RP) FinishRegistration(u *User, sessionJSON, body []byte, name string) (*people.DeviceKey, error) {
 	var session webauthn.SessionData
 	if err := json.Unmarshal(sessionJSON, &session); err != nil {
 		return nil, fmt.Errorf("registration session: %w", err)
@@ -119,13 +120,13 @@ func (rp *RP) FinishRegistration(u *User, sessionJSON, body []byte, name string)
 		return nil, refusal("the passkey was not accepted", err)
 	}
 	if !cred.Flags.UserVerified {
-		return nil, models.Refuse(models.PermissionDenied, "credential", "the passkey did not verify you (Face ID, Touch ID or a PIN is required)")
+		return nil, core.Refuse(core.PermissionDenied, "credential", "the passkey did not verify you (Face ID, Touch ID or a PIN is required)")
 	}
 	record, err := json.Marshal(cred)
 	if err != nil {
 		return nil, err
 	}
-	return &models.DeviceKey{
+	return &people.DeviceKey{
 		ID: b64(cred.ID), Name: name, Credential: string(record), PublicKey: b64(cred.PublicKey),
 		SignCount: int64(cred.Authenticator.SignCount), BackupEligible: cred.Flags.BackupEligible, BackedUp: cred.Flags.BackupState,
 	}, nil
@@ -194,7 +195,7 @@ func (rp *RP) FinishDecision(u *User, sessionJSON, body []byte, want []byte) (*A
 func (rp *RP) beginSigned(u *User, challenge []byte, none string) (Options, []byte, error) {
 	creds := webauthn.Credentials(u.WebAuthnCredentials())
 	if len(creds) == 0 {
-		return nil, nil, models.Refuse(models.FailedPrecondition, "credential", "%s", none)
+		return nil, nil, core.Refuse(core.FailedPrecondition, "credential", "%s", none)
 	}
 	assertion, session, err := rp.wa.BeginLogin(u,
 		webauthn.WithChallenge(challenge),
@@ -216,7 +217,7 @@ func (rp *RP) finishSigned(u *User, sessionJSON, body []byte, want []byte, other
 		return nil, fmt.Errorf("assertion session: %w", err)
 	}
 	if session.Challenge != base64.RawURLEncoding.EncodeToString(want) {
-		return nil, models.Refuse(models.PermissionDenied, "challenge", "%s", otherPrompt)
+		return nil, core.Refuse(core.PermissionDenied, "challenge", "%s", otherPrompt)
 	}
 	parsed, err := protocol.ParseCredentialRequestResponseBytes(body)
 	if err != nil {
@@ -226,7 +227,7 @@ func (rp *RP) finishSigned(u *User, sessionJSON, body []byte, want []byte, other
 	// last of two members with one name: refuse what verify would refuse,
 	// so no proof is kept that reads one way here and another elsewhere.
 	if err := proof.NoDuplicateMembers(parsed.Raw.AssertionResponse.ClientDataJSON); err != nil {
-		return nil, models.Refuse(models.PermissionDenied, "credential", "the signature was not accepted: clientDataJSON: %v", err)
+		return nil, core.Refuse(core.PermissionDenied, "credential", "the signature was not accepted: clientDataJSON: %v", err)
 	}
 	cred, err := rp.wa.ValidateLogin(u, session, parsed)
 	if err != nil {
@@ -234,10 +235,10 @@ func (rp *RP) finishSigned(u *User, sessionJSON, body []byte, want []byte, other
 	}
 	// Belt and braces: go-webauthn checked these; a proof must hold them too.
 	if !bytes.Equal(challengeOf(parsed), want) {
-		return nil, models.Refuse(models.PermissionDenied, "challenge", "the signature is over another challenge")
+		return nil, core.Refuse(core.PermissionDenied, "challenge", "the signature is over another challenge")
 	}
 	if !parsed.Response.AuthenticatorData.Flags.UserVerified() {
-		return nil, models.Refuse(models.PermissionDenied, "credential", "the passkey did not verify you (Face ID, Touch ID or a PIN is required)")
+		return nil, core.Refuse(core.PermissionDenied, "credential", "the passkey did not verify you (Face ID, Touch ID or a PIN is required)")
 	}
 	return rp.assertion(u, cred, parsed)
 }
@@ -288,10 +289,10 @@ func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 func refusal(what string, err error) error {
 	var pe *protocol.Error
 	if errors.As(err, &pe) && pe.Details != "" {
-		return models.Refuse(models.PermissionDenied, "credential", "%s: %s", what, pe.Details)
+		return core.Refuse(core.PermissionDenied, "credential", "%s: %s", what, pe.Details)
 	}
-	if models.CodeOf(err) != "" {
+	if core.CodeOf(err) != "" {
 		return err
 	}
-	return models.Refuse(models.PermissionDenied, "credential", "%s", what)
+	return core.Refuse(core.PermissionDenied, "credential", "%s", what)
 }

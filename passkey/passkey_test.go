@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/proof"
 )
@@ -28,7 +29,7 @@ func newRP(t *testing.T) *passkey.RP {
 // own ceremony and returns both, the key on the person.
 func enrolled(t *testing.T, rp *passkey.RP) (*passkey.User, *apptest.Authenticator) {
 	t.Helper()
-	u := &passkey.User{ID: models.NewPersonID(), Subject: "ada", DisplayName: "Ada"}
+	u := &passkey.User{ID: people.NewPersonID(), Subject: "ada", DisplayName: "Ada"}
 	options, session, err := rp.BeginRegistration(u)
 	if err != nil {
 		t.Fatalf("begin registration: %v", err)
@@ -45,13 +46,13 @@ func enrolled(t *testing.T, rp *passkey.RP) (*passkey.User, *apptest.Authenticat
 	if key.ID != a.CredentialIDString() || key.Name != "Mac" || key.Credential == "" || key.PublicKey == "" {
 		t.Fatalf("the device key = %+v, want the authenticator's credential named Mac", key)
 	}
-	u.Keys = []models.DeviceKey{*key}
+	u.Keys = []people.DeviceKey{*key}
 	return u, a
 }
 
 func TestRegistrationNeedsUserVerification(t *testing.T) {
 	rp := newRP(t)
-	u := &passkey.User{ID: models.NewPersonID(), Subject: "bob"}
+	u := &passkey.User{ID: people.NewPersonID(), Subject: "bob"}
 	options, session, err := rp.BeginRegistration(u)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ func TestRegistrationNeedsUserVerification(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rp.FinishRegistration(u, session, credential, "Phone"); models.CodeOf(err) != models.PermissionDenied {
+	if _, err := rp.FinishRegistration(u, session, credential, "Phone"); core.CodeOf(err) != core.PermissionDenied {
 		t.Fatalf("a passkey made without user verification: %v, want PERMISSION_DENIED", err)
 	}
 }
@@ -79,7 +80,7 @@ func TestSignInFindsThePersonOfThePasskey(t *testing.T) {
 		if u, ok := people[personID]; ok {
 			return u, nil
 		}
-		return nil, models.Refuse(models.NotFound, "person", "no such person")
+		return nil, core.Refuse(core.NotFound, "person", "no such person")
 	}
 	signIn := func(a *apptest.Authenticator) (*passkey.Assertion, error) {
 		options, session, err := rp.BeginSignIn()
@@ -137,12 +138,12 @@ func TestADecisionSignatureCoversItsChallengeAndMakesAProof(t *testing.T) {
 	}
 	t.Run("a signature over another decision's challenge is refused", func(t *testing.T) {
 		other := proof.Challenge(proof.Domain, "apr_1", payloadSHA, "deny", nonce)
-		if _, err := rp.FinishDecision(u, session, body, other); models.CodeOf(err) != models.PermissionDenied {
+		if _, err := rp.FinishDecision(u, session, body, other); core.CodeOf(err) != core.PermissionDenied {
 			t.Fatalf("finish over another challenge: %v, want PERMISSION_DENIED", err)
 		}
 	})
 	t.Run("a decision prompt cannot confirm adding a device", func(t *testing.T) {
-		if _, err := rp.FinishDeviceAdd(u, session, body, passkey.DeviceAddChallenge(u.ID, nonce)); models.CodeOf(err) != models.PermissionDenied {
+		if _, err := rp.FinishDeviceAdd(u, session, body, passkey.DeviceAddChallenge(u.ID, nonce)); core.CodeOf(err) != core.PermissionDenied {
 			t.Fatalf("finish device add with a decision's session: %v, want PERMISSION_DENIED", err)
 		}
 	})
@@ -161,7 +162,7 @@ func TestADecisionSignatureCoversItsChallengeAndMakesAProof(t *testing.T) {
 	}
 
 	t.Run("a person with no passkey cannot begin", func(t *testing.T) {
-		if _, _, err := rp.BeginDecision(&passkey.User{ID: "per_none", Subject: "nobody"}, challenge); models.CodeOf(err) != models.FailedPrecondition {
+		if _, _, err := rp.BeginDecision(&passkey.User{ID: "per_none", Subject: "nobody"}, challenge); core.CodeOf(err) != core.FailedPrecondition {
 			t.Fatalf("begin with no passkey: %v, want FAILED_PRECONDITION", err)
 		}
 	})

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/proof"
 	"github.com/countersign/countersign/proof/prooftest"
@@ -27,7 +27,7 @@ const origin = "http://localhost:8080"
 // it, and the proof is built from the checked assertion.
 type signed struct {
 	proof *proof.Proof
-	key   *models.DeviceKey
+	key   *people.DeviceKey
 	auth  *apptest.Authenticator
 }
 
@@ -51,7 +51,7 @@ func makeProof(t *testing.T, approvalID, decision string, unsigned proof.Unsigne
 	if err != nil {
 		t.Fatalf("the relying party refused the software passkey: %v", err)
 	}
-	u.Keys = []models.DeviceKey{*key}
+	u.Keys = []people.DeviceKey{*key}
 
 	payload := sha256.Sum256([]byte(`{"review":{"url":"https://example.com/r/1"}}`))
 	payloadSHA256 := hex.EncodeToString(payload[:])

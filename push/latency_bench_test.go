@@ -11,6 +11,9 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/outbox"
 )
 
 // BenchmarkPushLatency files 1,000 asks at 20 a second, each asked of two
@@ -34,22 +37,22 @@ func BenchmarkPushLatency(b *testing.B) {
 	ctx := context.Background()
 	agent, _ := env.Agent(env.Account.ID, "bot")
 	for _, who := range []string{"ada", "grace"} {
-		m := env.Member(env.Account.ID, who, models.RoleAdmin)
+		m := env.Member(env.Account.ID, who, core.RoleAdmin)
 		for d := range 3 {
 			endpoint, p256dh, auth := ps.Subscribe(who + "-" + strconv.Itoa(d))
-			if _, err := env.Store.SavePushSubscription(ctx, m.ID, models.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
+			if _, err := env.Store.SavePushSubscription(ctx, m.ID, outbox.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
-	const asks, perSecond, devices = 1000, 20, 6
-	committed := make(map[string]time.Time, asks)
+	const askCount, perSecond, devices = 1000, 20, 6
+	committed := make(map[string]time.Time, askCount)
 	var mu sync.Mutex
 	b.ResetTimer()
 	tick := time.NewTicker(time.Second / perSecond)
-	for i := range asks {
+	for i := range askCount {
 		<-tick.C
-		a, err := env.Store.CreateApproval(ctx, models.NewAsk{Requester: agent, Kind: models.KindReview, Title: "Ask " + strconv.Itoa(i),
+		a, err := env.Store.CreateApproval(ctx, models.NewAsk{Requester: agent, Kind: asks.KindReview, Title: "Ask " + strconv.Itoa(i),
 			ApproveMeans: "a", DenyMeans: "d", Payload: json.RawMessage(`{"review":{"url":"https://example.com/` + strconv.Itoa(i) + `"}}`)})
 		if err != nil {
 			b.Fatal(err)
@@ -60,17 +63,17 @@ func BenchmarkPushLatency(b *testing.B) {
 	}
 	tick.Stop()
 	deadline := time.Now().Add(30 * time.Second)
-	for len(ps.Deliveries()) < asks*devices && time.Now().Before(deadline) {
+	for len(ps.Deliveries()) < askCount*devices && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	b.StopTimer()
 	got := ps.Deliveries()
-	if len(got) != asks*devices {
-		b.Fatalf("%d pushes arrived, want %d", len(got), asks*devices)
+	if len(got) != askCount*devices {
+		b.Fatalf("%d pushes arrived, want %d", len(got), askCount*devices)
 	}
 	lat := make([]float64, 0, len(got))
 	for _, d := range got {
-		var m models.PushMessage
+		var m outbox.PushMessage
 		if err := json.Unmarshal(d.Plaintext, &m); err != nil {
 			b.Fatal(err)
 		}

@@ -6,7 +6,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/outbox"
+	"github.com/countersign/countersign/models/people"
 )
 
 // The body of a push, as it is sent. The outbox keeps the message without
@@ -23,14 +24,14 @@ func linkPath(approvalID, token string) string {
 // fresh one-time link to the ask; every push carries the declarative form of
 // the notification the service worker would show. waiting is the count of
 // open asks a collapsed push tells of.
-func (s *Sender) body(ctx context.Context, j *models.PushTarget, waiting int) ([]byte, error) {
-	var msg models.PushMessage
-	if j.Event == models.PushCollapsed {
-		msg = models.PushMessage{Event: models.PushCollapsed, Title: waitingTitle(waiting), URL: "/", Waiting: waiting}
+func (s *Sender) body(ctx context.Context, j *outbox.PushTarget, waiting int) ([]byte, error) {
+	var msg outbox.PushMessage
+	if j.Event == outbox.PushCollapsed {
+		msg = outbox.PushMessage{Event: outbox.PushCollapsed, Title: waitingTitle(waiting), URL: "/", Waiting: waiting}
 	} else if json.Unmarshal([]byte(j.Body), &msg) != nil {
 		return []byte(j.Body), nil // not a message this sender knows: it goes as it was queued
 	}
-	if j.Event == models.PushAsk {
+	if j.Event == outbox.PushAsk {
 		token, err := s.store.IssuePushLink(ctx, j)
 		if err != nil {
 			return nil, err
@@ -39,33 +40,33 @@ func (s *Sender) body(ctx context.Context, j *models.PushTarget, waiting int) ([
 			msg.URL = linkPath(j.ApprovalID, token)
 		}
 	}
-	msg.WebPush, msg.Notification = models.DeclarativeWebPush, s.declarative(msg)
+	msg.WebPush, msg.Notification = outbox.DeclarativeWebPush, s.declarative(msg)
 	return json.Marshal(msg)
 }
 
 // declarative is the notification of msg as web/sw.js shows it (notificationFor),
 // with the absolute URL a tap opens.
-func (s *Sender) declarative(msg models.PushMessage) *models.DeclarativeNotification {
-	n := &models.DeclarativeNotification{Title: msg.Title, Navigate: s.absolute(msg.URL)}
+func (s *Sender) declarative(msg outbox.PushMessage) *outbox.DeclarativeNotification {
+	n := &outbox.DeclarativeNotification{Title: msg.Title, Navigate: s.absolute(msg.URL)}
 	switch msg.Event {
-	case models.PushAsk:
+	case outbox.PushAsk:
 		n.Body, n.Tag = "Open to answer", msg.ApprovalID
 		if n.Title == "" {
 			n.Title = "A new ask waits for you"
 		}
-	case models.PushDecided:
+	case outbox.PushDecided:
 		status := msg.Status
 		if status == "" {
 			status = "closed"
 		}
 		n.Title, n.Body, n.Tag = "Decided: "+strings.ReplaceAll(status, "_", " "), msg.Title, msg.ApprovalID
-	case models.PushCollapsed:
+	case outbox.PushCollapsed:
 		n.Body, n.Tag, n.Navigate = "Open Countersign to answer them", "countersign-waiting", s.absolute("/")
-	case models.PushPasskeyAdded:
+	case people.PushPasskeyAdded:
 		n.Body, n.Navigate = "Not you? Open Devices and remove it.", s.absolute("/devices")
-	case models.PushPasskeyRemoved:
+	case people.PushPasskeyRemoved:
 		n.Body, n.Navigate = "Open Devices to see your passkeys.", s.absolute("/devices")
-	case models.PushTest:
+	case outbox.PushTest:
 		n.Body, n.Tag = "Notifications work on this device.", "countersign-test"
 	}
 	if n.Title == "" {

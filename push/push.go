@@ -23,6 +23,7 @@ import (
 	webpush "github.com/SherClockHolmes/webpush-go"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/outbox"
 )
 
 // Keys are the VAPID key pair, base64url as webpush-go writes them.
@@ -210,7 +211,7 @@ func (s *Sender) Run(ctx context.Context) {
 }
 
 // send delivers one push and records the outcome.
-func (s *Sender) send(ctx context.Context, j *models.PushTarget) {
+func (s *Sender) send(ctx context.Context, j *outbox.PushTarget) {
 	outcome, err := s.deliver(ctx, j)
 	if err != nil && ctx.Err() == nil {
 		s.log.Error("record push outcome", "job", j.Seq, "err", err)
@@ -222,7 +223,7 @@ func (s *Sender) send(ctx context.Context, j *models.PushTarget) {
 
 // deliver sends one push and records its outcome, which it returns: "" when
 // it recorded none (shutting down, or a read failed).
-func (s *Sender) deliver(ctx context.Context, j *models.PushTarget) (string, error) {
+func (s *Sender) deliver(ctx context.Context, j *outbox.PushTarget) (string, error) {
 	now := s.store.Now()
 	ttl := int(j.ExpiresAt.Sub(now).Seconds())
 	if ttl <= 0 {
@@ -232,7 +233,7 @@ func (s *Sender) deliver(ctx context.Context, j *models.PushTarget) (string, err
 		return "failed", s.store.PushFailed(ctx, j, "the endpoint is not on a known push service")
 	}
 	waiting := 0
-	if j.Event == models.PushCollapsed {
+	if j.Event == outbox.PushCollapsed {
 		n, err := s.store.WaitingFor(ctx, j.PersonID)
 		if err != nil {
 			return "", err

@@ -17,6 +17,10 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/outbox"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/push"
 )
 
@@ -25,8 +29,8 @@ import (
 type world struct {
 	env   *apptest.Env
 	ps    *apptest.PushService
-	owner *models.Member
-	agent *models.Agent
+	owner *people.Member
+	agent *people.Agent
 }
 
 func newWorld(t *testing.T, db apptest.Database, overrides map[string]string, devices ...string) *world {
@@ -37,7 +41,7 @@ func newWorld(t *testing.T, db apptest.Database, overrides map[string]string, de
 		o[k] = v
 	}
 	env := apptest.Start(t, db, o)
-	w := &world{env: env, ps: ps, owner: env.Member(env.Account.ID, "ada", models.RoleOwner)}
+	w := &world{env: env, ps: ps, owner: env.Member(env.Account.ID, "ada", core.RoleOwner)}
 	w.agent, _ = env.Agent(env.Account.ID, "bot")
 	for _, d := range devices {
 		w.subscribe(t, w.owner.ID, d)
@@ -48,17 +52,17 @@ func newWorld(t *testing.T, db apptest.Database, overrides map[string]string, de
 func (w *world) subscribe(t *testing.T, personID, device string) {
 	t.Helper()
 	endpoint, p256dh, auth := w.ps.Subscribe(device)
-	if _, err := w.env.Store.SavePushSubscription(context.Background(), personID, models.PushSubscription{
+	if _, err := w.env.Store.SavePushSubscription(context.Background(), personID, outbox.PushSubscription{
 		Endpoint: endpoint, P256dh: p256dh, Auth: auth, UserAgent: "test " + device,
 	}); err != nil {
 		t.Fatalf("subscribe %s: %v", device, err)
 	}
 }
 
-func (w *world) ask(t *testing.T, title string) *models.Approval {
+func (w *world) ask(t *testing.T, title string) *asks.Approval {
 	t.Helper()
 	a, err := w.env.Store.CreateApproval(context.Background(), models.NewAsk{
-		Requester: w.agent, Kind: models.KindReview, Title: title, ApproveMeans: "I ship it", DenyMeans: "I do not",
+		Requester: w.agent, Kind: asks.KindReview, Title: title, ApproveMeans: "I ship it", DenyMeans: "I do not",
 		Payload: json.RawMessage(`{"review":{"url":"https://example.com/r/` + strconv.FormatInt(time.Now().UnixNano(), 10) + `"}}`),
 	})
 	if err != nil {
@@ -67,13 +71,13 @@ func (w *world) ask(t *testing.T, title string) *models.Approval {
 	return a
 }
 
-func (w *world) next(t *testing.T) (apptest.Delivery, models.PushMessage) {
+func (w *world) next(t *testing.T) (apptest.Delivery, outbox.PushMessage) {
 	t.Helper()
 	d, ok := w.ps.Next(10 * time.Second)
 	if !ok {
 		t.Fatalf("no push arrived within 10 s; %d taken so far", len(w.ps.Deliveries()))
 	}
-	var m models.PushMessage
+	var m outbox.PushMessage
 	if err := json.Unmarshal(d.Plaintext, &m); err != nil {
 		t.Fatalf("push body %q is not JSON: %v", d.Plaintext, err)
 	}
@@ -93,7 +97,7 @@ var linkURL = regexp.MustCompile(`^/link/(appr_[a-z2-7]+)/(pl_[a-z2-7]{52})$`)
 // checkDeclarative checks the declarative form a push carries beside the
 // members the service worker reads: web_push 8030 at the top, and the
 // notification the worker would show, opening the absolute URL of url.
-func checkDeclarative(t *testing.T, w *world, plaintext []byte, m models.PushMessage, want models.DeclarativeNotification) {
+func checkDeclarative(t *testing.T, w *world, plaintext []byte, m outbox.PushMessage, want outbox.DeclarativeNotification) {
 	t.Helper()
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(plaintext, &top); err != nil || string(top["web_push"]) != "8030" {
@@ -119,9 +123,9 @@ func TestANewAskIsPushedToEveryDeviceEncryptedAndSigned(t *testing.T) {
 				t.Fatalf("%s got the URL %q, want the ask's one-time link /link/%s/TOKEN", d.Device, m.URL, a.ID)
 			}
 			tokens[link[2]] = true
-			checkDeclarative(t, w, d.Plaintext, m, models.DeclarativeNotification{Title: "Ship <b>release</b> 42", Body: "Open to answer", Tag: a.ID})
+			checkDeclarative(t, w, d.Plaintext, m, outbox.DeclarativeNotification{Title: "Ship <b>release</b> 42", Body: "Open to answer", Tag: a.ID})
 			m.URL, m.WebPush, m.Notification = "", 0, nil
-			want := models.PushMessage{Event: models.PushAsk, ApprovalID: a.ID, Title: "Ship <b>release</b> 42"}
+			want := outbox.PushMessage{Event: outbox.PushAsk, ApprovalID: a.ID, Title: "Ship <b>release</b> 42"}
 			if m != want {
 				t.Errorf("%s got %+v, want %+v", d.Device, m, want)
 			}
@@ -131,7 +135,7 @@ func TestANewAskIsPushedToEveryDeviceEncryptedAndSigned(t *testing.T) {
 			if err := w.env.Store.DB().Table("push_links").Where("approval_id = ?", a.ID).Pluck("token_hash", &stored).Error; err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Contains(stored, models.HashToken(link[2])) || slices.Contains(stored, link[2]) {
+			if !slices.Contains(stored, core.HashToken(link[2])) || slices.Contains(stored, link[2]) {
 				t.Errorf("push_links holds %q, want the hash of the token and not the token", stored)
 			}
 			var bodies []string
@@ -171,7 +175,7 @@ func TestANewAskIsPushedToEveryDeviceEncryptedAndSigned(t *testing.T) {
 
 func TestOnlyThePeopleAskedGetThePush(t *testing.T) {
 	w := newWorld(t, apptest.SQLite, nil, "owner-phone")
-	bob := w.env.Member(w.env.Account.ID, "bob", models.RoleMember)
+	bob := w.env.Member(w.env.Account.ID, "bob", core.RoleMember)
 	w.subscribe(t, bob.ID, "bob-phone")
 	// An ask with no asked_of goes to owners and admins, not to bob.
 	w.ask(t, "For the admins")
@@ -181,7 +185,7 @@ func TestOnlyThePeopleAskedGetThePush(t *testing.T) {
 	w.none(t, 300*time.Millisecond)
 	// An ask of bob goes to bob only.
 	a, err := w.env.Store.CreateApproval(context.Background(), models.NewAsk{
-		Requester: w.agent, Kind: models.KindReview, Title: "For bob", ApproveMeans: "a", DenyMeans: "d", AskedOf: "bob",
+		Requester: w.agent, Kind: asks.KindReview, Title: "For bob", ApproveMeans: "a", DenyMeans: "d", AskedOf: "bob",
 		Payload: json.RawMessage(`{"review":{"url":"https://example.com/bob"}}`),
 	})
 	if err != nil {
@@ -216,7 +220,7 @@ func TestAPushIsRetriedUntilTheServiceTakesIt(t *testing.T) {
 		if got := len(w.ps.Deliveries()); got != 1 {
 			t.Errorf("delivered %d times, want once", got)
 		}
-		var job models.PushJob
+		var job outbox.PushJob
 		w.env.Store.DB().Table("push_jobs").Where("approval_id = ?", a.ID).Take(&job)
 		if job.Outcome != "delivered" || job.Attempts != 3 || job.DoneAt == nil {
 			t.Errorf("job outcome %q after %d attempts (done %v), want delivered after 3", job.Outcome, job.Attempts, job.DoneAt)
@@ -260,14 +264,14 @@ func TestAPushQueuedBeforeACrashIsDeliveredAfterTheRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		acct, _ := first.Store.AccountByName(ctx, models.DefaultAccountName)
-		owner, _ := first.Store.AddMember(ctx, acct.ID, "ada", "Ada", models.RoleOwner)
-		agent, _, _ := first.Store.CreateAgent(ctx, acct.ID, "bot", models.AllScopes)
+		acct, _ := first.Store.AccountByName(ctx, people.DefaultAccountName)
+		owner, _ := first.Store.AddMember(ctx, acct.ID, "ada", "Ada", core.RoleOwner)
+		agent, _, _ := first.Store.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
 		endpoint, p256dh, auth := ps.Subscribe("phone")
-		if _, err := first.Store.SavePushSubscription(ctx, owner.ID, models.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
+		if _, err := first.Store.SavePushSubscription(ctx, owner.ID, outbox.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
 			t.Fatal(err)
 		}
-		a, err := first.Store.CreateApproval(ctx, models.NewAsk{Requester: agent, Kind: models.KindReview, Title: "Survive the crash",
+		a, err := first.Store.CreateApproval(ctx, models.NewAsk{Requester: agent, Kind: asks.KindReview, Title: "Survive the crash",
 			ApproveMeans: "a", DenyMeans: "d", Payload: json.RawMessage(`{"review":{"url":"https://example.com/crash"}}`)})
 		if err != nil {
 			t.Fatal(err)
@@ -287,7 +291,7 @@ func TestAPushQueuedBeforeACrashIsDeliveredAfterTheRestart(t *testing.T) {
 		if !ok {
 			t.Fatal("the restarted service did not deliver the queued push")
 		}
-		var m models.PushMessage
+		var m outbox.PushMessage
 		_ = json.Unmarshal(d.Plaintext, &m)
 		if m.ApprovalID != a.ID || m.Title != "Survive the crash" {
 			t.Errorf("delivered %+v, want the ask %s", m, a.ID)
@@ -304,16 +308,16 @@ func TestPastTheCapOneCollapsedPushSaysHowManyWait(t *testing.T) {
 			w.ask(t, "Ask "+strconv.Itoa(i))
 		}
 		for range 2 {
-			if _, m := w.next(t); m.Event != models.PushAsk {
+			if _, m := w.next(t); m.Event != outbox.PushAsk {
 				t.Errorf("push %+v within the cap, want an ask push", m)
 			}
 		}
 		// Past the cap the asks gather into one collapsed push, sent after the delay.
 		w.none(t, 300*time.Millisecond)
-		later := time.Now().Add(models.CollapseDelay + time.Second)
+		later := time.Now().Add(outbox.CollapseDelay + time.Second)
 		w.env.Store.SetClock(func() time.Time { return later })
 		w.env.App.Push.Wake()
-		if _, m := w.next(t); m.Event != models.PushCollapsed || m.Waiting != 5 || m.Title != "5 asks wait for you" || m.URL != "/" {
+		if _, m := w.next(t); m.Event != outbox.PushCollapsed || m.Waiting != 5 || m.Title != "5 asks wait for you" || m.URL != "/" {
 			t.Errorf("after the delay: %+v, want one collapsed push saying 5 wait", m)
 		}
 		w.none(t, 300*time.Millisecond)
@@ -331,23 +335,23 @@ func TestADecisionReplacesTheNotificationAndAnAnswerPushesAgain(t *testing.T) {
 	ctx := context.Background()
 	a := w.ask(t, "Decide me")
 	w.next(t)
-	if _, err := w.env.Store.Decide(ctx, w.env.Account.ID, a.ID, w.owner, models.Decision{Verdict: models.VerdictQuestion, Note: "Why?"}); err != nil {
+	if _, err := w.env.Store.Decide(ctx, w.env.Account.ID, a.ID, w.owner, asks.Decision{Verdict: asks.VerdictQuestion, Note: "Why?"}); err != nil {
 		t.Fatal(err)
 	}
 	w.none(t, 200*time.Millisecond) // a question is the person's own move: nothing to tell them
-	if _, err := w.env.Store.AddProgress(ctx, w.agent, a.ID, models.Progress{Step: "answered", Note: "Because."}); err != nil {
+	if _, err := w.env.Store.AddProgress(ctx, w.agent, a.ID, asks.Progress{Step: "answered", Note: "Because."}); err != nil {
 		t.Fatal(err)
 	}
-	if _, m := w.next(t); m.Event != models.PushAsk || m.ApprovalID != a.ID {
+	if _, m := w.next(t); m.Event != outbox.PushAsk || m.ApprovalID != a.ID {
 		t.Fatalf("after answered: %+v, want the ask pushed again", m)
 	}
-	if _, err := w.env.Store.Decide(ctx, w.env.Account.ID, a.ID, w.owner, models.Decision{Verdict: models.VerdictApprove}); err != nil {
+	if _, err := w.env.Store.Decide(ctx, w.env.Account.ID, a.ID, w.owner, asks.Decision{Verdict: asks.VerdictApprove}); err != nil {
 		t.Fatal(err)
 	}
 	d, m := w.next(t)
-	checkDeclarative(t, w, d.Plaintext, m, models.DeclarativeNotification{Title: "Decided: approved", Body: "Decide me", Tag: a.ID})
+	checkDeclarative(t, w, d.Plaintext, m, outbox.DeclarativeNotification{Title: "Decided: approved", Body: "Decide me", Tag: a.ID})
 	m.WebPush, m.Notification = 0, nil
-	want := models.PushMessage{Event: models.PushDecided, ApprovalID: a.ID, Title: "Decide me", Status: "approved", URL: "/approvals/" + a.ID}
+	want := outbox.PushMessage{Event: outbox.PushDecided, ApprovalID: a.ID, Title: "Decide me", Status: "approved", URL: "/approvals/" + a.ID}
 	if m != want {
 		t.Errorf("after approve: %+v, want %+v", m, want)
 	}

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/rules"
 )
 
 // A runner told to run production only with two people's approvals
@@ -32,7 +33,7 @@ func TestARunnersOwnMinimumRefusesAProductionRunWithFewerSigners(t *testing.T) {
 		approved := func(id string) {
 			t.Helper()
 			a, err := s.env.Store.GetApproval(ctx, s.env.Account.ID, id)
-			if err != nil || a.Status != models.StatusApproved {
+			if err != nil || a.Status != asks.StatusApproved {
 				t.Fatalf("the service has not approved %s: %v %v", id, a, err)
 			}
 		}
@@ -43,7 +44,7 @@ func TestARunnersOwnMinimumRefusesAProductionRunWithFewerSigners(t *testing.T) {
 		s.approve(t, bob, both)
 		approved(both)
 		// A service that no longer asks two people approves one on ada's word.
-		if err := s.env.Store.RemoveRule(ctx, s.env.Account.ID, models.RuleProductionRun, "cli:test"); err != nil {
+		if err := s.env.Store.RemoveRule(ctx, s.env.Account.ID, rules.RuleProductionRun, "cli:test"); err != nil {
 			t.Fatal(err)
 		}
 		one, oneMarker := file("one", "production")
@@ -57,21 +58,21 @@ func TestARunnersOwnMinimumRefusesAProductionRunWithFewerSigners(t *testing.T) {
 		s.serveWith(t, s.dir, Options{MinSignersProduction: 2}, func(string) { executions.Add(1) })
 		cases := []struct {
 			name, id, marker string
-			status           models.Status
+			status           asks.Status
 			starts           int
 			note             string
 		}{
-			{"a production run ada alone approved is refused", one, oneMarker, models.StatusFailed, 0,
+			{"a production run ada alone approved is refused", one, oneMarker, asks.StatusFailed, 0,
 				"refused by the runner: this runner runs a production run only with the approvals of at least 2 distinct people (--min-signers-production), and its proof holds 1 (ada)"},
-			{"a production run ada and bob approved runs once", both, bothMarker, models.StatusDone, 1, "exit status 0"},
-			{"a remote run ada alone approved runs once", remote, remoteMarker, models.StatusDone, 1, "exit status 0"},
+			{"a production run ada and bob approved runs once", both, bothMarker, asks.StatusDone, 1, "exit status 0"},
+			{"a remote run ada alone approved runs once", remote, remoteMarker, asks.StatusDone, 1, "exit status 0"},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				a := s.ended(t, tc.id)
 				ev := s.timeline(t, tc.id)
 				last := ev[len(ev)-1]
-				if a.Status != tc.status || last.ActorKind != models.ActorRunner || last.RunnerSignature() == nil || last.Note != tc.note {
+				if a.Status != tc.status || last.ActorKind != asks.ActorRunner || last.RunnerSignature() == nil || last.Note != tc.note {
 					t.Errorf("run ended %s with %s %s %q; want a signed %s with the note %q", a.Status, last.ActorKind, last.Step, last.Note, tc.status, tc.note)
 				}
 				if n := starts(t, tc.marker); n != tc.starts {

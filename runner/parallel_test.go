@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
 )
 
 // waiting is a script that marks its start in its marker (argv[2]) and in
@@ -80,7 +80,7 @@ func (s *hostScene) runnerNotes(t *testing.T, id string) string {
 	t.Helper()
 	var notes []string
 	for _, e := range s.timeline(t, id) {
-		if e.ActorKind == models.ActorRunner && e.Step == "step" {
+		if e.ActorKind == asks.ActorRunner && e.Step == "step" {
 			notes = append(notes, e.Note)
 		}
 	}
@@ -101,7 +101,7 @@ func TestWithTwoAtOnceTwoRunsRunTogetherEachReportingOnlyItsOwnOutput(t *testing
 		release(t, firstMarker)
 		release(t, secondMarker)
 		for _, run := range []struct{ id, other string }{{first, second}, {second, first}} {
-			if a := s.ended(t, run.id); a.Status != models.StatusDone {
+			if a := s.ended(t, run.id); a.Status != asks.StatusDone {
 				t.Errorf("run %s ended %s", run.id, a.Status)
 			}
 			notes := s.runnerNotes(t, run.id)
@@ -139,12 +139,12 @@ func TestWithOneAtATimeTheSecondRunStartsOnlyAfterTheFirstEnds(t *testing.T) {
 		t.Fatalf("the second run started while the first ran")
 	}
 	release(t, firstMarker)
-	if got := s.ended(t, first); got.Status != models.StatusDone {
+	if got := s.ended(t, first); got.Status != asks.StatusDone {
 		t.Fatalf("the first run ended %s", got.Status)
 	}
 	untilStarted(t, secondMarker)
 	release(t, secondMarker)
-	if got := s.ended(t, second); got.Status != models.StatusDone {
+	if got := s.ended(t, second); got.Status != asks.StatusDone {
 		t.Fatalf("the second run ended %s", got.Status)
 	}
 	want := []string{"+ " + first, "- " + first, "+ " + second, "- " + second}
@@ -173,7 +173,7 @@ func TestTwentyRunsWithFourAtOnceEachRunOnceAndAreJournaledOnce(t *testing.T) {
 		mu.Unlock()
 	})
 	for i, id := range ids {
-		if a := s.ended(t, id); a.Status != models.StatusDone {
+		if a := s.ended(t, id); a.Status != asks.StatusDone {
 			t.Errorf("run %s ended %s", id, a.Status)
 		}
 		started := 0
@@ -273,7 +273,7 @@ func TestStoppingTheRunnerKillsEachRunInHandAndARestartReportsEachFailed(t *test
 		got := s.ended(t, id)
 		ev := s.timeline(t, id)
 		last := ev[len(ev)-1]
-		if got.Status != models.StatusFailed || last.Note != RestartedNote || last.RunnerSignature() == nil {
+		if got.Status != asks.StatusFailed || last.Note != RestartedNote || last.RunnerSignature() == nil {
 			t.Errorf("run %s ended %s with %s %q; want a signed failed %q", id, got.Status, last.Step, last.Note, RestartedNote)
 		}
 	}
@@ -296,7 +296,7 @@ func TestWaitingRunsStartByTheirDeadline(t *testing.T) {
 	}
 	s.serveWith(t, s.dir, Options{Parallel: 1}, nil)
 	for _, id := range []string{late, middle, soon} {
-		if got := s.ended(t, id); got.Status != models.StatusDone {
+		if got := s.ended(t, id); got.Status != asks.StatusDone {
 			t.Fatalf("run %s ended %s", id, got.Status)
 		}
 	}
@@ -346,7 +346,7 @@ func TestARunnerThatLostARunDoesNotListItsRunsOverAndOver(t *testing.T) {
 		t.Errorf("the two runners listed their runs %d times in 2 s with a one-minute poll while one ran the run; want none (a change heard may add one or two)", n)
 	}
 	release(t, marker)
-	if a := s.ended(t, id); a.Status != models.StatusDone {
+	if a := s.ended(t, id); a.Status != asks.StatusDone {
 		t.Errorf("the run ended %s, want done", a.Status)
 	}
 	if n := starts(t, marker); n != 1 {

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -20,8 +21,8 @@ import (
 func newTwoPersonScene(t *testing.T, db apptest.Database) (*hostScene, *apptest.Browser) {
 	t.Helper()
 	env := apptest.StartWeb(t, db, nil)
-	s := &hostScene{env: env, ada: env.Join(env.Account.ID, models.RoleOwner, "ada"), dir: t.TempDir(), out: t.TempDir()}
-	bob := env.Join(env.Account.ID, models.RoleAdmin, "bob")
+	s := &hostScene{env: env, ada: env.Join(env.Account.ID, core.RoleOwner, "ada"), dir: t.TempDir(), out: t.TempDir()}
+	bob := env.Join(env.Account.ID, core.RoleAdmin, "bob")
 	_, token := env.Agent(env.Account.ID, "bot")
 	s.agent = env.Connect(token)
 	if _, err := Init(s.dir, ""); err != nil {
@@ -55,7 +56,7 @@ func TestAProductionRunRunsOnlyWithBothSignatures(t *testing.T) {
 			t.Fatalf("the run started after one of two signatures (%d starts)", n)
 		}
 		s.approve(t, bob, id)
-		if a := s.ended(t, id); a.Status != models.StatusDone {
+		if a := s.ended(t, id); a.Status != asks.StatusDone {
 			t.Fatalf("run ended %s: %+v", a.Status, s.timeline(t, id))
 		}
 		if n := starts(t, marker); n != 1 {

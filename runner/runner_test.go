@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 // hostScene is a service with ada (an owner with a passkey), an agent, and a
@@ -34,7 +35,7 @@ const script = "#!/bin/sh\necho \"started $$\" >> \"$2\"\necho \"hello $1\"\nech
 func newHostScene(t *testing.T, db apptest.Database) *hostScene {
 	t.Helper()
 	env := apptest.StartWeb(t, db, nil)
-	s := &hostScene{env: env, ada: env.Join(env.Account.ID, models.RoleOwner, "ada"), dir: t.TempDir(), out: t.TempDir()}
+	s := &hostScene{env: env, ada: env.Join(env.Account.ID, core.RoleOwner, "ada"), dir: t.TempDir(), out: t.TempDir()}
 	_, token := env.Agent(env.Account.ID, "bot")
 	s.agent = env.Connect(token)
 	if _, err := Init(s.dir, ""); err != nil {
@@ -117,14 +118,14 @@ func (s *hostScene) serveRunner(t *testing.T, dir string, opts Options, hook fun
 }
 
 // ended waits (generously) until the run has ended and returns it.
-func (s *hostScene) ended(t *testing.T, id string) *models.Approval {
+func (s *hostScene) ended(t *testing.T, id string) *asks.Approval {
 	t.Helper()
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		a, err := s.env.Store.GetApproval(context.Background(), s.env.Account.ID, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.Status == models.StatusDone || a.Status == models.StatusFailed {
+		if a.Status == asks.StatusDone || a.Status == asks.StatusFailed {
 			return a
 		}
 		if time.Now().After(deadline) {
@@ -133,7 +134,7 @@ func (s *hostScene) ended(t *testing.T, id string) *models.Approval {
 	}
 }
 
-func (s *hostScene) timeline(t *testing.T, id string) []models.TimelineEvent {
+func (s *hostScene) timeline(t *testing.T, id string) []asks.TimelineEvent {
 	t.Helper()
 	ev, err := s.env.Store.Timeline(context.Background(), s.env.Account.ID, id)
 	if err != nil {
@@ -164,12 +165,12 @@ func TestAnApprovedRunRunsOnceWithItsOutputAsSignedSteps(t *testing.T) {
 		s.approve(t, s.ada, id) // the runner hears of it through its subscription, or its next list
 
 		a := s.ended(t, id)
-		if a.Status != models.StatusDone {
+		if a.Status != asks.StatusDone {
 			t.Fatalf("run ended %s: %+v", a.Status, s.timeline(t, id))
 		}
 		var steps []string
 		for _, e := range s.timeline(t, id) {
-			if e.ActorKind != models.ActorRunner {
+			if e.ActorKind != asks.ActorRunner {
 				continue
 			}
 			if e.RunnerSignature() == nil {
@@ -195,7 +196,7 @@ func TestAnApprovedRunRunsOnceWithItsOutputAsSignedSteps(t *testing.T) {
 
 func TestARunTheRunnerRefusesIsClaimedAndFailedAndNeverStarts(t *testing.T) {
 	s := newHostScene(t, apptest.SQLite)
-	bob := s.env.Join(s.env.Account.ID, models.RoleAdmin, "bob") // joined after the runner pinned ada's keys
+	bob := s.env.Join(s.env.Account.ID, core.RoleAdmin, "bob") // joined after the runner pinned ada's keys
 	sha := s.writeScript(t, "hello.sh", script)
 
 	noProof, noProofMarker := s.file(t, "hello.sh", sha, "ada", 30*time.Minute)
@@ -237,7 +238,7 @@ func TestARunTheRunnerRefusesIsClaimedAndFailedAndNeverStarts(t *testing.T) {
 			a := s.ended(t, tc.id)
 			ev := s.timeline(t, tc.id)
 			last := ev[len(ev)-1]
-			if a.Status != models.StatusFailed || last.ActorKind != models.ActorRunner || last.RunnerSignature() == nil ||
+			if a.Status != asks.StatusFailed || last.ActorKind != asks.ActorRunner || last.RunnerSignature() == nil ||
 				!strings.Contains(last.Note, tc.reason) {
 				t.Errorf("run ended %s with %s %s %q; want a signed failed naming %q", a.Status, last.ActorKind, last.Step, last.Note, tc.reason)
 			}
@@ -296,7 +297,7 @@ func TestFiftyRunnersSharingAKeyExecuteARunOnce(t *testing.T) {
 	for _, dir := range dirs {
 		s.serve(t, dir, func(string) { executions.Add(1) })
 	}
-	if a := s.ended(t, id); a.Status != models.StatusDone {
+	if a := s.ended(t, id); a.Status != asks.StatusDone {
 		t.Fatalf("run ended %s", a.Status)
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -325,7 +326,7 @@ func TestAScriptSwappedAfterTheCheckDoesNotRun(t *testing.T) {
 		}
 	})
 	s.approve(t, s.ada, id)
-	if a := s.ended(t, id); a.Status != models.StatusDone {
+	if a := s.ended(t, id); a.Status != asks.StatusDone {
 		t.Fatalf("run ended %s", a.Status)
 	}
 	if _, err := os.Stat(swapped); err == nil {
@@ -351,7 +352,7 @@ func TestRepeatedOutputWithinASecondIsReportedInFull(t *testing.T) {
 	id, _ := s.file(t, "repeat.sh", sha, "ada", 30*time.Minute)
 	s.serve(t, s.dir, nil)
 	s.approve(t, s.ada, id)
-	if a := s.ended(t, id); a.Status != models.StatusDone {
+	if a := s.ended(t, id); a.Status != asks.StatusDone {
 		t.Fatalf("run ended %s: %+v", a.Status, s.timeline(t, id))
 	}
 	var repeats int

@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
 )
 
 // Approval is the page of one ask, built around the answer: the first
@@ -165,7 +165,7 @@ func Approval(p Page, a Ask) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			if a.Status == string(models.StatusQuestion) {
+			if a.Status == string(asks.StatusQuestion) {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "<p data-testid=\"question-asked\">You asked the agent: <q data-testid=\"note\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

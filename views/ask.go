@@ -14,6 +14,7 @@ import (
 
 	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
 )
 
 // Ask is one ask as its page shows it. Every string in it came from an agent
@@ -128,10 +129,10 @@ func (a Ask) LastSeq() int64 {
 }
 
 // Open says whether the ask still waits for a person or its agent.
-func (a Ask) Open() bool { return models.Status(a.Status).Open() }
+func (a Ask) Open() bool { return asks.Status(a.Status).Open() }
 
 // Closed says whether nothing more happens to the ask.
-func (a Ask) Closed() bool { return slices.Contains(models.ClosedStatuses, models.Status(a.Status)) }
+func (a Ask) Closed() bool { return slices.Contains(asks.ClosedStatuses, asks.Status(a.Status)) }
 
 // Settled says the ask is closed and its timeline already shows the event
 // that closed it, so its page needs no live timeline. The page reads the
@@ -169,13 +170,13 @@ func (a Ask) Options() []string {
 
 // DecisionText says in words what the person decided.
 func (a Ask) DecisionText() string {
-	v := models.Verdict(a.Decision)
+	v := asks.Verdict(a.Decision)
 	switch {
-	case v == models.VerdictApprove:
+	case v == asks.VerdictApprove:
 		return "Approved"
-	case v == models.VerdictDeny:
+	case v == asks.VerdictDeny:
 		return "Denied"
-	case v == models.VerdictNotMine:
+	case v == asks.VerdictNotMine:
 		return "Denied as not mine: the requesting agent was blocked"
 	case v.IsAnswer():
 		return "Answered in words (signed as the SHA-256 of the text)"
@@ -503,20 +504,20 @@ func liveURL(a Ask) string {
 
 // WhyNoButtons says why the page offers no answer buttons.
 func (a Ask) WhyNoButtons() string {
-	switch s := models.Status(a.Status); {
-	case s == models.StatusPending && !a.Now.Before(a.ExpiresAt):
+	switch s := asks.Status(a.Status); {
+	case s == asks.StatusPending && !a.Now.Before(a.ExpiresAt):
 		return "This ask expired: it can no longer be answered."
-	case s == models.StatusPending && a.Quorum != nil && a.Quorum.You != nil:
+	case s == asks.StatusPending && a.Quorum != nil && a.Quorum.You != nil:
 		return "" // the quorum says "Your approval is in" and whom it waits for
-	case s == models.StatusPending && a.Quorum != nil:
+	case s == asks.StatusPending && a.Quorum != nil:
 		return "This ask's rule counts other people's signatures, not yours."
-	case s == models.StatusPending && a.AskedOf != "":
+	case s == asks.StatusPending && a.AskedOf != "":
 		return "This ask is for " + a.AskedOf + "; only they can answer it."
-	case s == models.StatusPending:
+	case s == asks.StatusPending:
 		return "This ask is for the owners and admins of the account; they answer it."
-	case s == models.StatusQuestion:
+	case s == asks.StatusQuestion:
 		return "Waiting for the agent to answer the question."
-	case slices.Contains(models.ActiveStatuses, s):
+	case slices.Contains(asks.ActiveStatuses, s):
 		return "Approved: the agent reports its progress on the timeline."
 	}
 	return "This ask is " + words(a.Status) + ": nothing more can be answered."

@@ -9,6 +9,7 @@ import (
 
 	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
 )
 
 // NeedsCheckCode says whether approving the ask asks the person for its
@@ -210,14 +211,14 @@ func (a Ask) ApproveLabel() string {
 // shown above the answer once the ask waits for the person again; both ""
 // when there is none.
 func (a Ask) Exchange() (question, answer string) {
-	if a.Status != string(models.StatusPending) {
+	if a.Status != string(asks.StatusPending) {
 		return "", ""
 	}
 	for _, e := range a.Timeline {
 		switch e.Step {
-		case string(models.EventQuestion):
+		case string(asks.EventQuestion):
 			question, answer = e.Note, ""
-		case string(models.EventAnswered):
+		case string(asks.EventAnswered):
 			answer = e.Note
 		}
 	}
@@ -243,7 +244,7 @@ func evidenceLabel(ev Evidence) string {
 // waits for others: the page then says so in place of the answers and of
 // what approving would do.
 func (a Ask) YourApprovalIn() bool {
-	return a.Quorum != nil && a.Quorum.You != nil && a.Quorum.You.Approved && a.Status == string(models.StatusPending)
+	return a.Quorum != nil && a.Quorum.You != nil && a.Quorum.You.Approved && a.Status == string(asks.StatusPending)
 }
 
 // NotMineText says what "Not mine" does: it denies this ask, blocks the

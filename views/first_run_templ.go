@@ -9,7 +9,7 @@ package views
 import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
-import "github.com/countersign/countersign/models"
+import "github.com/countersign/countersign/models/people"
 
 // FirstRun is what the empty inbox shows: a short checklist to the first
 // signed answer. Notifications turn on right here (the Devices page's
@@ -95,7 +95,7 @@ func firstRun(p Page, v InboxView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			for _, s := range models.AllScopes {
+			for _, s := range people.AllScopes {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<input type=\"hidden\" name=\"scopes\" value=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

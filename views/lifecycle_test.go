@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/views"
 )
 
@@ -15,7 +15,7 @@ import (
 // cannot fall through a page silently.
 func TestEveryStateFallsInOneGroup(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0).UTC()
-	for _, s := range models.AllStatuses {
+	for _, s := range asks.AllStatuses {
 		t.Run(string(s), func(t *testing.T) {
 			a := views.Ask{Status: string(s), Now: now, ExpiresAt: now.Add(time.Hour)}
 			active := strings.HasPrefix(a.WhyNoButtons(), "Approved:")
@@ -28,8 +28,8 @@ func TestEveryStateFallsInOneGroup(t *testing.T) {
 			if groups != 1 {
 				t.Fatalf("%s is open %v, approved %v, closed %v: want exactly one", s, a.Open(), active, a.Closed())
 			}
-			if a.Open() != slices.Contains(models.OpenStatuses, s) || active != slices.Contains(models.ActiveStatuses, s) ||
-				a.Closed() != slices.Contains(models.ClosedStatuses, s) {
+			if a.Open() != slices.Contains(asks.OpenStatuses, s) || active != slices.Contains(asks.ActiveStatuses, s) ||
+				a.Closed() != slices.Contains(asks.ClosedStatuses, s) {
 				t.Fatalf("%s: the page's groups differ from models' groups", s)
 			}
 			if row := (views.AskRow{Status: string(s)}); row.Open() != a.Open() {

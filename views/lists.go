@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
 )
 
 // AskRow is one ask in the inbox or the history.
@@ -43,7 +43,7 @@ func (r AskRow) Agent() string {
 }
 
 // Open says whether the ask still waits for an answer.
-func (r AskRow) Open() bool { return models.Status(r.Status).Open() }
+func (r AskRow) Open() bool { return asks.Status(r.Status).Open() }
 
 // InboxView is the list of open asks waiting for the viewer.
 type InboxView struct {
@@ -95,4 +95,4 @@ func (v InboxView) Line() string {
 }
 
 // Pending says whether the ask waits for a person's answer, not for its agent's.
-func (r AskRow) Pending() bool { return models.Status(r.Status) == models.StatusPending }
+func (r AskRow) Pending() bool { return asks.Status(r.Status) == asks.StatusPending }

@@ -21,7 +21,7 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/mcp/gate"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
 )
 
 // repoRoot is the module's folder, found from this file.
@@ -65,10 +65,10 @@ type Person interface {
 	Subject() string
 	// Answer answers the pending ask a with "approve" or "deny"; with ""
 	// the person sees it and stays silent.
-	Answer(t *testing.T, a models.Approval, answer string)
+	Answer(t *testing.T, a asks.Approval, answer string)
 	// ApproveLate approves the ask a after the gate withdrew it, and checks
 	// that the service refuses.
-	ApproveLate(t *testing.T, a models.Approval)
+	ApproveLate(t *testing.T, a asks.Approval)
 }
 
 // Setup is what the scenarios run against: the service, the countersign
@@ -99,10 +99,10 @@ func Start(t *testing.T, s Setup, token, rules, root, auditLog string) *mcp.Clie
 }
 
 // OpenAsk waits for the one open ask of the account and returns it.
-func OpenAsk(t *testing.T, env *apptest.Env) models.Approval {
+func OpenAsk(t *testing.T, env *apptest.Env) asks.Approval {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		list, _, err := env.Store.ListApprovals(context.Background(), env.Account.ID, models.ListFilter{Status: "open"})
+		list, _, err := env.Store.ListApprovals(context.Background(), env.Account.ID, asks.ListFilter{Status: "open"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func OpenAsk(t *testing.T, env *apptest.Env) models.Approval {
 		}
 	}
 	t.Fatal("no ask was filed")
-	return models.Approval{}
+	return asks.Approval{}
 }
 
 // AuditLines reads a JSON lines audit log.
@@ -186,17 +186,17 @@ func RunFilesystemScenarios(t *testing.T, s Setup) {
 		lateApprove bool
 		wantText    string
 		wantWritten bool
-		wantStatus  models.Status
+		wantStatus  asks.Status
 		wantAudit   map[string]any
 	}{
 		{name: "the person approves: the file is written and the audit line names both people",
-			tool: "write_file", file: "approved.txt", answer: "approve", wantWritten: true, wantStatus: models.StatusDone,
+			tool: "write_file", file: "approved.txt", answer: "approve", wantWritten: true, wantStatus: asks.StatusDone,
 			wantAudit: map[string]any{"tool": "write_file", "caller": "claude", "approver": who, "phase": "allowed", "decision": "allow"}},
 		{name: "the person denies: not written, the caller reads the forbidden JSON",
-			tool: "write_file", file: "denied.txt", answer: "deny", wantText: gate.RefusalText, wantStatus: models.StatusDenied,
+			tool: "write_file", file: "denied.txt", answer: "deny", wantText: gate.RefusalText, wantStatus: asks.StatusDenied,
 			wantAudit: map[string]any{"tool": "write_file", "caller": "claude", "approver": who, "phase": "refused", "decision": "deny"}},
 		{name: "silence for 2 s: refused, not written, the ask withdrawn, and an approve after changes nothing",
-			tool: "write_file", file: "silent.txt", lateApprove: true, wantText: gate.RefusalText, wantStatus: models.StatusStale,
+			tool: "write_file", file: "silent.txt", lateApprove: true, wantText: gate.RefusalText, wantStatus: asks.StatusStale,
 			wantAudit: map[string]any{"tool": "write_file", "caller": "claude", "approver": "", "phase": "refused", "decision": "deny"}},
 		{name: "read_text_file passes straight through", tool: "read_text_file", file: "seed.txt", wantText: "seeded"},
 	}
@@ -219,7 +219,7 @@ func RunFilesystemScenarios(t *testing.T, s Setup) {
 				}
 				done <- res
 			}()
-			var a models.Approval
+			var a asks.Approval
 			if tc.tool == "write_file" {
 				a = OpenAsk(t, s.Env)
 				s.Person.Answer(t, a, tc.answer)
@@ -270,7 +270,7 @@ func RunFilesystemScenarios(t *testing.T, s Setup) {
 
 // waitStatus waits up to 10 s for the ask id to reach want, and returns the
 // status it has then.
-func waitStatus(t *testing.T, env *apptest.Env, id string, want models.Status) models.Status {
+func waitStatus(t *testing.T, env *apptest.Env, id string, want asks.Status) asks.Status {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		got, err := env.Store.GetApproval(context.Background(), env.Account.ID, id)

@@ -19,7 +19,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
 )
 
 // bareItem is the one row the bare handler inserts per request.
@@ -64,7 +64,7 @@ func startBare(ctx context.Context, databaseURL, revision string) (*bareServer, 
 	var (
 		db       *gorm.DB
 		database string
-		dialect  models.Dialect
+		dialect  core.Dialect
 		err      error
 	)
 	if databaseURL == "" {
@@ -74,8 +74,8 @@ func startBare(ctx context.Context, databaseURL, revision string) (*bareServer, 
 		}
 		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
 		path := filepath.Join(dir, "bare.db")
-		db, err = gorm.Open(sqlite.Open(models.SQLiteDSN(path)), cfg)
-		database, dialect = "sqlite "+path, models.SQLite
+		db, err = gorm.Open(sqlite.Open(core.SQLiteDSN(path)), cfg)
+		database, dialect = "sqlite "+path, core.SQLite
 	} else {
 		fresh, drop, ferr := freshPostgres(ctx, databaseURL)
 		if ferr != nil {
@@ -84,7 +84,7 @@ func startBare(ctx context.Context, databaseURL, revision string) (*bareServer, 
 		}
 		cleanups = append(cleanups, drop)
 		db, err = gorm.Open(postgres.Open(fresh), cfg)
-		database, dialect = "postgres "+redact(fresh), models.Postgres
+		database, dialect = "postgres "+redact(fresh), core.Postgres
 	}
 	if err != nil {
 		cleanup()
@@ -97,8 +97,8 @@ func startBare(ctx context.Context, databaseURL, revision string) (*bareServer, 
 	}
 	cleanups = append(cleanups, func() { sqlDB.Close() })
 	// The pool of models.Open.
-	sqlDB.SetMaxOpenConns(models.PoolSize(dialect))
-	sqlDB.SetMaxIdleConns(models.PoolSize(dialect))
+	sqlDB.SetMaxOpenConns(core.PoolSize(dialect))
+	sqlDB.SetMaxIdleConns(core.PoolSize(dialect))
 	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	if err := db.WithContext(ctx).AutoMigrate(&bareItem{}); err != nil {
 		cleanup()

@@ -9,6 +9,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/people"
 )
 
 // The direct runs (-direct) measure the two sides of the ratio without HTTP
@@ -19,7 +21,7 @@ import (
 
 // fileDirect files the load's ask through the store as the service's agent
 // and checks that it came back pending.
-func fileDirect(store *models.Store, agent *models.Agent) request {
+func fileDirect(store *models.Store, agent *people.Agent) request {
 	return func(ctx context.Context, c int, n int64) error {
 		args := prAsk(c, n)
 		payload, err := json.Marshal(args["payload"])
@@ -38,7 +40,7 @@ func fileDirect(store *models.Store, agent *models.Agent) request {
 		if err != nil {
 			return err
 		}
-		if !strings.HasPrefix(a.ID, "appr_") || a.Status != models.StatusPending {
+		if !strings.HasPrefix(a.ID, "appr_") || a.Status != asks.StatusPending {
 			return fmt.Errorf("unexpected ask: id %q status %q", a.ID, a.Status)
 		}
 		return nil

@@ -16,7 +16,9 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // The database runs (-wal, -scale) look at what one ask costs the database
@@ -35,12 +37,12 @@ import (
 // account, in bulk, with the spread a busy account has: 200 repositories,
 // unique heads and payload hashes, 1,000 job ids, one ask in 50 open, the
 // kinds mixed.
-func seedAsks(ctx context.Context, db *gorm.DB, dialect models.Dialect, accountID, agentID string, n int) error {
+func seedAsks(ctx context.Context, db *gorm.DB, dialect core.Dialect, accountID, agentID string, n int) error {
 	const batch = 100_000
 	for from := 1; from <= n; from += batch {
 		to := min(from+batch-1, n)
 		var series, sha, head string
-		if dialect == models.Postgres {
+		if dialect == core.Postgres {
 			series = fmt.Sprintf("(SELECT g FROM generate_series(%d, %d) AS g) AS s", from, to)
 			sha, head = "lpad(to_hex(g), 64, '0')", "lpad(to_hex(g), 40, '0')"
 		} else {
@@ -74,22 +76,22 @@ SELECT ?, 'appr_seed' || g, ?, 'agent', 'agent:load', 'created', 'pending' FROM 
 // seeded ask g.
 type listCase struct {
 	name   string
-	filter func(g int) models.ListFilter
+	filter func(g int) asks.ListFilter
 }
 
 var listCases = []listCase{
-	{"repo", func(g int) models.ListFilter { return models.ListFilter{Repo: fmt.Sprintf("acme/repo%d", g%200)} }},
-	{"repo+number", func(g int) models.ListFilter {
-		return models.ListFilter{Repo: fmt.Sprintf("acme/repo%d", g%200), Number: int64(g/200 + 1)}
+	{"repo", func(g int) asks.ListFilter { return asks.ListFilter{Repo: fmt.Sprintf("acme/repo%d", g%200)} }},
+	{"repo+number", func(g int) asks.ListFilter {
+		return asks.ListFilter{Repo: fmt.Sprintf("acme/repo%d", g%200), Number: int64(g/200 + 1)}
 	}},
-	{"head", func(g int) models.ListFilter { return models.ListFilter{Head: fmt.Sprintf("%040x", g)} }},
-	{"payload_sha256", func(g int) models.ListFilter { return models.ListFilter{PayloadSHA256: fmt.Sprintf("%064x", g)} }},
-	{"job_id", func(g int) models.ListFilter { return models.ListFilter{JobID: fmt.Sprintf("job_%d", g%1000)} }},
-	{"status open", func(int) models.ListFilter { return models.ListFilter{Status: "open"} }},
-	{"status denied", func(int) models.ListFilter { return models.ListFilter{Status: "denied"} }},
-	{"status active", func(int) models.ListFilter { return models.ListFilter{Status: "active"} }},
-	{"kind run", func(int) models.ListFilter { return models.ListFilter{Kind: "run"} }},
-	{"no filter", func(int) models.ListFilter { return models.ListFilter{} }},
+	{"head", func(g int) asks.ListFilter { return asks.ListFilter{Head: fmt.Sprintf("%040x", g)} }},
+	{"payload_sha256", func(g int) asks.ListFilter { return asks.ListFilter{PayloadSHA256: fmt.Sprintf("%064x", g)} }},
+	{"job_id", func(g int) asks.ListFilter { return asks.ListFilter{JobID: fmt.Sprintf("job_%d", g%1000)} }},
+	{"status open", func(int) asks.ListFilter { return asks.ListFilter{Status: "open"} }},
+	{"status denied", func(int) asks.ListFilter { return asks.ListFilter{Status: "denied"} }},
+	{"status active", func(int) asks.ListFilter { return asks.ListFilter{Status: "active"} }},
+	{"kind run", func(int) asks.ListFilter { return asks.ListFilter{Kind: "run"} }},
+	{"no filter", func(int) asks.ListFilter { return asks.ListFilter{} }},
 }
 
 // runScale seeds n asks, prints the plans of the list filters, the inbox
@@ -114,13 +116,13 @@ func runScale(ctx context.Context, t *target, n, samples int, out io.Writer) err
 			return err
 		}
 	}
-	owner := &models.Member{AccountID: t.agent.AccountID, Role: models.RoleOwner, Person: models.Person{Subject: "ada"}}
+	owner := &people.Member{AccountID: t.agent.AccountID, Role: core.RoleOwner, Person: people.Person{Subject: "ada"}}
 	for _, q := range []struct {
 		name string
 		run  func() error
 	}{
 		{"sweeper (ExpireDue)", func() error { _, err := t.store.ExpireDue(ctx); return err }},
-		{"inbox of an owner", func() error { _, err := t.store.Inbox(ctx, owner, models.DefaultPageSize); return err }},
+		{"inbox of an owner", func() error { _, err := t.store.Inbox(ctx, owner, core.DefaultPageSize); return err }},
 	} {
 		name, run := q.name, q.run
 		sql, err := captureSQL(db, run)
@@ -181,10 +183,10 @@ func captureSQL(db *gorm.DB, fn func() error) ([]statement, error) {
 // explain prints the plan of each statement, run with its arguments (on
 // PostgreSQL with EXPLAIN (ANALYZE, BUFFERS): the plan it chose, and what it
 // read).
-func explain(ctx context.Context, db *gorm.DB, dialect models.Dialect, name string, stmts []statement, out io.Writer) error {
+func explain(ctx context.Context, db *gorm.DB, dialect core.Dialect, name string, stmts []statement, out io.Writer) error {
 	for _, st := range stmts {
 		prefix := "EXPLAIN QUERY PLAN "
-		if dialect == models.Postgres {
+		if dialect == core.Postgres {
 			prefix = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) "
 		}
 		rows, err := db.WithContext(ctx).Raw(prefix+st.sql, st.vars...).Rows()
@@ -214,7 +216,7 @@ func explain(ctx context.Context, db *gorm.DB, dialect models.Dialect, name stri
 // runWAL files n asks one after another (after a few unrecorded ones, so
 // that the table's first pages are written) and reports the WAL they made.
 func runWAL(ctx context.Context, t *target, n int, waldump, waldir string, out io.Writer) error {
-	if t.store.Dialect() != models.Postgres {
+	if t.store.Dialect() != core.Postgres {
 		return fmt.Errorf("-wal measures PostgreSQL's write-ahead log: give -database")
 	}
 	db := t.store.DB()

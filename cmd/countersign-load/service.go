@@ -27,6 +27,7 @@ import (
 	"github.com/countersign/countersign/mcp"
 	"github.com/countersign/countersign/mcp/bearer"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 )
 
 // The per-requester ask limit the in-process service runs with: every client
@@ -52,7 +53,7 @@ type target struct {
 	// store and agent are the in-process service's store and the agent the
 	// load files as, for the direct run; nil for a remote service.
 	store *models.Store
-	agent *models.Agent
+	agent *people.Agent
 }
 
 // startService runs Countersign in this process, configured through
@@ -104,12 +105,12 @@ func startService(ctx context.Context, databaseURL string, background bool, out 
 		return nil, fmt.Errorf("open service: %w", err)
 	}
 	cleanups = append(cleanups, func() { a.Close() })
-	acct, err := a.Store.AccountByName(ctx, models.DefaultAccountName)
+	acct, err := a.Store.AccountByName(ctx, people.DefaultAccountName)
 	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("default account: %w", err)
 	}
-	agent, token, err := a.Store.CreateAgent(ctx, acct.ID, "load", models.AllScopes)
+	agent, token, err := a.Store.CreateAgent(ctx, acct.ID, "load", people.AllScopes)
 	if err != nil {
 		cleanup()
 		return nil, err

@@ -17,7 +17,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+
+	"github.com/countersign/countersign/models/core"
 )
 
 // The waiting run (-waiting N, -timelines M) measures what agents cost while
@@ -109,7 +111,7 @@ func runWaiting(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer t.close()
-	person, err := t.store.AddMember(ctx, t.agent.AccountID, "load-person", "Load Person", models.RoleOwner)
+	person, err := t.store.AddMember(ctx, t.agent.AccountID, "load-person", "Load Person", core.RoleOwner)
 	if err != nil {
 		return fmt.Errorf("the person who decides: %w", err)
 	}
@@ -156,7 +158,7 @@ func runWaiting(ctx context.Context, o options, out io.Writer) error {
 
 	var (
 		mu        sync.Mutex
-		asks      = make([]string, max(o.waiting, o.timelines))
+		askIDs    = make([]string, max(o.waiting, o.timelines))
 		heard     = map[string]time.Time{}
 		shown     = map[string]time.Time{}
 		ready     = make(chan string, 2)
@@ -171,9 +173,9 @@ func runWaiting(ctx context.Context, o options, out io.Writer) error {
 			}
 			switch f[0] {
 			case lineAsk:
-				if i, err := strconv.Atoi(f[1]); err == nil && i < len(asks) {
+				if i, err := strconv.Atoi(f[1]); err == nil && i < len(askIDs) {
 					mu.Lock()
-					asks[i] = f[2]
+					askIDs[i] = f[2]
 					mu.Unlock()
 				}
 			case lineHeard, lineTimeline:
@@ -251,14 +253,14 @@ func runWaiting(ctx context.Context, o options, out io.Writer) error {
 	fmt.Fprintf(out, "all waiting: heap %.1f MB, stacks %.1f MB, RSS %.1f MB, %d goroutines\n", mb(timelines.heap), mb(timelines.stacks), mb(timelines.rss), timelines.goroutines)
 
 	// Decide a sample of the asks, spread over all of them, while all wait.
-	sample := min(o.decisions, len(asks))
+	sample := min(o.decisions, len(askIDs))
 	committed := map[string]time.Time{}
 	pace := time.NewTicker(time.Second / time.Duration(max(1, o.decideRate)))
 	defer pace.Stop()
 	for i := range sample {
-		id := asks[i*len(asks)/sample]
+		id := askIDs[i*len(askIDs)/sample]
 		decided := time.Now()
-		if _, err := t.store.Decide(ctx, t.agent.AccountID, id, person, models.Decision{Verdict: models.VerdictDeny}); err != nil {
+		if _, err := t.store.Decide(ctx, t.agent.AccountID, id, person, asks.Decision{Verdict: asks.VerdictDeny}); err != nil {
 			return fmt.Errorf("decide %s: %w", id, err)
 		}
 		committed[id] = decided
@@ -277,7 +279,7 @@ func runWaiting(ctx context.Context, o options, out io.Writer) error {
 			}
 		}
 		mu.Unlock()
-		if len(agentLat) == expectedNotices(committed, asks, o.waiting) && len(timelineLat) == expectedNotices(committed, asks, o.timelines) {
+		if len(agentLat) == expectedNotices(committed, askIDs, o.waiting) && len(timelineLat) == expectedNotices(committed, askIDs, o.timelines) {
 			break
 		}
 	}
@@ -286,8 +288,8 @@ func runWaiting(ctx context.Context, o options, out io.Writer) error {
 		name string
 		lat  []time.Duration
 		want int
-	}{{"agent (notifications/resources/updated)", agentLat, expectedNotices(committed, asks, o.waiting)},
-		{"live timeline (SSE event)", timelineLat, expectedNotices(committed, asks, o.timelines)}} {
+	}{{"agent (notifications/resources/updated)", agentLat, expectedNotices(committed, askIDs, o.waiting)},
+		{"live timeline (SSE event)", timelineLat, expectedNotices(committed, askIDs, o.timelines)}} {
 		if r.want == 0 {
 			continue
 		}

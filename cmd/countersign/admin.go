@@ -12,12 +12,13 @@ import (
 
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 )
 
 // openAccount opens the configured database (making the default account on
 // a fresh one) and finds the account the command names. The commands log
 // through slog.Default, the CLI's logger that main sets.
-func openAccount(ctx context.Context, cfg app.Config, name string) (*models.Store, *models.Account, error) {
+func openAccount(ctx context.Context, cfg app.Config, name string) (*models.Store, *people.Account, error) {
 	store, err := app.OpenStore(ctx, cfg, slog.Default())
 	if err != nil {
 		return nil, nil, err
@@ -107,7 +108,7 @@ func agentCommand(ctx context.Context, cfg app.Config, args []string, out io.Wri
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("agent "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	account := fs.String("account", models.DefaultAccountName, "account name")
+	account := fs.String("account", people.DefaultAccountName, "account name")
 	name := fs.String("name", "", "agent name")
 	scopes := fs.String("scopes", "", "comma-separated scopes")
 	forSubject := fs.String("for", "", "the subject of the person the agent acts for")

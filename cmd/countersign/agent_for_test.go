@@ -7,7 +7,8 @@ import (
 
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // `agent create --for SUBJECT` makes an agent that acts for a member of the
@@ -22,11 +23,11 @@ func TestAnAgentMadeForAPersonNamesThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, err := store.AccountByName(ctx, models.DefaultAccountName)
+	acct, err := store.AccountByName(ctx, people.DefaultAccountName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ada, err := store.AddMember(ctx, acct.ID, "ada", "Ada", models.RoleMember)
+	ada, err := store.AddMember(ctx, acct.ID, "ada", "Ada", core.RoleMember)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 // askRun is `countersign ask` running as its own process.
@@ -74,7 +75,7 @@ func (r *askRun) wait(t *testing.T) int {
 // when it cannot file an ask at all.
 func TestAskExitsTwoWithoutAnAnswerAndThreeWhenItCannotAsk(t *testing.T) {
 	env := apptest.StartWeb(t, apptest.SQLite, nil)
-	env.Member(env.Account.ID, "ada", models.RoleOwner)
+	env.Member(env.Account.ID, "ada", core.RoleOwner)
 	_, token := env.Agent(env.Account.ID, "ci")
 	ctx := context.Background()
 
@@ -98,7 +99,7 @@ func TestAskExitsTwoWithoutAnAnswerAndThreeWhenItCannotAsk(t *testing.T) {
 		if code := r.wait(t); code != askNoAnswer || !strings.Contains(r.stdout.String(), "no answer within 2s") {
 			t.Fatalf("exit %d, want 2 after the timeout\n%s\n%s", code, r.stdout, r.stderr)
 		}
-		if a, err := env.Store.GetApproval(ctx, env.Account.ID, id); err != nil || a.Status != models.StatusStale {
+		if a, err := env.Store.GetApproval(ctx, env.Account.ID, id); err != nil || a.Status != asks.StatusStale {
 			t.Fatalf("the ask after the timeout: %v %v; want stale", a.Status, err)
 		}
 	})
@@ -126,7 +127,7 @@ func TestAskExitsTwoWithoutAnAnswerAndThreeWhenItCannotAsk(t *testing.T) {
 			}
 		})
 	}
-	if open, _, err := env.Store.ListApprovals(ctx, env.Account.ID, models.ListFilter{Status: "open"}); err != nil || len(open) != 0 {
+	if open, _, err := env.Store.ListApprovals(ctx, env.Account.ID, asks.ListFilter{Status: "open"}); err != nil || len(open) != 0 {
 		t.Errorf("%d asks left open (%v), want none", len(open), err)
 	}
 }

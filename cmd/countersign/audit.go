@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"github.com/countersign/countersign/app"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 )
 
 const auditUsage = "usage: countersign audit verify [--account NAME] [--seal]"
@@ -20,7 +20,7 @@ func auditCommand(ctx context.Context, cfg app.Config, args []string, out io.Wri
 	}
 	fs := flag.NewFlagSet("audit verify", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	account := fs.String("account", models.DefaultAccountName, "account name")
+	account := fs.String("account", people.DefaultAccountName, "account name")
 	seal := fs.Bool("seal", false, "seal the events that can be sealed first, as the running service does every second")
 	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 {
 		return usageError{auditUsage}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 )
 
 // The running service seals the audit log by itself; `audit verify` says the
@@ -18,7 +18,7 @@ import (
 func TestAuditVerifyFindsAnEditedEvent(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := startServer(t, db)
-		created := mustCLI(t, s.env, "agent", "create", "--name", "audited", "--scopes", strings.Join(models.AllScopes, ","))
+		created := mustCLI(t, s.env, "agent", "create", "--name", "audited", "--scopes", strings.Join(people.AllScopes, ","))
 		lines := strings.Split(strings.TrimSpace(created.stdout), "\n")
 		session, err := apptest.Connect(context.Background(), s.URL+"/mcp", lines[len(lines)-1])
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 	"io"
 
 	"github.com/countersign/countersign/app"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/ops"
 )
 
 const backupUsage = "usage: countersign backup --out FILE"
@@ -29,7 +29,7 @@ func backupCommand(ctx context.Context, cfg app.Config, args []string, out io.Wr
 	if cfg.DatabaseURL != "" {
 		return errBackupPostgres
 	}
-	b, err := models.BackupSQLite(ctx, cfg.SQLitePath(), *file)
+	b, err := ops.BackupSQLite(ctx, cfg.SQLitePath(), *file)
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}

@@ -16,13 +16,16 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // countersign backup, run while agents file asks, writes a copy that opens
 // as a sound, migrated database holding every ask answered before it began.
 func TestBackupWhileAsksAreFiled(t *testing.T) {
 	s := startServer(t, apptest.SQLite, map[string]string{"COUNTERSIGN_ASK_RATE": "100000/s", "COUNTERSIGN_ASK_BURST": "100000"})
-	created := mustCLI(t, s.env, "agent", "create", "--name", "filer", "--scopes", strings.Join(models.AllScopes, ","))
+	created := mustCLI(t, s.env, "agent", "create", "--name", "filer", "--scopes", strings.Join(people.AllScopes, ","))
 	lines := strings.Split(strings.TrimSpace(created.stdout), "\n")
 	token := lines[len(lines)-1]
 
@@ -85,7 +88,7 @@ func TestBackupWhileAsksAreFiled(t *testing.T) {
 	t.Logf("%d asks answered before the backup, %d while it ran; %s", len(before), during, strings.TrimSpace(r.stdout))
 
 	// The copy, opened on its own: sound, migrated, and every ask is there.
-	db, err := gorm.Open(sqlite.Open(models.SQLiteDSN(file)), &gorm.Config{Logger: logger.Discard})
+	db, err := gorm.Open(sqlite.Open(core.SQLiteDSN(file)), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatalf("open the backup: %v", err)
 	}
@@ -93,17 +96,17 @@ func TestBackupWhileAsksAreFiled(t *testing.T) {
 	if err := db.Raw(`PRAGMA integrity_check`).Scan(&check).Error; err != nil || len(check) != 1 || check[0] != "ok" {
 		t.Fatalf("PRAGMA integrity_check of the backup = %q (%v), want ok", check, err)
 	}
-	store := models.NewStore(db, models.SQLite, time.Hour)
+	store := models.NewStore(db, core.SQLite, time.Hour)
 	if err := store.SchemaCurrent(context.Background()); err != nil {
 		t.Fatalf("the backup is not migrated: %v", err)
 	}
-	acct, err := store.AccountByName(context.Background(), models.DefaultAccountName)
+	acct, err := store.AccountByName(context.Background(), people.DefaultAccountName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	missing := 0
 	for _, id := range before {
-		if a, err := store.GetApproval(context.Background(), acct.ID, id); err != nil || a.Status != models.StatusPending {
+		if a, err := store.GetApproval(context.Background(), acct.ID, id); err != nil || a.Status != asks.StatusPending {
 			if missing++; missing <= 5 {
 				t.Errorf("ask %s, answered before the backup, in the backup: %v", id, err)
 			}

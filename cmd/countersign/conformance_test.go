@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 )
 
 // countersignTools are the tools an agent holding every scope sees in
@@ -153,7 +153,7 @@ func bearerOnlyScenarios() []string {
 func TestTheConformanceSuitesServerScenariosPassAgainstTheBinary(t *testing.T) {
 	cli := needNodePackage(t, "@modelcontextprotocol/conformance/dist/index.js")
 	s := startOnLocalhost(t)
-	created := mustCLI(t, s.env, "agent", "create", "--name", "conformance", "--scopes", strings.Join(models.AllScopes, ","))
+	created := mustCLI(t, s.env, "agent", "create", "--name", "conformance", "--scopes", strings.Join(people.AllScopes, ","))
 	token := lastLine(created.stdout)
 	proxy := bearerProxy(t, s.URL, token)
 
@@ -237,7 +237,7 @@ func decodeInspector(t *testing.T, out string, r result) inspectorResult {
 func TestTheInspectorFindsEveryToolSchemaPortable(t *testing.T) {
 	launcher := needNodePackage(t, "@modelcontextprotocol/inspector/clients/launcher/build/index.js")
 	s := startOnLocalhost(t)
-	created := mustCLI(t, s.env, "agent", "create", "--name", "inspector", "--scopes", strings.Join(models.AllScopes, ","))
+	created := mustCLI(t, s.env, "agent", "create", "--name", "inspector", "--scopes", strings.Join(people.AllScopes, ","))
 	bearer := "Authorization: Bearer " + lastLine(created.stdout)
 
 	r := inspector(t, launcher, t.TempDir(), s.URL+"/mcp", "--method", "tools/list", "--header", bearer, "--strict")
@@ -282,7 +282,7 @@ func TestTheInspectorFindsEveryToolSchemaPortable(t *testing.T) {
 func TestTheInspectorCLIWorksWithABearerToken(t *testing.T) {
 	launcher := needNodePackage(t, "@modelcontextprotocol/inspector/clients/launcher/build/index.js")
 	s := startOnLocalhost(t)
-	created := mustCLI(t, s.env, "agent", "create", "--name", "inspector", "--scopes", strings.Join(models.AllScopes, ","))
+	created := mustCLI(t, s.env, "agent", "create", "--name", "inspector", "--scopes", strings.Join(people.AllScopes, ","))
 	token := lastLine(created.stdout)
 	endpoint := s.URL + "/mcp"
 	bearer := "Authorization: Bearer " + token
@@ -347,7 +347,7 @@ func TestTheInspectorCLIWorksWithABearerToken(t *testing.T) {
 	// for runs with nobody at the keyboard, it starts no OAuth flow and shows
 	// the reason of the server's 401. Without it and without a terminal it
 	// refuses to start the interactive flow.
-	wrong := "Authorization: Bearer " + models.TokenPrefix + "notatoken"
+	wrong := "Authorization: Bearer " + people.TokenPrefix + "notatoken"
 	r = inspector(t, launcher, home, endpoint, "--method", "tools/list", "--header", wrong, "--stored-auth-only")
 	if e := decodeInspector(t, r.stderr, r).Error; r.code == 0 || e == nil || e.Code != "auth_required" ||
 		!strings.Contains(e.Message, "the token is not an agent token of this service") {

@@ -11,7 +11,8 @@ import (
 
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/people"
 )
 
 // A kill -9 while agents file asks loses no ask the service answered: an
@@ -20,7 +21,7 @@ import (
 func TestKillNineLosesNoAnsweredAsk(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := startServer(t, db, map[string]string{"COUNTERSIGN_ASK_RATE": "100000/s", "COUNTERSIGN_ASK_BURST": "100000"})
-		created := mustCLI(t, s.env, "agent", "create", "--name", "crash", "--scopes", strings.Join(models.AllScopes, ","))
+		created := mustCLI(t, s.env, "agent", "create", "--name", "crash", "--scopes", strings.Join(people.AllScopes, ","))
 		lines := strings.Split(strings.TrimSpace(created.stdout), "\n")
 		token := lines[len(lines)-1]
 
@@ -74,13 +75,13 @@ func TestKillNineLosesNoAnsweredAsk(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open the store after the kill: %v", err)
 		}
-		acct, err := store.AccountByName(context.Background(), models.DefaultAccountName)
+		acct, err := store.AccountByName(context.Background(), people.DefaultAccountName)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lost := 0
 		for _, id := range answered {
-			if a, err := store.GetApproval(context.Background(), acct.ID, id); err != nil || a.Status != models.StatusPending {
+			if a, err := store.GetApproval(context.Background(), acct.ID, id); err != nil || a.Status != asks.StatusPending {
 				lost++
 				if lost <= 5 {
 					t.Errorf("answered ask %s after the kill: %v", id, err)

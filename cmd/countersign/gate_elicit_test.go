@@ -17,7 +17,7 @@ import (
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/apptest/gatetest"
 	"github.com/countersign/countersign/mcp/gate"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
 )
 
 // urlClientGate runs `countersign gate` over stdio in front of the npm
@@ -113,7 +113,7 @@ func TestAGatedCallFromAURLElicitationClientWaitsWithoutHoldingTheCall(t *testin
 			t.Fatalf("ada answers %s: %s", answer, r)
 		}
 	}
-	status := func(t *testing.T, id string) models.Status {
+	status := func(t *testing.T, id string) asks.Status {
 		t.Helper()
 		a, err := env.Store.GetApproval(context.Background(), env.Account.ID, id)
 		if err != nil {
@@ -152,7 +152,7 @@ func TestAGatedCallFromAURLElicitationClientWaitsWithoutHoldingTheCall(t *testin
 		if e2 := theElicitation(t, again); e2.ElicitationID != e.ElicitationID || again.RequestState != res.RequestState {
 			t.Errorf("the early retry got elicitation %s (state %s), want the same %s", e2.ElicitationID, again.RequestState, e.ElicitationID)
 		}
-		if got := status(t, id); got != models.StatusPending {
+		if got := status(t, id); got != asks.StatusPending {
 			t.Fatalf("the ask is %s after the hold, want pending: the ask outlives the 2 s hold", got)
 		}
 		if _, err := os.Stat(path); err == nil {
@@ -167,7 +167,7 @@ func TestAGatedCallFromAURLElicitationClientWaitsWithoutHoldingTheCall(t *testin
 		if b, err := os.ReadFile(path); err != nil || string(b) != gatetest.Written {
 			t.Fatalf("the file after the approve: %q %v", b, err)
 		}
-		if got := waitStatusOf(t, env, id, models.StatusDone); got != models.StatusDone {
+		if got := waitStatusOf(t, env, id, asks.StatusDone); got != asks.StatusDone {
 			t.Errorf("the ask is %s after the call, want done", got)
 		}
 
@@ -205,13 +205,13 @@ func TestAGatedCallFromAURLElicitationClientWaitsWithoutHoldingTheCall(t *testin
 		}
 		if e2 := theElicitation(t, swapped); e2.ElicitationID == e.ElicitationID {
 			t.Fatalf("other arguments under the approved elicitation got it back, want a new ask")
-		} else if newID := askOf(t, env, e2); newID == id || status(t, newID) != models.StatusPending {
+		} else if newID := askOf(t, env, e2); newID == id || status(t, newID) != asks.StatusPending {
 			t.Errorf("other arguments filed %s (%s), want a new pending ask", newID, status(t, newID))
 		}
 		if _, err := os.Stat(path); err == nil {
 			t.Fatal("other arguments ran under the approved elicitation")
 		}
-		if got := status(t, id); got != models.StatusApproved {
+		if got := status(t, id); got != asks.StatusApproved {
 			t.Fatalf("the approved ask is %s after another call named it, want still approved", got)
 		}
 		done, err := retry(ctx, session, "write_file", args, res.RequestState, e.ElicitationID)
@@ -328,7 +328,7 @@ func TestAGatedCallFromAURLElicitationClientWaitsWithoutHoldingTheCall(t *testin
 		if b, _ := os.ReadFile(path); string(b) != gatetest.Written {
 			t.Errorf("the file holds %q", b)
 		}
-		if got := waitStatusOf(t, env, id, models.StatusDone); got != models.StatusDone {
+		if got := waitStatusOf(t, env, id, asks.StatusDone); got != asks.StatusDone {
 			t.Errorf("the ask is %s, want done", got)
 		}
 		// The same call once more is a new call: it asks again.
@@ -349,7 +349,7 @@ func TestAGatedCallFromAURLElicitationClientWaitsWithoutHoldingTheCall(t *testin
 		}
 		again := askOf(t, env, data.Elicitations[0])
 		session.Close()
-		if got := waitStatusOf(t, env, again, models.StatusStale); got != models.StatusStale {
+		if got := waitStatusOf(t, env, again, asks.StatusStale); got != asks.StatusStale {
 			t.Errorf("the open ask of a client that went away is %s, want stale", got)
 		}
 	})
@@ -357,7 +357,7 @@ func TestAGatedCallFromAURLElicitationClientWaitsWithoutHoldingTheCall(t *testin
 
 // waitStatusOf waits up to 10 s for the ask id to reach want, and returns the
 // status it has then.
-func waitStatusOf(t *testing.T, env *apptest.Env, id string, want models.Status) models.Status {
+func waitStatusOf(t *testing.T, env *apptest.Env, id string, want asks.Status) asks.Status {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		got, err := env.Store.GetApproval(context.Background(), env.Account.ID, id)

@@ -23,7 +23,7 @@ import (
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/apptest/gatetest"
 	"github.com/countersign/countersign/mcp/gate"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/outbox"
 )
 
 // environmentUpstream, set, makes the test binary an MCP server over stdio
@@ -360,7 +360,7 @@ func TestAToolCallFiledByTheGateExpiresWhenTheGateStopsWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	endpoint, p256dh, auth := ps.Subscribe("phone")
-	if _, err := env.Store.SavePushSubscription(ctx, person.ID, models.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
+	if _, err := env.Store.SavePushSubscription(ctx, person.ID, outbox.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
 		t.Fatal(err)
 	}
 	_, token := env.Agent(env.Account.ID, "gate")

@@ -16,7 +16,7 @@ import (
 	"github.com/countersign/countersign/apptest/gatetest"
 	"github.com/countersign/countersign/mcp/gate"
 	"github.com/countersign/countersign/mcp/gate/proxy"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
 )
 
 // A rule that compares a path argument as a raw string is warned of at
@@ -150,7 +150,7 @@ func TestTheGateAsksForEverySpellingOfAPathInTheFolderItGuards(t *testing.T) {
 				"tool": tc.tool, "caller": "claude", "approver": approver, "phase": "allowed", "decision": "allow", "argumentsSha256": hash,
 			})
 			if !tc.wantAsk {
-				list, _, err := env.Store.ListApprovals(context.Background(), env.Account.ID, models.ListFilter{Status: "open"})
+				list, _, err := env.Store.ListApprovals(context.Background(), env.Account.ID, asks.ListFilter{Status: "open"})
 				if err != nil || len(list) != 0 {
 					t.Errorf("open asks = %v, %v; want none", list, err)
 				}

@@ -13,7 +13,9 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/apptest/gatetest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // passkeyPerson is ada answering with apptest's software passkey, over the
@@ -22,7 +24,7 @@ type passkeyPerson struct{ ada *apptest.Browser }
 
 func (p passkeyPerson) Subject() string { return "ada" }
 
-func (p passkeyPerson) Answer(t *testing.T, a models.Approval, answer string) {
+func (p passkeyPerson) Answer(t *testing.T, a asks.Approval, answer string) {
 	t.Helper()
 	if answer == "" {
 		return
@@ -32,7 +34,7 @@ func (p passkeyPerson) Answer(t *testing.T, a models.Approval, answer string) {
 	}
 }
 
-func (p passkeyPerson) ApproveLate(t *testing.T, a models.Approval) {
+func (p passkeyPerson) ApproveLate(t *testing.T, a asks.Approval) {
 	t.Helper()
 	if r := p.ada.For(t).Decide(a.ID, "approve", ""); r.Status == http.StatusOK {
 		t.Errorf("ada approved a withdrawn ask: %s", r)
@@ -60,7 +62,7 @@ func serviceWithAda(t *testing.T) (*apptest.Env, *apptest.Browser) {
 func serviceWithAdaAnd(t *testing.T, settings map[string]string) (*apptest.Env, *apptest.Browser) {
 	t.Helper()
 	env := apptest.StartWeb(t, apptest.SQLite, settings)
-	invite, _, err := env.Store.CreateInvite(context.Background(), models.NewInvite{AccountID: env.Account.ID, Role: models.RoleOwner, By: models.OperatorInviter("test")})
+	invite, _, err := env.Store.CreateInvite(context.Background(), people.NewInvite{AccountID: env.Account.ID, Role: core.RoleOwner, By: people.OperatorInviter("test")})
 	if err != nil {
 		t.Fatal(err)
 	}

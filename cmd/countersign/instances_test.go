@@ -16,7 +16,7 @@ import (
 
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 )
 
 // startInstance runs one more `countersign serve` on the database at databaseURL,
@@ -53,7 +53,7 @@ func TestTwoInstancesOnOnePostgreSQL(t *testing.T) {
 		a, b := startInstance(t, db, url), startInstance(t, db, url)
 		ctx := context.Background()
 
-		created := mustCLI(t, a.env, "agent", "create", "--name", "bot", "--scopes", strings.Join(models.AllScopes, ","))
+		created := mustCLI(t, a.env, "agent", "create", "--name", "bot", "--scopes", strings.Join(people.AllScopes, ","))
 		token := lastLine(created.stdout)
 		invite := mustCLI(t, b.env, "invite", "--role", "owner", "--subject", "ada")
 		inviteToken := strings.TrimPrefix(lastLine(invite.stdout), b.URL+"/invite/")
@@ -176,7 +176,7 @@ func TestTwoInstancesOnOnePostgreSQL(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			acct, err := store.AccountByName(ctx, models.DefaultAccountName)
+			acct, err := store.AccountByName(ctx, people.DefaultAccountName)
 			if err != nil {
 				t.Fatal(err)
 			}

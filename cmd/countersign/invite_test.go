@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -48,7 +49,7 @@ func TestTheInviteCommandNeverHandsAnExistingPersonANewPasskey(t *testing.T) {
 		daveKey := dave.Passkey.CredentialIDString()
 
 		t.Run("an invite naming dave is refused in every account, pointing at --add-role", func(t *testing.T) {
-			for _, account := range []string{"bravo", models.DefaultAccountName} {
+			for _, account := range []string{"bravo", people.DefaultAccountName} {
 				r := cli(t, cliEnv(env), "invite", "--role", "admin", "--subject", "dave", "--account", account)
 				if r.code != 1 || strings.Contains(r.stdout, "/invite/") || !strings.Contains(r.stderr, "add-role") {
 					t.Fatalf("invite naming dave in %s: %s; want exit 1, no URL, a pointer to add-role", account, r)
@@ -60,17 +61,17 @@ func TestTheInviteCommandNeverHandsAnExistingPersonANewPasskey(t *testing.T) {
 		})
 
 		t.Run("a legacy invite naming dave is refused, and keys export lists no foreign key", func(t *testing.T) {
-			token := "inv_legacy" + strings.ReplaceAll(models.NewPersonID(), "_", "")
+			token := "inv_legacy" + strings.ReplaceAll(people.NewPersonID(), "_", "")
 			now := time.Now()
 			if err := env.Store.DB().Exec(`INSERT INTO invites (token_hash, account_id, role, subject, created_by, created_at, expires_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, models.HashToken(token), bravo.ID, models.RoleOwner, "dave", "mallory", now, now.Add(time.Hour)).Error; err != nil {
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, core.HashToken(token), bravo.ID, core.RoleOwner, "dave", "mallory", now, now.Add(time.Hour)).Error; err != nil {
 				t.Fatal(err)
 			}
 			attacker := apptest.NewBrowser(t, env.URL)
 			if r := attacker.AcceptInvite(token, "dave"); r.Status != http.StatusConflict || r.Field() != "subject" {
 				t.Fatalf("accept: %s; want 409 on subject", r)
 			}
-			for _, account := range []string{models.DefaultAccountName, "bravo"} {
+			for _, account := range []string{people.DefaultAccountName, "bravo"} {
 				for id, person := range exportedKeys(t, env, account) {
 					if id == attacker.Passkey.CredentialIDString() || (person == "dave" && id != daveKey) {
 						t.Fatalf("account %s exports key %s as %s's", account, id, person)
@@ -94,7 +95,7 @@ func TestTheInviteCommandNeverHandsAnExistingPersonANewPasskey(t *testing.T) {
 				t.Fatalf("dave accepts: %s", r)
 			}
 			m, err := env.Store.MemberBySubject(ctx, bravo.ID, "dave")
-			if err != nil || m.Role != models.RoleAdmin {
+			if err != nil || m.Role != core.RoleAdmin {
 				t.Fatalf("dave in bravo: %+v (%v); want an admin", m, err)
 			}
 			keys := exportedKeys(t, env, "bravo")

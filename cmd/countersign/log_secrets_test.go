@@ -13,7 +13,8 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/outbox"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/oauth"
 	"github.com/countersign/countersign/requestlog"
 )
@@ -107,7 +108,7 @@ func TestTheLogHoldsNoOneTimeSecretOfAFullRunOfFlows(t *testing.T) {
 	if r := phone.Post("/push/subscribe", map[string]any{"endpoint": endpoint, "keys": map[string]string{"p256dh": p256dh, "auth": auth}}); r.Status/100 != 2 {
 		t.Fatalf("subscribe: %s", r)
 	}
-	agentToken := lastLine(mustCLI(t, s.env, "agent", "create", "--name", "bot", "--scopes", strings.Join(models.AllScopes, ",")).stdout)
+	agentToken := lastLine(mustCLI(t, s.env, "agent", "create", "--name", "bot", "--scopes", strings.Join(people.AllScopes, ",")).stdout)
 	seen.add(t, "an agent token", agentToken)
 	session, err := apptest.Connect(ctx, s.URL+"/mcp", agentToken)
 	if err != nil {
@@ -129,11 +130,11 @@ func TestTheLogHoldsNoOneTimeSecretOfAFullRunOfFlows(t *testing.T) {
 		if !ok {
 			t.Fatal("no push of the ask arrived")
 		}
-		var m models.PushMessage
+		var m outbox.PushMessage
 		if err := json.Unmarshal(d.Plaintext, &m); err != nil {
 			t.Fatal(err)
 		}
-		if m.Event == models.PushAsk && m.ApprovalID == ask {
+		if m.Event == outbox.PushAsk && m.ApprovalID == ask {
 			pushed = m.URL
 		}
 	}

@@ -26,6 +26,10 @@ import (
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/work"
 )
 
 // binary is the countersign command, built once for every test here.
@@ -182,7 +186,7 @@ type agentRow struct {
 // readAgent reads the agent named name from the SQLite file in data.
 func readAgent(t *testing.T, data, name string) agentRow {
 	t.Helper()
-	db, _, err := models.Open(context.Background(), "", data, 0, apptest.Logger())
+	db, _, err := core.Open(context.Background(), "", data, 0, apptest.Logger())
 	if err != nil {
 		t.Fatalf("open the database: %v", err)
 	}
@@ -208,7 +212,7 @@ func TestAgentCommands(t *testing.T) {
 	created := mustCLI(t, env, "agent", "create", "--init", "--name", "bot", "--scopes", "mcp:read,approvals:read")
 	lines := strings.Split(strings.TrimRight(created.stdout, "\n"), "\n")
 	token := lines[len(lines)-1]
-	if !regexp.MustCompile(`^` + models.TokenPrefix + `[a-z2-7]{40,}$`).MatchString(token) {
+	if !regexp.MustCompile(`^` + people.TokenPrefix + `[a-z2-7]{40,}$`).MatchString(token) {
 		t.Fatalf("the last line of stdout is %q, want the token alone\n%s", token, created)
 	}
 	if n := strings.Count(created.stdout+created.stderr, token); n != 1 {
@@ -300,7 +304,7 @@ func TestAccountCommands(t *testing.T) {
 	if r := row(t, list.stdout, "acme"); len(r) < 3 || r[1] != id || r[2] != "false" {
 		t.Fatalf("acme row = %q, want acme %s false\n%s", r, id, list)
 	}
-	if r := row(t, list.stdout, models.DefaultAccountName); len(r) < 3 || r[2] != "false" {
+	if r := row(t, list.stdout, people.DefaultAccountName); len(r) < 3 || r[2] != "false" {
 		t.Fatalf("default row = %q, want allow_private_evidence false\n%s", r, list)
 	}
 
@@ -312,7 +316,7 @@ func TestAccountCommands(t *testing.T) {
 	if r := row(t, list.stdout, "acme"); len(r) < 3 || r[1] != id || r[2] != "true" {
 		t.Fatalf("acme row after set = %q, want acme %s true\n%s", r, id, list)
 	}
-	if r := row(t, list.stdout, models.DefaultAccountName); len(r) < 3 || r[2] != "false" {
+	if r := row(t, list.stdout, people.DefaultAccountName); len(r) < 3 || r[2] != "false" {
 		t.Fatalf("default row after setting acme = %q, want it unchanged (false)\n%s", r, list)
 	}
 }
@@ -511,7 +515,7 @@ type sdkSummary struct {
 // answerQuestions answers, as the person, every question an agent asks in
 // the store until ctx ends: it picks the second choice. It returns how many
 // it answered once ctx ended.
-func answerQuestions(ctx context.Context, t *testing.T, store *models.Store, accountID string, person *models.Member) <-chan int {
+func answerQuestions(ctx context.Context, t *testing.T, store *models.Store, accountID string, person *people.Member) <-chan int {
 	answered := make(chan int, 1)
 	go func() {
 		n := 0
@@ -525,12 +529,12 @@ func answerQuestions(ctx context.Context, t *testing.T, store *models.Store, acc
 			if err := store.DB().WithContext(ctx).Raw(`SELECT a.id FROM approvals a
 				JOIN agent_requests r ON r.approval_id = a.id JOIN agent_sessions s ON s.id = r.session_id
 				WHERE a.account_id = ? AND a.kind = ? AND a.status = ? AND s.heartbeat_at > r.created_at`,
-				accountID, models.KindAgentRequest, models.StatusPending).Scan(&ids).Error; err != nil && ctx.Err() == nil {
+				accountID, work.KindAgentRequest, asks.StatusPending).Scan(&ids).Error; err != nil && ctx.Err() == nil {
 				t.Errorf("find questions: %v", err)
 				return
 			}
 			for _, id := range ids {
-				if _, err := store.Decide(ctx, accountID, id, person, models.Decision{Verdict: "choice:1"}); err != nil {
+				if _, err := store.Decide(ctx, accountID, id, person, asks.Decision{Verdict: "choice:1"}); err != nil {
 					t.Errorf("answer %s: %v", id, err)
 					return
 				}
@@ -585,7 +589,7 @@ func TestTheTypeScriptSDKWorksAgainstTheBinary(t *testing.T) {
 	}
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		s := startServer(t, db)
-		created := mustCLI(t, s.env, "agent", "create", "--name", "sdk-check", "--scopes", strings.Join(models.AllScopes, ","))
+		created := mustCLI(t, s.env, "agent", "create", "--name", "sdk-check", "--scopes", strings.Join(people.AllScopes, ","))
 		lines := strings.Split(strings.TrimSpace(created.stdout), "\n")
 		token := lines[len(lines)-1]
 
@@ -599,11 +603,11 @@ func TestTheTypeScriptSDKWorksAgainstTheBinary(t *testing.T) {
 				sqlDB.Close()
 			}
 		}()
-		acct, err := store.AccountByName(context.Background(), models.DefaultAccountName)
+		acct, err := store.AccountByName(context.Background(), people.DefaultAccountName)
 		if err != nil {
 			t.Fatal(err)
 		}
-		person, err := store.AddMember(context.Background(), acct.ID, "ada", "Ada", models.RoleOwner)
+		person, err := store.AddMember(context.Background(), acct.ID, "ada", "Ada", core.RoleOwner)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -638,13 +642,13 @@ func TestTheTypeScriptSDKWorksAgainstTheBinary(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the approval the SDK made is not in the database: %v", err)
 		}
-		if a.Status != models.StatusStale || a.PayloadSHA256 != sum.PayloadSHA256 || a.RequesterSubject != "agent:sdk-check" {
+		if a.Status != asks.StatusStale || a.PayloadSHA256 != sum.PayloadSHA256 || a.RequesterSubject != "agent:sdk-check" {
 			t.Fatalf("stored approval: status %s, payload_sha256 %s, requester %s; want stale, %s, agent:sdk-check",
 				a.Status, a.PayloadSHA256, a.RequesterSubject, sum.PayloadSHA256)
 		}
 
 		t.Run("a wrong token makes the check fail", func(t *testing.T) {
-			sum, r := runSDKCheck(t, root, s.URL+"/mcp", models.TokenPrefix+"notatoken")
+			sum, r := runSDKCheck(t, root, s.URL+"/mcp", people.TokenPrefix+"notatoken")
 			if r.code == 0 || sum.OK || sum.Error == "" {
 				t.Fatalf("the check passed with a wrong token: %+v\n%s", sum, r)
 			}

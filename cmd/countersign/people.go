@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/app"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 const (
@@ -51,11 +52,11 @@ func inviteCommand(ctx context.Context, cfg app.Config, args []string, out io.Wr
 	role := fs.String("role", "", "owner, admin or member")
 	subject := fs.String("subject", "", "the subject the new person must take (empty: they choose), or the existing person with --add-role")
 	addRole := fs.Bool("add-role", false, "invite the existing person --subject names; they accept by signing in with their own passkey")
-	account := fs.String("account", models.DefaultAccountName, "account name")
+	account := fs.String("account", people.DefaultAccountName, "account name")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return usageError{inviteUsage}
 	}
-	r, err := models.ParseRole(*role)
+	r, err := core.ParseRole(*role)
 	if err != nil {
 		return usageError{fmt.Sprintf("--role must be owner, admin or member, not %q\n%s", *role, inviteUsage)}
 	}
@@ -63,12 +64,12 @@ func inviteCommand(ctx context.Context, cfg app.Config, args []string, out io.Wr
 	if err != nil {
 		return err
 	}
-	kind := models.InviteNewPerson
+	kind := people.InviteNewPerson
 	if *addRole {
-		kind = models.InviteAddRole
+		kind = people.InviteAddRole
 	}
-	token, inv, err := store.CreateInvite(ctx, models.NewInvite{AccountID: acct.ID, Kind: kind, Role: r, Subject: *subject,
-		By: models.OperatorInviter("cli")})
+	token, inv, err := store.CreateInvite(ctx, people.NewInvite{AccountID: acct.ID, Kind: kind, Role: r, Subject: *subject,
+		By: people.OperatorInviter("cli")})
 	if err != nil {
 		return err
 	}
@@ -76,11 +77,11 @@ func inviteCommand(ctx context.Context, cfg app.Config, args []string, out io.Wr
 	if inv.Subject != "" {
 		who = "a new person, " + inv.Subject
 	}
-	if inv.Kind == models.InviteAddRole {
+	if inv.Kind == people.InviteAddRole {
 		who = "the existing person " + inv.Subject
 	}
 	fmt.Fprintf(out, "invite for %s to join account %s as %s; it works once, until %s.\n", who, acct.Name, inv.Role, inv.ExpiresAt.Format(time.RFC3339))
-	if inv.Kind == models.InviteAddRole {
+	if inv.Kind == people.InviteAddRole {
 		fmt.Fprintf(out, "only %s can accept it, by signing in with a passkey they already have:\n", inv.Subject)
 	} else {
 		fmt.Fprintln(out, "open it on the phone or computer that will hold the passkey:")
@@ -100,7 +101,7 @@ func keysCommand(ctx context.Context, cfg app.Config, args []string, out io.Writ
 	}
 	fs := flag.NewFlagSet("keys export", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	account := fs.String("account", models.DefaultAccountName, "account name")
+	account := fs.String("account", people.DefaultAccountName, "account name")
 	file := fs.String("out", "", "write to this file instead of stdout")
 	if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 {
 		return usageError{keysUsage}

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // A database an older version wrote may hold persons whose subjects differ
@@ -22,12 +23,12 @@ func TestServeRefusesClashingSubjectsUntilOneIsRenamed(t *testing.T) {
 	mustCLI(t, env, "account", "list", "--init")
 
 	// Write the rows as a version before migration 18 could: no subject_key.
-	db, _, err := models.Open(ctx, "", data, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	db, _, err := core.Open(ctx, "", data, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var acct string
-	if err := db.Raw(`SELECT id FROM accounts WHERE name = ?`, models.DefaultAccountName).Scan(&acct).Error; err != nil || acct == "" {
+	if err := db.Raw(`SELECT id FROM accounts WHERE name = ?`, people.DefaultAccountName).Scan(&acct).Error; err != nil || acct == "" {
 		t.Fatalf("default account: %q %v", acct, err)
 	}
 	now := time.Now().UTC()
@@ -44,7 +45,7 @@ func TestServeRefusesClashingSubjectsUntilOneIsRenamed(t *testing.T) {
 		if err := db.Exec(`INSERT INTO persons (id, subject, display_name, created_at) VALUES (?, ?, ?, ?)`, p[0], p[1], p[1], now).Error; err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Exec(`INSERT INTO memberships (account_id, person_id, role, created_at) VALUES (?, ?, ?, ?)`, acct, p[0], models.RoleMember, now).Error; err != nil {
+		if err := db.Exec(`INSERT INTO memberships (account_id, person_id, role, created_at) VALUES (?, ?, ?, ?)`, acct, p[0], core.RoleMember, now).Error; err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,7 +85,7 @@ func TestServeRefusesClashingSubjectsUntilOneIsRenamed(t *testing.T) {
 	}
 	mustCLI(t, env, "audit", "verify") // the rename's audit events keep the chain intact
 
-	db, _, err = models.Open(ctx, "", data, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	db, _, err = core.Open(ctx, "", data, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestServeRefusesClashingSubjectsUntilOneIsRenamed(t *testing.T) {
 		}
 	}
 	var renamed int64
-	if err := db.Raw(`SELECT count(*) FROM events WHERE step = ? AND account_id = ? AND note = ?`, models.StepPersonRenamed, acct, "Bob is now robert").Scan(&renamed).Error; err != nil || renamed != 1 {
+	if err := db.Raw(`SELECT count(*) FROM events WHERE step = ? AND account_id = ? AND note = ?`, people.StepPersonRenamed, acct, "Bob is now robert").Scan(&renamed).Error; err != nil || renamed != 1 {
 		t.Errorf("%d person_renamed events on the account's audit log (%v), want 1", renamed, err)
 	}
 }

@@ -22,7 +22,8 @@ import (
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/mcp/bearer"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/outbox"
+	"github.com/countersign/countersign/models/people"
 )
 
 // roundRobin is a reverse proxy with no affinity: each request goes to the
@@ -159,7 +160,7 @@ func TestThreeInstancesBehindARoundRobinProxy(t *testing.T) {
 			rr.backends = append(rr.backends, u)
 		}
 		env := instances[0].env
-		token := lastLine(mustCLI(t, env, "agent", "create", "--name", "bot", "--scopes", strings.Join(models.AllScopes, ",")).stdout)
+		token := lastLine(mustCLI(t, env, "agent", "create", "--name", "bot", "--scopes", strings.Join(people.AllScopes, ",")).stdout)
 		invite := strings.TrimPrefix(lastLine(mustCLI(t, env, "invite", "--role", "owner", "--subject", "ada").stdout), public+"/invite/")
 		ada := apptest.NewBrowser(t, public)
 		if r := ada.AcceptInvite(invite, "ada"); r.Status != http.StatusOK {
@@ -169,7 +170,7 @@ func TestThreeInstancesBehindARoundRobinProxy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		acct, err := store.AccountByName(ctx, models.DefaultAccountName)
+		acct, err := store.AccountByName(ctx, people.DefaultAccountName)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +255,7 @@ func TestThreeInstancesBehindARoundRobinProxy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			link, err := store.IssuePushLink(ctx, &models.PushTarget{PushJob: models.PushJob{ApprovalID: id, Event: models.PushAsk, PersonID: person.ID, SubscriptionID: "sub_phone"}})
+			link, err := store.IssuePushLink(ctx, &outbox.PushTarget{PushJob: outbox.PushJob{ApprovalID: id, Event: outbox.PushAsk, PersonID: person.ID, SubscriptionID: "sub_phone"}})
 			if err != nil || link == "" {
 				t.Fatalf("issue the push link: %q %v", link, err)
 			}

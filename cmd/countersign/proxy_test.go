@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 )
 
 // Behind a TLS proxy on the same machine that keeps the public Host (nginx's
@@ -19,7 +19,7 @@ import (
 // refused as DNS rebinding.
 func TestMCPBehindAProxyThatKeepsThePublicHost(t *testing.T) {
 	s := startServer(t, apptest.SQLite, map[string]string{"COUNTERSIGN_BASE_URL": "https://approvals.example.com"})
-	created := mustCLI(t, s.env, "agent", "create", "--name", "proxied", "--scopes", strings.Join(models.AllScopes, ","))
+	created := mustCLI(t, s.env, "agent", "create", "--name", "proxied", "--scopes", strings.Join(people.AllScopes, ","))
 	lines := strings.Split(strings.TrimSpace(created.stdout), "\n")
 	token := lines[len(lines)-1]
 

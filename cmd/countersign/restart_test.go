@@ -12,7 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 )
 
 // The restart test runs on a PostgreSQL server of its own, which it
@@ -41,7 +41,7 @@ func TestAPostgreSQLRestartUnderLoad(t *testing.T) {
 	url := apptest.DatabaseOn(t, base)
 	a, b := startInstance(t, apptest.Postgres, url), startInstance(t, apptest.Postgres, url)
 	ctx := context.Background()
-	created := mustCLI(t, a.env, "agent", "create", "--name", "bot", "--scopes", strings.Join(models.AllScopes, ","))
+	created := mustCLI(t, a.env, "agent", "create", "--name", "bot", "--scopes", strings.Join(people.AllScopes, ","))
 	token := lastLine(created.stdout)
 
 	var mu sync.Mutex

@@ -11,7 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 )
 
 // testBuildVersion is stamped into the test binary (-ldflags -X
@@ -67,7 +67,7 @@ func TestTheNewestClientSpeaks20260728AndListensForDecisions(t *testing.T) {
 			instances = append(instances, startInstance(t, db, url))
 		}
 		a := instances[0]
-		token := lastLine(mustCLI(t, a.env, "agent", "create", "--name", "bot", "--scopes", strings.Join(models.AllScopes, ",")).stdout)
+		token := lastLine(mustCLI(t, a.env, "agent", "create", "--name", "bot", "--scopes", strings.Join(people.AllScopes, ",")).stdout)
 		invite := mustCLI(t, a.env, "invite", "--role", "owner", "--subject", "ada")
 		ada := apptest.NewBrowser(t, a.URL)
 		if r := ada.AcceptInvite(strings.TrimPrefix(lastLine(invite.stdout), a.URL+"/invite/"), "ada"); r.Status != http.StatusOK {

@@ -11,7 +11,8 @@ import (
 
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/rules"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -56,13 +57,13 @@ func TestRulesAreSetListedAndRemovedFromTheCLIAndAudited(t *testing.T) {
 	if row := ruleRow(list, "x"); row != "" {
 		t.Errorf("a refused rule was stored: %q", row)
 	}
-	if row := ruleRow(list, models.RuleRoll); !strings.Contains(row, " on ") || !strings.Contains(row, "built in") {
+	if row := ruleRow(list, rules.RuleRoll); !strings.Contains(row, " on ") || !strings.Contains(row, "built in") {
 		t.Errorf("the built-in roll rule row %q\n%s", row, list)
 	}
-	mustCLI(t, env, "rule", "remove", models.RuleRoll)
+	mustCLI(t, env, "rule", "remove", rules.RuleRoll)
 	mustCLI(t, env, "rule", "remove", "prod-three")
 	list = mustCLI(t, env, "rule", "list").stdout
-	if row := ruleRow(list, models.RuleRoll); !strings.Contains(row, " off ") {
+	if row := ruleRow(list, rules.RuleRoll); !strings.Contains(row, " off ") {
 		t.Errorf("the removed built-in is not off: %q", row)
 	}
 	if row := ruleRow(list, "prod-three"); row != "" {
@@ -80,7 +81,7 @@ func TestRulesAreSetListedAndRemovedFromTheCLIAndAudited(t *testing.T) {
 		}
 	}()
 	var steps []string
-	if err := store.DB().Table("events").Where("step IN ?", []string{models.StepRuleSet, models.StepRuleRemoved}).Order("seq").Pluck("step", &steps).Error; err != nil {
+	if err := store.DB().Table("events").Where("step IN ?", []string{rules.StepRuleSet, rules.StepRuleRemoved}).Order("seq").Pluck("step", &steps).Error; err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(steps, " ") != "rule_set rule_removed rule_removed" {
@@ -119,7 +120,7 @@ func TestTheRulesFileIsCheckedAtStartAndApplied(t *testing.T) {
 	if err != nil || r.Count != 2 || r.CreatedBy != "file:"+good {
 		t.Fatalf("the file's rule: %+v %v", r, err)
 	}
-	if _, err := env.Store.RuleByID(ctx, env.Account.ID, models.RuleRoll); models.CodeOf(err) != models.NotFound {
+	if _, err := env.Store.RuleByID(ctx, env.Account.ID, rules.RuleRoll); core.CodeOf(err) != core.NotFound {
 		t.Fatalf("the file removed builtin-roll, but it is there: %v", err)
 	}
 	// Applied again (a restart), nothing changes and nothing more is audited.
@@ -127,7 +128,7 @@ func TestTheRulesFileIsCheckedAtStartAndApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int64
-	env.Store.DB().Table("events").Where("step IN ?", []string{models.StepRuleSet, models.StepRuleRemoved}).Count(&n)
+	env.Store.DB().Table("events").Where("step IN ?", []string{rules.StepRuleSet, rules.StepRuleRemoved}).Count(&n)
 	if n != 2 {
 		t.Fatalf("%d rule events after applying the file twice, want 2", n)
 	}
@@ -144,9 +145,9 @@ type twoPersonScene struct {
 func newTwoPersonScene(t *testing.T) *twoPersonScene {
 	t.Helper()
 	env := apptest.StartWeb(t, apptest.SQLite, nil)
-	s := &twoPersonScene{env: env, ada: env.Join(env.Account.ID, models.RoleOwner, "ada"), bob: env.Join(env.Account.ID, models.RoleAdmin, "bob")}
-	if _, err := env.Store.SetRule(context.Background(), env.Account.ID, "two-for-documents", models.RuleSpec{Kinds: []string{"document"}, Count: 2,
-		Pool: models.Pool{Kind: models.PoolRole, Role: models.PoolAdmins}}, "cli:test"); err != nil {
+	s := &twoPersonScene{env: env, ada: env.Join(env.Account.ID, core.RoleOwner, "ada"), bob: env.Join(env.Account.ID, core.RoleAdmin, "bob")}
+	if _, err := env.Store.SetRule(context.Background(), env.Account.ID, "two-for-documents", rules.RuleSpec{Kinds: []string{"document"}, Count: 2,
+		Pool: rules.Pool{Kind: rules.PoolRole, Role: rules.PoolAdmins}}, "cli:test"); err != nil {
 		t.Fatal(err)
 	}
 	_, token := env.Agent(env.Account.ID, "bot")

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/app"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/rules"
 )
 
 const ruleUsage = `usage: countersign rule add ID --count N --pool POOL [--kinds K,K] [--effects E,E] [--servers P,P] [--tools P,P]
@@ -32,7 +33,7 @@ func ruleCommand(ctx context.Context, cfg app.Config, args []string, out io.Writ
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("rule "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	account := fs.String("account", models.DefaultAccountName, "account name")
+	account := fs.String("account", people.DefaultAccountName, "account name")
 	name := fs.String("name", "", "the rule in words")
 	count := fs.Int("count", 0, "distinct people, 1 to 5")
 	pool := fs.String("pool", "", "whom the rule asks")
@@ -59,14 +60,14 @@ func ruleCommand(ctx context.Context, cfg app.Config, args []string, out io.Writ
 		if len(positional) != 1 {
 			return usageError{ruleUsage}
 		}
-		spec := models.RuleSpec{Name: *name, Kinds: list(*kinds), Effects: list(*effects), Servers: list(*servers), Tools: list(*tools),
+		spec := rules.RuleSpec{Name: *name, Kinds: list(*kinds), Effects: list(*effects), Servers: list(*servers), Tools: list(*tools),
 			Requesters: list(*requesters), MinPriority: *minPriority, Count: *count, ApplyFrom: *applyFrom,
-			EscalateAfter: models.Duration(*escalateAfter), RemindEvery: models.Duration(*remindEvery)}
-		if spec.Pool, err = models.ParsePool(*pool); err != nil {
+			EscalateAfter: rules.Duration(*escalateAfter), RemindEvery: rules.Duration(*remindEvery)}
+		if spec.Pool, err = rules.ParsePool(*pool); err != nil {
 			return err
 		}
 		if *escalateTo != "" {
-			if spec.EscalateTo, err = models.ParsePool(*escalateTo); err != nil {
+			if spec.EscalateTo, err = rules.ParsePool(*escalateTo); err != nil {
 				return err
 			}
 		}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/app"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/runner"
 )
 
@@ -147,7 +147,7 @@ func runnerCommand(ctx context.Context, cfg app.Config, args []string, out io.Wr
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("runner "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	account := fs.String("account", models.DefaultAccountName, "account name")
+	account := fs.String("account", people.DefaultAccountName, "account name")
 	name := fs.String("name", "", "runner name")
 	key := fs.String("public-key", "", "the public key countersign runner init printed")
 	positional, err := parseInterspersed(fs, args)

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/runners"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -142,7 +144,7 @@ func runnerProcess(t *testing.T, dir, server, token string) *exec.Cmd {
 
 func TestKillNineOfTheRunnerMidRunReportsFailedOnRestartAndNeverRunsAgain(t *testing.T) {
 	env := apptest.StartWeb(t, apptest.SQLite, nil)
-	ada := env.Join(env.Account.ID, models.RoleOwner, "ada")
+	ada := env.Join(env.Account.ID, core.RoleOwner, "ada")
 	_, agentToken := env.Agent(env.Account.ID, "bot")
 	agent := env.Connect(agentToken)
 
@@ -163,7 +165,7 @@ func TestKillNineOfTheRunnerMidRunReportsFailedOnRestartAndNeverRunsAgain(t *tes
 		t.Fatal(err)
 	}
 	marker := filepath.Join(t.TempDir(), "marker")
-	runnerID := models.RunnerIDOfToken(token)
+	runnerID := runners.RunnerIDOfToken(token)
 	filed := agent.OK("approvals_create", apptest.RunAsk(runnerID, key, "ada", apptest.ScriptSHA256([]byte(body)),
 		[]string{"slow.sh", "x", marker}, "remote", 30*time.Minute))
 	id := filed["approval_id"].(string)
@@ -191,7 +193,7 @@ func TestKillNineOfTheRunnerMidRunReportsFailedOnRestartAndNeverRunsAgain(t *tes
 		t.Logf("kill the script's group: %v", err)
 	}
 	a, err := env.Store.GetApproval(context.Background(), env.Account.ID, id)
-	if err != nil || a.Status != models.StatusInProgress {
+	if err != nil || a.Status != asks.StatusInProgress {
 		t.Fatalf("after the kill the run is %v (%v), want in_progress", a.Status, err)
 	}
 
@@ -200,7 +202,7 @@ func TestKillNineOfTheRunnerMidRunReportsFailedOnRestartAndNeverRunsAgain(t *tes
 		if a, err = env.Store.GetApproval(context.Background(), env.Account.ID, id); err != nil {
 			t.Fatal(err)
 		}
-		if a.Status != models.StatusInProgress {
+		if a.Status != asks.StatusInProgress {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -212,7 +214,7 @@ func TestKillNineOfTheRunnerMidRunReportsFailedOnRestartAndNeverRunsAgain(t *tes
 		t.Fatal(err)
 	}
 	last := events[len(events)-1]
-	if a.Status != models.StatusFailed || last.Note != "runner restarted; not run again" || last.RunnerSignature() == nil {
+	if a.Status != asks.StatusFailed || last.Note != "runner restarted; not run again" || last.RunnerSignature() == nil {
 		t.Errorf("after the restart the run is %s, last %s %q", a.Status, last.Step, last.Note)
 	}
 	time.Sleep(time.Second)

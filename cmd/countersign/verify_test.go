@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/proof"
 	"github.com/countersign/countersign/proof/prooftest"
 )
@@ -71,7 +72,7 @@ func TestInviteCommandPrintsAURLTheServiceAccepts(t *testing.T) {
 			t.Fatal(err)
 		}
 		m, err := env.Store.MemberByID(ctx, env.Account.ID, p.ID)
-		if err != nil || m.Role != models.RoleAdmin {
+		if err != nil || m.Role != core.RoleAdmin {
 			t.Fatalf("carol is %+v (%v), want an admin of the default account", m, err)
 		}
 		if r := b.Get("/invite/" + token); r.Status != http.StatusConflict {
@@ -294,7 +295,7 @@ func TestVerifyCommandChecksAProofMadeOverHTTP(t *testing.T) {
 			}
 			// A second passkey, removed since: exported and flagged.
 			gone := apptest.NewAuthenticator()
-			if err := apptest.SeedDeviceKey(ctx, d.env.Store, person.ID, models.DeviceKey{ID: gone.CredentialIDString(), Name: "old phone",
+			if err := apptest.SeedDeviceKey(ctx, d.env.Store, person.ID, people.DeviceKey{ID: gone.CredentialIDString(), Name: "old phone",
 				Credential: "{}", PublicKey: base64.RawURLEncoding.EncodeToString(gone.PublicKeyCOSE())}); err != nil {
 				t.Fatal(err)
 			}
@@ -381,7 +382,7 @@ func TestVerifyCommandChecksAProofMadeOverHTTP(t *testing.T) {
 			removedID, registeredID := []byte("removed an hour after the decision"), []byte("registered an hour after the decision")
 			seed := func(id []byte, k *prooftest.Key, name string) {
 				t.Helper()
-				if err := apptest.SeedDeviceKey(ctx, store, person.ID, models.DeviceKey{ID: b64(id), Name: name, Credential: "{}", PublicKey: b64(k.COSE())}); err != nil {
+				if err := apptest.SeedDeviceKey(ctx, store, person.ID, people.DeviceKey{ID: b64(id), Name: name, Credential: "{}", PublicKey: b64(k.COSE())}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -7,7 +7,8 @@ import (
 	"io"
 
 	"github.com/countersign/countersign/app"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/people"
 )
 
 const workUsage = `usage: countersign work column add --key KEY --name NAME [--account NAME]
@@ -33,7 +34,7 @@ func workCommand(ctx context.Context, cfg app.Config, args []string, out io.Writ
 	}
 	fs := flag.NewFlagSet("work", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	account := fs.String("account", models.DefaultAccountName, "account name")
+	account := fs.String("account", people.DefaultAccountName, "account name")
 	key := fs.String("key", "", "column key")
 	name := fs.String("name", "", "column name")
 	column := fs.String("column", "", "column key")
@@ -64,13 +65,13 @@ func workCommand(ctx context.Context, cfg app.Config, args []string, out io.Writ
 		}
 		fmt.Fprintf(out, "removed column %s\n", positional[0])
 	case "item add":
-		it, err := store.AddItem(ctx, acct.ID, *column, *title, *description, models.ActorAdmin, operator)
+		it, err := store.AddItem(ctx, acct.ID, *column, *title, *description, asks.ActorAdmin, operator)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "added %q to column %s\n%s\n", it.Title, it.ColumnKey, it.ID)
 	case "item remove":
-		if err := store.RemoveItem(ctx, acct.ID, positional[0], models.ActorAdmin, operator); err != nil {
+		if err := store.RemoveItem(ctx, acct.ID, positional[0], asks.ActorAdmin, operator); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "removed item %s\n", positional[0])

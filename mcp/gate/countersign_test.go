@@ -16,7 +16,9 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/mcp/gate"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // service is a running Countersign with an owner, ada, signed in with a
@@ -30,7 +32,7 @@ type service struct {
 func startService(t *testing.T, db apptest.Database) *service {
 	t.Helper()
 	env := apptest.StartWeb(t, db, nil)
-	invite, _, err := env.Store.CreateInvite(context.Background(), models.NewInvite{AccountID: env.Account.ID, Role: models.RoleOwner, By: models.OperatorInviter("test")})
+	invite, _, err := env.Store.CreateInvite(context.Background(), people.NewInvite{AccountID: env.Account.ID, Role: core.RoleOwner, By: people.OperatorInviter("test")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +45,11 @@ func startService(t *testing.T, db apptest.Database) *service {
 }
 
 // openAsk waits for the one open ask and returns it.
-func (s *service) openAsk(t *testing.T) models.Approval {
+func (s *service) openAsk(t *testing.T) asks.Approval {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		list, _, err := s.env.Store.ListApprovals(context.Background(), s.env.Account.ID, models.ListFilter{Status: "open"})
+		list, _, err := s.env.Store.ListApprovals(context.Background(), s.env.Account.ID, asks.ListFilter{Status: "open"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +59,7 @@ func (s *service) openAsk(t *testing.T) models.Approval {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("no ask was filed")
-	return models.Approval{}
+	return asks.Approval{}
 }
 
 func (s *service) steps(t *testing.T, id string) []string {
@@ -88,7 +90,7 @@ func TestTheCountersignSink(t *testing.T) {
 			timeout     time.Duration
 			wantText    string
 			wantWritten int32
-			wantStatus  models.Status
+			wantStatus  asks.Status
 			wantSteps   []string // after created
 			// orExpired: the ask may end expired instead. Its life ends at the
 			// gate's deadline rounded up to the second, so on a loaded
@@ -101,28 +103,28 @@ func TestTheCountersignSink(t *testing.T) {
 			{
 				name: "the person approves: the call runs, the ask says started then done, the audit names both",
 				path: "/srv/a.txt", answer: "approve", timeout: 30 * time.Second,
-				wantText: "wrote /srv/a.txt", wantWritten: 1, wantStatus: models.StatusDone,
+				wantText: "wrote /srv/a.txt", wantWritten: 1, wantStatus: asks.StatusDone,
 				wantSteps: []string{"approved", "started", "done"},
 				wantEvent: gate.AuditEvent{Tool: "write_file", Caller: "alice", Approver: "ada", Phase: "allowed", Decision: "allow"},
 			},
 			{
 				name: "the call fails after the approve: the ask says failed with the tool's error",
 				path: "/broken", answer: "approve", timeout: 30 * time.Second,
-				wantText: "disk full", wantWritten: 1, wantStatus: models.StatusFailed,
+				wantText: "disk full", wantWritten: 1, wantStatus: asks.StatusFailed,
 				wantSteps: []string{"approved", "started", "failed"},
 				wantEvent: gate.AuditEvent{Tool: "write_file", Caller: "alice", Approver: "ada", Phase: "error", Decision: "allow", Reason: "tool_error: disk full"},
 			},
 			{
 				name: "the person denies: refused, nothing runs, the refusal names her",
 				path: "/srv/b.txt", answer: "deny", timeout: 30 * time.Second,
-				wantText: gate.RefusalText, wantStatus: models.StatusDenied, wantSteps: []string{"denied"},
+				wantText: gate.RefusalText, wantStatus: asks.StatusDenied, wantSteps: []string{"denied"},
 				wantEvent:   gate.AuditEvent{Tool: "write_file", Caller: "alice", Approver: "ada", Phase: "refused", Decision: "deny", Reason: "denied"},
 				wantRefusal: &gate.ApprovalRefusedError{Tool: "write_file", By: "ada", Reason: gate.ReasonDenied},
 			},
 			{
 				name: "silence: refused at the timeout and the ask is withdrawn",
 				path: "/srv/c.txt", timeout: 1500 * time.Millisecond,
-				wantText: gate.RefusalText, wantStatus: models.StatusStale, wantSteps: []string{"stale"}, orExpired: true,
+				wantText: gate.RefusalText, wantStatus: asks.StatusStale, wantSteps: []string{"stale"}, orExpired: true,
 				wantEvent:   gate.AuditEvent{Tool: "write_file", Caller: "alice", Phase: "refused", Decision: "deny", Reason: "timeout: no answer within 1.5s"},
 				wantRefusal: &gate.ApprovalRefusedError{Tool: "write_file", Reason: gate.ReasonTimeout, Detail: "no answer within 1.5s"},
 			},
@@ -197,18 +199,18 @@ func TestTheCountersignSink(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				// The caller is told no at the deadline; the withdrawal follows.
-				var got *models.Approval
+				var got *asks.Approval
 				for wait := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 					if got, err = s.env.Store.GetApproval(context.Background(), s.env.Account.ID, a.ID); err != nil {
 						t.Fatal(err)
 					}
-					if got.Status == tc.wantStatus || (tc.orExpired && got.Status == models.StatusExpired) || time.Now().After(wait) {
+					if got.Status == tc.wantStatus || (tc.orExpired && got.Status == asks.StatusExpired) || time.Now().After(wait) {
 						break
 					}
 				}
 				wantStatus, wantSteps := tc.wantStatus, tc.wantSteps
-				if tc.orExpired && got.Status == models.StatusExpired {
-					wantStatus, wantSteps = models.StatusExpired, []string{"expired"}
+				if tc.orExpired && got.Status == asks.StatusExpired {
+					wantStatus, wantSteps = asks.StatusExpired, []string{"expired"}
 				}
 				if got.Status != wantStatus {
 					t.Errorf("the ask is %s, want %s", got.Status, wantStatus)
@@ -250,7 +252,7 @@ func TestTheCountersignSink(t *testing.T) {
 
 func TestNewCountersignFailsAtStart(t *testing.T) {
 	s := startService(t, apptest.SQLite)
-	_, readOnly := s.env.Agent(s.env.Account.ID, "reader", models.ScopeMCPRead, models.ScopeApprovalsRead)
+	_, readOnly := s.env.Agent(s.env.Account.ID, "reader", people.ScopeMCPRead, people.ScopeApprovalsRead)
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +309,7 @@ func TestAPolicyNamingToolCallsApprovesTheSinksAsk(t *testing.T) {
 		if err != nil || !d.Approved() || d.By() != "ada" {
 			t.Fatalf("the sink's ask under a tool_call policy = approved %t by %q (%v), want approved by ada's policy", d.Approved(), d.By(), err)
 		}
-		list, _, err := s.env.Store.ListApprovals(ctx, s.env.Account.ID, models.ListFilter{Kind: "tool_call"})
+		list, _, err := s.env.Store.ListApprovals(ctx, s.env.Account.ID, asks.ListFilter{Kind: "tool_call"})
 		if err != nil || len(list) != 1 {
 			t.Fatalf("%d tool_call asks (%v), want 1", len(list), err)
 		}

@@ -15,7 +15,8 @@ import (
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/mcp/gate"
 	"github.com/countersign/countersign/mcp/gate/proxy"
-	"github.com/countersign/countersign/models"
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
 )
 
 // latencies collects the durations of single operations and reports their
@@ -122,7 +123,7 @@ func BenchmarkDecisionToGatedCall(b *testing.B) {
 	ctx := context.Background()
 	env := apptest.StartWeb(b, apptest.SQLite, nil)
 	_, token := env.Agent(env.Account.ID, "gate")
-	owner := env.Member(env.Account.ID, "ada", models.RoleOwner)
+	owner := env.Member(env.Account.ID, "ada", core.RoleOwner)
 	sink, err := gate.NewCountersign(ctx, gate.CountersignOptions{URL: env.URL, Token: token, Server: "filesystem"})
 	if err != nil {
 		b.Fatal(err)
@@ -176,7 +177,7 @@ func BenchmarkDecisionToGatedCall(b *testing.B) {
 		}()
 		var id string
 		for deadline := time.Now().Add(10 * time.Second); id == ""; time.Sleep(2 * time.Millisecond) {
-			open, _, err := env.Store.ListApprovals(ctx, env.Account.ID, models.ListFilter{Status: "open"})
+			open, _, err := env.Store.ListApprovals(ctx, env.Account.ID, asks.ListFilter{Status: "open"})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -188,7 +189,7 @@ func BenchmarkDecisionToGatedCall(b *testing.B) {
 			}
 		}
 		time.Sleep(30 * time.Millisecond) // the sink subscribes and reads the ask
-		if _, err := env.Store.Decide(ctx, env.Account.ID, id, owner, models.Decision{Verdict: models.VerdictApprove}); err != nil {
+		if _, err := env.Store.Decide(ctx, env.Account.ID, id, owner, asks.Decision{Verdict: asks.VerdictApprove}); err != nil {
 			b.Fatal(err)
 		}
 		committed := time.Now()

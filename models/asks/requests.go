@@ -1,0 +1,25 @@
+package asks
+
+import (
+	"slices"
+
+	"github.com/countersign/countersign/ask"
+)
+
+// RequestKinds are the kinds approval_request files.
+var RequestKinds = ask.RequestKinds
+
+// IsRequest says whether an ask was filed with approval_request.
+func (a *Approval) IsRequest() bool { return slices.Contains(RequestKinds, a.Kind) }
+
+// Request returns the frozen payload of a request, or nil for other asks.
+func (a *Approval) Request() *ask.RequestProposal {
+	if !a.IsRequest() {
+		return nil
+	}
+	p, ok := ask.ReadRequestPayload([]byte(a.Payload))
+	if !ok {
+		return nil
+	}
+	return p
+}

@@ -1,0 +1,157 @@
+package asks
+
+import (
+	"strings"
+
+	"github.com/countersign/countersign/ask"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/proof"
+)
+
+// Verdict is a person's answer to an ask: the word the state machine records.
+type Verdict string
+
+// The verdict vocabulary, declared here once. An option is
+// "option:<index>"; a question's signed form is "question:<sha256 of its
+// text>" (see Decision.Signed). A request's question is answered with
+// "choice:<index>" of its choices, or with free text, signed as
+// "answer:<lower-case hex sha256 of the text>". A new way to answer is added here, and only
+// here: ParseVerdict reads it, Decide records it.
+const (
+	VerdictApprove  Verdict = "approve"
+	VerdictDeny     Verdict = "deny"
+	VerdictNotMine  Verdict = "not_mine"
+	VerdictQuestion Verdict = "question"
+	VerdictAnswer   Verdict = "answer" // a free-text answer, before its text is hashed
+	optionPrefix            = "option:"
+	choicePrefix            = "choice:"
+	answerPrefix            = "answer:"
+)
+
+// AnswerVerdict is the signed verdict of a free-text answer.
+func AnswerVerdict(text string) Verdict { return Verdict(proof.AnswerDecision(text)) }
+
+// Decision is a person's answer, with the proof that they gave it.
+type Decision struct {
+	Verdict Verdict // approve, deny, not_mine, question, option:<index>, choice:<index> or answer:<sha256>
+	Note    string  // the question's text for question; the chosen option's or choice's text; the answer's text; optional otherwise
+	// The signature, already verified by the caller: the nonce it covered is
+	// spent and the passkey's counter moves in the decision's transaction.
+	Proof        []byte // the proof, kept whole (JSON)
+	Nonce        []byte
+	CredentialID string
+	SignCount    uint32
+	Credential   string // the passkey's updated credential record
+	// PushLink is the id of the one-time push link the decision was made
+	// with, "" for one made in a session: it is spent in the same transaction.
+	PushLink string
+}
+
+// ParseVerdict reads what a person chose on ask a into the Decision it
+// records: approve (not on a decision ask, which is approved by picking an
+// option), deny, not_mine, question with its text, or option:<index> of a
+// decision ask, whose Note becomes the option's text. text is the question,
+// or an optional note for the others. Both the decision service and Decide
+// check a choice here, so that the two never disagree.
+func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
+	d := Decision{Verdict: choice, Note: text}
+	var question *ask.Question
+	if r := a.Request(); r != nil {
+		question = r.Question
+	}
+	switch {
+	case choice == VerdictApprove:
+		if a.Kind == KindDecision {
+			return d, core.Invalid("decision", "a decision ask is approved by picking one of its options")
+		}
+		if question != nil {
+			return d, core.Invalid("decision", "a question is answered: pick one of its choices or write an answer")
+		}
+	case strings.HasPrefix(string(choice), choicePrefix):
+		idx, ok := choice.Choice()
+		if question == nil || question.Free() || !ok || idx >= len(question.Choices) || !proof.ValidDecision(string(choice)) {
+			return d, core.Invalid("decision", "%q is not a choice of approval %s", choice, a.ID)
+		}
+		d.Note = question.Choices[idx]
+	case choice == VerdictAnswer || choice.IsAnswer():
+		if question == nil || !question.Free() {
+			return d, core.Invalid("decision", "approval %s asks no free-text question", a.ID)
+		}
+		if strings.TrimSpace(text) == "" {
+			return d, core.Invalid("answer", "write your answer")
+		}
+		d.Verdict = AnswerVerdict(text)
+		if choice != VerdictAnswer && choice != d.Verdict {
+			return d, core.Invalid("answer", "the answer's text does not hash to the signed decision %q", choice)
+		}
+	case choice == VerdictDeny, choice == VerdictNotMine:
+	case choice == VerdictQuestion:
+		d.Note = strings.TrimSpace(text)
+		if d.Note == "" {
+			return d, core.Invalid("question", "write the question you want the agent to answer")
+		}
+	case strings.HasPrefix(string(choice), optionPrefix):
+		opts := a.DecisionOptions()
+		idx, ok := choice.Option()
+		if a.Kind != KindDecision || !ok || idx >= len(opts) || !proof.ValidDecision(string(choice)) {
+			return d, core.Invalid("decision", "%q is not an option of approval %s", choice, a.ID)
+		}
+		d.Note = opts[idx]
+	default:
+		return d, core.Invalid("decision", "must be approve, deny, not_mine, question, option:<index>, choice:<index> or answer, not %q", choice)
+	}
+	if n := core.RuneCount(d.Note); n > NoteLimit {
+		field := "note"
+		switch {
+		case choice == VerdictQuestion:
+			field = "question"
+		case d.Verdict.IsAnswer():
+			field = "answer"
+		}
+		return d, core.Invalid(field, "at most %d characters (got %d)", NoteLimit, n)
+	}
+	return d, nil
+}
+
+// parseIndex reads an option index: one or two decimal digits.
+func parseIndex(s string) (int, bool) {
+	if s == "" || len(s) > 2 {
+		return 0, false
+	}
+	n := 0
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return 0, false
+		}
+		n = n*10 + int(r-'0')
+	}
+	return n, true
+}
+
+// Option reads the index of an "option:<index>" verdict; ok is false for
+// any other verdict, or an index that does not read.
+func (v Verdict) Option() (index int, ok bool) { return v.index(optionPrefix) }
+
+// Choice reads the index of a "choice:<index>" verdict; ok is false for any
+// other verdict, or an index that does not read.
+func (v Verdict) Choice() (index int, ok bool) { return v.index(choicePrefix) }
+
+// IsAnswer says whether v is the signed verdict of a free-text answer.
+func (v Verdict) IsAnswer() bool { return strings.HasPrefix(string(v), answerPrefix) }
+
+// index reads the index after prefix, when v starts with it.
+func (v Verdict) index(prefix string) (int, bool) {
+	rest, found := strings.CutPrefix(string(v), prefix)
+	if !found {
+		return 0, false
+	}
+	return parseIndex(rest)
+}
+
+// Signed is the decision string a signature over this decision covers.
+func (d Decision) Signed() string {
+	if d.Verdict == VerdictQuestion {
+		return proof.QuestionDecision(d.Note)
+	}
+	return string(d.Verdict)
+}

@@ -1,0 +1,20 @@
+// Package audit holds the audit trail: queries over every domain's timeline
+// events and the hash chain that seals them.
+// It imports core; only rooms above it may import it (see
+// docs/architecture.md).
+package audit
+
+import (
+	"github.com/countersign/countersign/models/core"
+)
+
+// Trail is the audit room's way into the database; it embeds the rooms below
+// whose methods it calls.
+type Trail struct {
+	*core.Store
+}
+
+// NewTrail returns the audit room on c.
+func NewTrail(c *core.Store) *Trail {
+	return &Trail{Store: c}
+}

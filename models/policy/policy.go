@@ -1,0 +1,446 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/work"
+	"gorm.io/gorm"
+)
+
+// PolicyScope is what an auto-approve policy covers.
+type PolicyScope struct {
+	AskKinds    []string `json:"ask_kinds"`    // empty: every kind it may cover
+	MaxPriority int      `json:"max_priority"` // 0: every ask has priority 0 until a priority argument exists
+	Requesters  []string `json:"requesters"`   // agent subjects; empty: anyone
+}
+
+// NeverAutoApproved are the kinds no policy approves: merges, rolls, runs,
+// policies and approval rules themselves keep asking, and a decision needs a
+// person to pick.
+var NeverAutoApproved = []string{asks.KindPullRequest, asks.KindRoll, asks.KindRun, asks.KindAutoApprove, asks.KindDecision, asks.KindRuleChange, asks.KindMemberChange}
+
+// MaxPolicyLife is the longest an auto-approve policy may run.
+const MaxPolicyLife = 24 * time.Hour
+
+// Policy is an auto-approve policy: turned on by a person's signature on an
+// auto_approve ask, bounded in time and scope, revocable.
+type Policy struct {
+	ID             string
+	AccountID      string
+	ApprovalID     string // the auto_approve ask that turned it on
+	Scope          string // PolicyScope, JSON
+	Requester      string // the agent that asked for it
+	Device         string
+	SignerID       string
+	SignerSubject  string
+	CredentialID   string
+	SignedAt       time.Time
+	ExpiresAt      time.Time
+	RevokedAt      *time.Time
+	RevokedBy      string
+	RevokeNote     string
+	Replaces       string
+	ReplacedBy     string
+	ApprovedCount  int
+	LastApprovedAt *time.Time
+	CreatedAt      time.Time
+}
+
+// AutoApproveRequest is what approvals_request_auto_approve sends.
+type AutoApproveRequest struct {
+	Requester *people.Agent
+	Device    string
+	Scope     PolicyScope
+	Until     string // RFC 3339
+}
+
+// autoApprovePayload is the frozen payload of an auto_approve ask: what the
+// person signs to turn the policy on.
+type AutoApprovePayload struct {
+	AutoApprove struct {
+		Scope     PolicyScope `json:"scope"`
+		Until     string      `json:"until"`
+		Requester string      `json:"requester"`
+		Device    string      `json:"device,omitempty"`
+	} `json:"auto_approve"`
+}
+
+// checkScope validates a requested scope and returns it in its normal form.
+func (s *Policies) CheckScope(ctx context.Context, accountID string, sc PolicyScope) (PolicyScope, error) {
+	out := PolicyScope{AskKinds: []string{}, Requesters: []string{}}
+	for i, k := range sc.AskKinds {
+		field := fmt.Sprintf("scope.ask_kinds[%d]", i)
+		switch {
+		case k == asks.KindPullRequest || k == asks.KindRoll || k == asks.KindRun || k == asks.KindAutoApprove:
+			return out, core.Invalid(field, "%s asks always ask a person: a policy cannot cover them", k)
+		case k == asks.KindDecision:
+			return out, core.Invalid(field, "decision asks always ask a person: a person must choose one of the options, which a policy cannot, so a policy cannot cover them")
+		case !slices.Contains(asks.AskKinds, k) && !slices.Contains(asks.RequestKinds, k):
+			return out, core.Invalid(field, "unknown kind %q: one of review, document, tool_call, %s", k, strings.Join(asks.RequestKinds, ", "))
+		case slices.Contains(out.AskKinds, k):
+			return out, core.Invalid(field, "%q is named twice", k)
+		}
+		out.AskKinds = append(out.AskKinds, k)
+	}
+	if sc.MaxPriority != 0 {
+		return out, core.Invalid("scope.max_priority", "must be 0: every ask has priority 0 until asks carry a priority")
+	}
+	for i, r := range sc.Requesters {
+		field := fmt.Sprintf("scope.requesters[%d]", i)
+		var n int64
+		if err := s.DB().WithContext(ctx).Table("agents").Where("account_id = ? AND subject = ? AND deleted_at IS NULL", accountID, r).Count(&n).Error; err != nil {
+			return out, err
+		}
+		if n == 0 {
+			return out, core.Invalid(field, "no agent of this account has subject %q (subjects look like agent:<name>)", r)
+		}
+		if slices.Contains(out.Requesters, r) {
+			return out, core.Invalid(field, "%q is named twice", r)
+		}
+		out.Requesters = append(out.Requesters, r)
+	}
+	return out, nil
+}
+
+// enablePolicy turns on, inside the signed approval's transaction, the
+// policy an approved auto_approve ask describes; it replaces the account's
+// policy that was still on, recorded on both.
+func (s *Policies) EnablePolicy(tx *gorm.DB, a *asks.Approval, m *people.Member, credentialID string) error {
+	var p AutoApprovePayload
+	if err := json.Unmarshal([]byte(a.Payload), &p); err != nil {
+		return fmt.Errorf("read auto_approve payload: %w", err)
+	}
+	until, err := time.Parse(time.RFC3339, p.AutoApprove.Until)
+	if err != nil {
+		return fmt.Errorf("read auto_approve until: %w", err)
+	}
+	now := s.Now()
+	scope, _ := json.Marshal(p.AutoApprove.Scope)
+	pol := &Policy{
+		ID: core.NewID("pol"), AccountID: a.AccountID, ApprovalID: a.ID, Scope: string(scope), Requester: p.AutoApprove.Requester,
+		Device: p.AutoApprove.Device, SignerID: m.ID, SignerSubject: m.Subject, CredentialID: credentialID,
+		SignedAt: now, ExpiresAt: until, CreatedAt: now,
+	}
+	var older []Policy
+	if err := s.Lock(tx.Table("policies")).Where("account_id = ? AND revoked_at IS NULL AND expires_at > ?", a.AccountID, now).Find(&older).Error; err != nil {
+		return err
+	}
+	for _, o := range older {
+		pol.Replaces = o.ID
+		if err := tx.Table("policies").Where("id = ?", o.ID).Updates(map[string]any{
+			"revoked_at": now, "revoked_by": m.Subject, "revoke_note": "replaced by " + pol.ID, "replaced_by": pol.ID,
+		}).Error; err != nil {
+			return err
+		}
+		if err := s.Note(tx, o.AccountID, o.ApprovalID, asks.ActorPerson, m.Subject, StepPolicyReplaced, "replaced by "+pol.ID+" (signed on "+a.ID+")"); err != nil {
+			return err
+		}
+	}
+	if err := tx.Table("policies").Create(pol).Error; err != nil {
+		return fmt.Errorf("store policy: %w", err)
+	}
+	note := "policy " + pol.ID + " on until " + until.UTC().Format(time.RFC3339)
+	if pol.Replaces != "" {
+		note += ", replacing " + pol.Replaces
+	}
+	return s.NoteOn(tx, a, asks.ActorPerson, m.Subject, StepPolicyEnabled, note)
+}
+
+// PolicyState is a policy with whether it is on now.
+type PolicyState struct {
+	Policy
+	Active bool
+	Why    string // why it is not active: revoked, expired, key removed, signer left
+}
+
+// activeState says whether p is on now: unrevoked, unexpired, its signing
+// key still registered and its signer still a member.
+func (s *Policies) activeState(db *gorm.DB, p *Policy) (PolicyState, error) {
+	st := PolicyState{Policy: *p}
+	switch {
+	case p.RevokedAt != nil:
+		st.Why = "revoked"
+		return st, nil
+	case !s.Now().Before(p.ExpiresAt):
+		st.Why = "expired"
+		return st, nil
+	}
+	var keys int64
+	if err := db.Table("device_keys").Where("id = ? AND person_id = ? AND removed_at IS NULL", p.CredentialID, p.SignerID).Count(&keys).Error; err != nil {
+		return st, err
+	}
+	if keys == 0 {
+		st.Why = "the signing passkey was removed"
+		return st, nil
+	}
+	var members int64
+	if err := db.Table("memberships").Where("account_id = ? AND person_id = ?", p.AccountID, p.SignerID).Count(&members).Error; err != nil {
+		return st, err
+	}
+	if members == 0 {
+		st.Why = "the signer left the account"
+		return st, nil
+	}
+	st.Active = true
+	return st, nil
+}
+
+// CurrentPolicy returns the account's newest policy, active or not, or nil.
+func (s *Policies) CurrentPolicy(ctx context.Context, accountID string) (*PolicyState, error) {
+	db := s.DB().WithContext(ctx)
+	var p Policy
+	err := db.Table("policies").Where("account_id = ?", accountID).Order("created_at DESC, id DESC").Take(&p).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read policy: %w", err)
+	}
+	st, err := s.activeState(db, &p)
+	return &st, err
+}
+
+// Policies lists the account's policies, newest first, with their state.
+func (s *Policies) Policies(ctx context.Context, accountID string, limit int) ([]PolicyState, error) {
+	db := s.DB().WithContext(ctx)
+	var ps []Policy
+	if err := db.Table("policies").Where("account_id = ?", accountID).Order("created_at DESC, id DESC").Limit(limit).Find(&ps).Error; err != nil {
+		return nil, fmt.Errorf("list policies: %w", err)
+	}
+	out := make([]PolicyState, 0, len(ps))
+	for i := range ps {
+		st, err := s.activeState(db, &ps[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// RevokePolicy turns the account's newest policy off now; off twice is
+// harmless. The note goes on the enabling ask's timeline. It returns the
+// policy as it now stands, or nil when there is none.
+func (s *Policies) RevokePolicy(ctx context.Context, accountID, by, note string) (*PolicyState, error) {
+	if n := core.RuneCount(note); n > asks.NoteLimit {
+		return nil, core.Invalid("note", "at most %d characters (got %d)", asks.NoteLimit, n)
+	}
+	var p Policy
+	err := s.Write(ctx, func(tx *gorm.DB) error {
+		err := s.Lock(tx.Table("policies")).Where("account_id = ?", accountID).Order("created_at DESC, id DESC").Take(&p).Error
+		if err != nil {
+			return err
+		}
+		now := s.Now()
+		if p.RevokedAt != nil || !now.Before(p.ExpiresAt) {
+			return nil // already off: revoked, or expired for good
+		}
+		if err := tx.Table("policies").Where("id = ?", p.ID).Updates(map[string]any{"revoked_at": now, "revoked_by": by, "revoke_note": note}).Error; err != nil {
+			return err
+		}
+		text := "auto-approve turned off"
+		if note != "" {
+			text += ": " + note
+		}
+		return s.Note(tx, p.AccountID, p.ApprovalID, actorKindOf(by), by, StepPolicyRevoked, text)
+	})
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("revoke policy: %w", err)
+	}
+	// Read it back as stored, so a second revoke answers exactly the same.
+	db := s.DB().WithContext(ctx)
+	if err := db.Table("policies").Where("id = ?", p.ID).Take(&p).Error; err != nil {
+		return nil, fmt.Errorf("revoke policy: %w", err)
+	}
+	st, err := s.activeState(db, &p)
+	return &st, err
+}
+
+func actorKindOf(subject string) string {
+	if strings.HasPrefix(subject, "agent:") {
+		return asks.ActorAgent
+	}
+	return asks.ActorPerson
+}
+
+// autoApprove approves, inside the new ask's transaction, an ask that the
+// account's active policy covers. The policy row is locked, so a revoke that
+// commits first is seen, and one that comes later waits for this ask.
+func (s *Policies) AutoApprove(tx *gorm.DB, a *asks.Approval) (bool, error) {
+	if a.Kind == asks.KindAutoApprove {
+		return false, s.noteRequest(tx, a)
+	}
+	if slices.Contains(NeverAutoApproved, a.Kind) {
+		return false, nil
+	}
+	if a.IsRequest() && !work.RequestAutoApprovable(a) {
+		return false, nil // a question is answered, and a command approved, only by a person
+	}
+	var p Policy
+	err := tx.Table("policies").Where("account_id = ?", a.AccountID).Order("created_at DESC, id DESC").Take(&p).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if p.RevokedAt != nil || !s.Now().Before(p.ExpiresAt) {
+		// Off for good: no lock needed, so that asks filed after a policy
+		// ended do not queue behind one another on its row.
+		return false, nil
+	}
+	// It looks on: lock the row and read it again, so a revoke that
+	// committed meanwhile is seen and one that comes later waits for this ask.
+	if err := s.Lock(tx.Table("policies")).Where("id = ?", p.ID).Take(&p).Error; err != nil {
+		return false, err
+	}
+	st, err := s.activeState(tx, &p)
+	if err != nil || !st.Active {
+		return false, err
+	}
+	scope := p.ScopeOf()
+	if a.IsRequest() && !slices.Contains(scope.AskKinds, a.Kind) {
+		return false, nil // an advisory request is covered only when the policy names its kind
+	}
+	if len(scope.AskKinds) > 0 && !slices.Contains(scope.AskKinds, a.Kind) ||
+		a.Priority > scope.MaxPriority ||
+		len(scope.Requesters) > 0 && !slices.Contains(scope.Requesters, a.RequesterSubject) {
+		return false, nil
+	}
+	var role core.Role
+	if err := tx.Table("memberships").Select("role").Where("account_id = ? AND person_id = ?", a.AccountID, p.SignerID).Scan(&role).Error; err != nil {
+		return false, err
+	}
+	if req := a.RequirementOf(); req != nil {
+		// A policy never counts as one of a rule's people: the ask stays
+		// pending for them, and its timeline says why.
+		return false, s.NoteOn(tx, a, asks.ActorPolicy, p.ID, StepPolicySkipped, fmt.Sprintf(
+			"%srule %s needs %d of its people to sign, and a policy is none of them", policySkipNote, req.RuleID, req.Count))
+	}
+	signer := people.Member{Person: people.Person{ID: p.SignerID, Subject: p.SignerSubject}, AccountID: a.AccountID, Role: role}
+	if !signer.MayDecide(a) {
+		return false, nil
+	}
+	if reason := AlwaysAsks(AskText(a)); reason != "" {
+		return false, s.NoteOn(tx, a, asks.ActorPolicy, p.ID, StepPolicySkipped, policySkipNote+reason)
+	}
+	now := s.Now()
+	if err := s.Move(tx, a, asks.StatusChange{
+		Event: asks.EventAutoApprove, ActorKind: asks.ActorPolicy, Actor: p.ID,
+		Note: "approved by auto-approve policy " + p.ID + " signed by " + p.SignerSubject,
+		Set:  map[string]any{"decision": string(asks.VerdictApprove), "decided_by": p.SignerSubject, "decided_at": now, "note": "auto-approved by policy " + p.ID},
+		Data: map[string]string{"policy_id": p.ID, "signer": p.SignerSubject, "credential_id": p.CredentialID, "enabled_by": p.ApprovalID},
+	}); err != nil {
+		return false, err
+	}
+	return true, tx.Table("policies").Where("id = ?", p.ID).
+		Updates(map[string]any{"approved_count": gorm.Expr("approved_count + 1"), "last_approved_at": now}).Error
+}
+
+// noteRequest puts on a new auto_approve ask's timeline the device it was
+// asked from, inside the ask's transaction.
+func (s *Policies) noteRequest(tx *gorm.DB, a *asks.Approval) error {
+	if a.AgentLabel == "" {
+		return nil
+	}
+	return s.NoteOn(tx, a, asks.ActorAgent, a.RequesterSubject, StepAutoApproveRequested, "asked from "+a.AgentLabel)
+}
+
+// AskText is the text of an ask the always-ask classifier reads: what the
+// agent wrote, never the service's own words. That is its title, summary,
+// what approving and denying mean, and the explanation's words; for a
+// tool_call, also the whole call (server, tool and arguments), so a delete_*
+// tool keeps asking whatever its ask's title says. A request's approve_means
+// is the service's (fileRequest writes it: "nothing executes" would read as a
+// run), so a request gives its target instead.
+func AskText(a *asks.Approval) string {
+	parts := []string{a.Title, a.Summary}
+	switch {
+	case a.IsRequest():
+		if p := a.Request(); p != nil {
+			parts = append(parts, p.TargetType, p.TargetID)
+		}
+	default:
+		parts = append(parts, a.ApproveMeans, a.DenyMeans)
+	}
+	if a.Kind == asks.KindToolCall {
+		parts = append(parts, a.Payload)
+	}
+	if a.Context != nil {
+		var c struct {
+			Explanation struct {
+				What, Why, Approve, Deny string
+				Effect                   struct {
+					Kind, Ships, Summary string
+					Touches              []string
+				}
+				Risk struct{ Level, Text string }
+			} `json:"explanation"`
+		}
+		if json.Unmarshal([]byte(*a.Context), &c) == nil {
+			e := c.Explanation
+			parts = append(parts, e.What, e.Why, e.Approve, e.Deny, e.Effect.Ships, e.Effect.Summary, e.Risk.Text)
+			parts = append(parts, e.Effect.Touches...)
+			if e.Effect.Kind == "production" {
+				parts = append(parts, "[effect: production]")
+			}
+			if e.Risk.Level == "high" {
+				parts = append(parts, "[risk: high]")
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// alwaysAsk are the categories that keep asking a person even while a policy
+// is on, each with the words that put an ask in it. The match is on whole
+// words (with common endings), in any case; when in doubt, it asks.
+var alwaysAsk = []struct {
+	category string
+	words    *regexp.Regexp
+}{
+	{"a merge", words(`merg(e|es|ed|ing)`, `squash`, `rebase`, `cherry-pick`)},
+	{"a roll or release", words(`roll(s|ed|ing|out|outs|back|backs)?`, `release[sd]?`, `releasing`, `deploy(s|ed|ing|ment|ments)?`, `ship(s|ped|ping)?`, `publish(es|ed|ing)?`, `promot(e|es|ed|ing|ion)`, `launch(es|ed|ing)?`, `go[- ]live`, `\[effect: production\]`, `production`, `prod`)},
+	{"a run", words(`run(s|ning)?`, `execut(e|es|ed|ing|ion)`, `exec`, `script(s)?`, `shell`, `sudo`, `command(s)?`, `cron`, `migrat(e|es|ed|ing|ion|ions)`)},
+	{"security", words(`secur(e|ity)`, `vulnerab(le|ility|ilities)`, `cve(-[0-9-]+)?`, `exploit(s)?`, `secret(s)?`, `credential(s)?`, `password(s)?`, `passkey(s)?`, `token(s)?`, `api[- ]?key(s)?`, `private[- ]key(s)?`, `certificate(s)?`, `tls`, `ssh`, `firewall`, `encrypt(ion)?`, `2fa`, `mfa`, `auth(n|z|entication|orization)?`, `\[risk: high\]`)},
+	{"finance", words(`financ(e|es|ial)`, `payment(s)?`, `pay(s|ing|out|outs|roll)?`, `invoice(s|d)?`, `refund(s|ed|ing)?`, `billing`, `bill(s|ed)?`, `charg(e|es|ed|ing)`, `wire`, `transfer(s|red)?`, `bank(ing)?`, `budget(s)?`, `price(s|d)?`, `pricing`, `purchase(s|d)?`, `subscription(s)?`, `tax(es)?`, `salary`, `salaries`, `\$[0-9][0-9,.]*`, `usd`, `eur`)},
+	{"legal", words(`legal`, `contract(s)?`, `licen[cs]e(s|d)?`, `compliance`, `gdpr`, `hipaa`, `lawsuit`, `lawyer(s)?`, `counsel`, `terms of service`, `privacy policy`, `nda(s)?`, `regulat(ory|ion|ions)`, `subpoena`)},
+	{"a delete", words(`delet(e|es|ed|ing|ion)`, `remov(e|es|ed|al|ing)`, `drop(s|ped|ping)?`, `destroy(s|ed|ing)?`, `purg(e|es|ed|ing)`, `wip(e|es|ed|ing)`, `truncat(e|es|ed|ing)`, `eras(e|es|ed|ing|ure)`, `rm`, `teardown`, `tear down`, `decommission(ed|ing)?`, `overwrit(e|es|ing|ten)`, `force[- ]push`)},
+	{"classified material", words(`classified`, `confidential`, `restricted`, `internal only`, `top secret`, `embargo(ed)?`, `pii`, `personal data`, `customer data`)},
+	{"a permission or policy change", words(`permission(s)?`, `access`, `role(s)?`, `grant(s|ed|ing)?`, `revok(e|es|ed|ing)`, `privilege(s|d)?`, `admin(s|istrator)?`, `owner(s|ship)?`, `polic(y|ies)`, `acl(s)?`, `iam`, `sharing`, `invite(s|d)?`, `member(s|ship)?`, `auto[- ]approv(e|al)`)},
+}
+
+func words(alternatives ...string) *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(^|[^\pL\pN])(` + strings.Join(alternatives, "|") + `)($|[^\pL\pN])`)
+}
+
+// AlwaysAsks returns the always-ask category an ask's text falls in, or ""
+// when a policy may approve it.
+func AlwaysAsks(text string) string {
+	for _, c := range alwaysAsk {
+		if c.words.MatchString(text) {
+			return c.category
+		}
+	}
+	return ""
+}
+
+// ScopeOf reads the policy's scope.
+func (p *Policy) ScopeOf() PolicyScope {
+	var sc PolicyScope
+	_ = json.Unmarshal([]byte(p.Scope), &sc)
+	return sc
+}

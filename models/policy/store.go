@@ -1,0 +1,22 @@
+// Package policy holds auto-approve policies: the request that enables one,
+// its scope, its state and the asks it approved.
+// It imports core and asks; only rooms above it may import it (see
+// docs/architecture.md).
+package policy
+
+import (
+	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+)
+
+// Policies is the policy room's way into the database; it embeds the rooms below
+// whose methods it calls.
+type Policies struct {
+	*core.Store
+	*asks.Lifecycle
+}
+
+// NewPolicies returns the policy room on c.
+func NewPolicies(c *core.Store, as *asks.Lifecycle) *Policies {
+	return &Policies{Store: c, Lifecycle: as}
+}
