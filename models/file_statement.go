@@ -178,6 +178,20 @@ func shapeOf(db *gorm.DB, model any) (insertShape, error) {
 	return sh, nil
 }
 
+// values returns the placeholders of row's values, each added through arg.
+func (sh insertShape) values(row any, arg func(v any, cast string) string) string {
+	v := reflect.ValueOf(row)
+	var b strings.Builder
+	for i, f := range sh.fields {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		value, _ := f.ValueOf(context.Background(), v)
+		b.WriteString(arg(value, sh.casts[i]))
+	}
+	return b.String()
+}
+
 // postgresType is the type a field's placeholder is cast to.
 func postgresType(f *schema.Field) string {
 	t := f.FieldType
@@ -194,18 +208,4 @@ func postgresType(f *schema.Field) string {
 	default:
 		return "text"
 	}
-}
-
-// values returns the placeholders of row's values, each added through arg.
-func (sh insertShape) values(row any, arg func(v any, cast string) string) string {
-	v := reflect.ValueOf(row)
-	var b strings.Builder
-	for i, f := range sh.fields {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		value, _ := f.ValueOf(context.Background(), v)
-		b.WriteString(arg(value, sh.casts[i]))
-	}
-	return b.String()
 }

@@ -49,6 +49,23 @@ type memberChangePayload struct {
 	MemberChange MemberChange `json:"member_change"`
 }
 
+// words says the change in a line, for the ask's title.
+func (mc MemberChange) words() string {
+	switch mc.Action {
+	case MemberInvite:
+		who := "a new person"
+		if mc.Invite == people.InviteAddRole {
+			who = mc.Subject
+		} else if mc.Subject != "" {
+			who = "a new person, " + mc.Subject
+		}
+		return fmt.Sprintf("Invite %s as %s", who, mc.Role)
+	case MemberSetRole:
+		return fmt.Sprintf("Make %s %s (now %s)", mc.Subject, article(mc.Role), mc.From)
+	}
+	return fmt.Sprintf("Remove %s (%s) from the account", mc.Subject, mc.From)
+}
+
 func article(r core.Role) string {
 	if r == core.RoleOwner || r == core.RoleAdmin {
 		return "an " + string(r)
@@ -166,21 +183,4 @@ func (s *Store) applyMemberChange(tx *gorm.DB, a *asks.Approval, by string) erro
 			Updates(map[string]any{"held": false, "expires_at": now.Add(people.InviteTTL)}).Error
 	}
 	return s.makeMemberChange(tx, a.AccountID, p.MemberChange)
-}
-
-// words says the change in a line, for the ask's title.
-func (mc MemberChange) words() string {
-	switch mc.Action {
-	case MemberInvite:
-		who := "a new person"
-		if mc.Invite == people.InviteAddRole {
-			who = mc.Subject
-		} else if mc.Subject != "" {
-			who = "a new person, " + mc.Subject
-		}
-		return fmt.Sprintf("Invite %s as %s", who, mc.Role)
-	case MemberSetRole:
-		return fmt.Sprintf("Make %s %s (now %s)", mc.Subject, article(mc.Role), mc.From)
-	}
-	return fmt.Sprintf("Remove %s (%s) from the account", mc.Subject, mc.From)
 }

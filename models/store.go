@@ -1,9 +1,6 @@
 package models
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -66,25 +63,4 @@ func NewStore(db *gorm.DB, dialect core.Dialect, askTTL time.Duration) *Store {
 		return &insertShapes{approval: approval, event: event}, err
 	})
 	return s
-}
-
-// DisableAgent stops the agent's token and cancels its open asks, in one
-// transaction. Disabling a disabled agent changes nothing.
-func (s *Store) DisableAgent(ctx context.Context, accountID, name, reason, by string) (*people.Agent, error) {
-	var agent people.Agent
-	err := s.Write(ctx, func(tx *gorm.DB) error {
-		err := s.Lock(tx.Table("agents")).Where("account_id = ? AND name = ?", accountID, name).Take(&agent).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return core.Refuse(core.NotFound, "name", "no agent is named %q in this account", name)
-		}
-		if err != nil || agent.Disabled {
-			return err
-		}
-		agent.Disabled, agent.DisabledReason = true, reason
-		return s.disableAgent(tx, agent.ID, reason, by, "requesting agent disabled: "+reason)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("disable agent: %w", err)
-	}
-	return &agent, nil
 }

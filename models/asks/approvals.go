@@ -70,6 +70,49 @@ type Approval struct {
 	written []TimelineEvent // see Written
 }
 
+// Written returns the events the Store call that returned a appended to its
+// timeline, oldest first. For an ask CreateApproval or RequestAutoApprove just
+// filed, that is its whole timeline as it committed.
+func (a *Approval) Written() []TimelineEvent { return a.written }
+
+// NoteWritten adds ev to the events this call wrote (Written).
+func (a *Approval) NoteWritten(ev TimelineEvent) { a.written = append(a.written, ev) }
+
+// RequirementOf returns the rule's requirement frozen into the ask, or nil
+// when no rule covers it.
+func (a *Approval) RequirementOf() *proof.Requirement {
+	if a.Requirement == nil {
+		return nil
+	}
+	r, err := proof.ParseRequirement([]byte(*a.Requirement))
+	if err != nil {
+		return nil
+	}
+	return r
+}
+
+// LinkList returns the ask's links.
+func (a *Approval) LinkList() []string {
+	var out []string
+	if a.Links != nil {
+		_ = json.Unmarshal([]byte(*a.Links), &out)
+	}
+	return out
+}
+
+// DecisionOptions returns the options of a decision ask, in order.
+func (a *Approval) DecisionOptions() []string {
+	var p struct {
+		Decision struct {
+			Options []string `json:"options"`
+		} `json:"decision"`
+	}
+	if a.Kind != KindDecision || json.Unmarshal([]byte(a.Payload), &p) != nil {
+		return nil
+	}
+	return p.Decision.Options
+}
+
 // TimelineEvent is one line of an ask's timeline: who moved it, from where to where.
 type TimelineEvent struct {
 	Seq        int64 `gorm:"primaryKey;autoIncrement"`
@@ -276,47 +319,4 @@ func (s *Lifecycle) CountOpenAsksOf(ctx context.Context, accountID, agentID stri
 		return 0, fmt.Errorf("count open asks: %w", err)
 	}
 	return int(n), nil
-}
-
-// Written returns the events the Store call that returned a appended to its
-// timeline, oldest first. For an ask CreateApproval or RequestAutoApprove just
-// filed, that is its whole timeline as it committed.
-func (a *Approval) Written() []TimelineEvent { return a.written }
-
-// NoteWritten adds ev to the events this call wrote (Written).
-func (a *Approval) NoteWritten(ev TimelineEvent) { a.written = append(a.written, ev) }
-
-// RequirementOf returns the rule's requirement frozen into the ask, or nil
-// when no rule covers it.
-func (a *Approval) RequirementOf() *proof.Requirement {
-	if a.Requirement == nil {
-		return nil
-	}
-	r, err := proof.ParseRequirement([]byte(*a.Requirement))
-	if err != nil {
-		return nil
-	}
-	return r
-}
-
-// LinkList returns the ask's links.
-func (a *Approval) LinkList() []string {
-	var out []string
-	if a.Links != nil {
-		_ = json.Unmarshal([]byte(*a.Links), &out)
-	}
-	return out
-}
-
-// DecisionOptions returns the options of a decision ask, in order.
-func (a *Approval) DecisionOptions() []string {
-	var p struct {
-		Decision struct {
-			Options []string `json:"options"`
-		} `json:"decision"`
-	}
-	if a.Kind != KindDecision || json.Unmarshal([]byte(a.Payload), &p) != nil {
-		return nil
-	}
-	return p.Decision.Options
 }

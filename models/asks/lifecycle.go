@@ -40,6 +40,9 @@ var (
 	ClosedStatuses = []Status{StatusDenied, StatusDone, StatusFailed, StatusStale, StatusCancelled, StatusExpired}
 )
 
+// Open says whether the ask still waits for a person or its agent.
+func (s Status) Open() bool { return s == StatusPending || s == StatusQuestion }
+
 // Event names a transition; it is also the step written on the timeline.
 type Event string
 
@@ -64,6 +67,12 @@ const (
 	EventNotExecuted     Event = "execution_failed" // an approved request's command could not run
 	// EventRunnerDisabled fails closed a run whose runner was disabled before it ended.
 	EventRunnerDisabled Event = "runner_gone"
+	// EventEscalated is an ask passing to its rule's escalation pool: it stays
+	// pending, and more people may sign it.
+	EventEscalated Event = "escalated"
+	// EventCountersigned is a signature that does not complete the quorum: the
+	// ask stays pending, one person nearer.
+	EventCountersigned Event = "countersigned"
 )
 
 // transition is one row of the state table.
@@ -129,12 +138,12 @@ type StatusChange struct {
 	After     func(tx *gorm.DB, a *Approval) error // more work in the same transaction, once the ask moved
 }
 
-// stateError is the FAILED_PRECONDITION that names the current state.
+// StateError is the FAILED_PRECONDITION that names the current state.
 func StateError(a *Approval, want string) *core.Error {
 	return core.Refuse(core.FailedPrecondition, "", "approval %s is %s%s; nothing was recorded", a.ID, a.Status, want)
 }
 
-// move applies ch to a loaded approval inside tx: it checks the state table,
+// Move applies ch to a loaded approval inside tx: it checks the state table,
 // updates the row only if nobody changed it since it was read, and appends one
 // timeline event.
 func (s *Lifecycle) Move(tx *gorm.DB, a *Approval, ch StatusChange) error {
@@ -204,7 +213,7 @@ func joinStatuses(ss []Status) string {
 	return strings.Join(parts, " or ")
 }
 
-// update loads the approval of the account under a row lock, honours
+// Update loads the approval of the account under a row lock, honours
 // expected as compare-and-set, expires it first when its life ran out, and
 // then lets decide pick the change. Everything happens in one transaction;
 // a refusal records nothing.
@@ -273,7 +282,7 @@ var ProgressSteps = []string{"started", "step", "answered", "done", "failed", "s
 // NoteLimit is the most characters a progress or decision note may hold.
 const NoteLimit = 500
 
-// parseExpectedState reads a report's expected_state, the compare-and-set of
+// ParseExpectedState reads a report's expected_state, the compare-and-set of
 // approvals_add_progress: "" for none, else one of the states the seed names.
 // A state other than the approval's own then fails with FAILED_PRECONDITION
 // naming it (update).
@@ -315,6 +324,3 @@ func (s *Lifecycle) ExpireDue(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
-
-// Open says whether the ask still waits for a person or its agent.
-func (s Status) Open() bool { return s == StatusPending || s == StatusQuestion }

@@ -31,6 +31,26 @@ const (
 // AnswerVerdict is the signed verdict of a free-text answer.
 func AnswerVerdict(text string) Verdict { return Verdict(proof.AnswerDecision(text)) }
 
+// Option reads the index of an "option:<index>" verdict; ok is false for
+// any other verdict, or an index that does not read.
+func (v Verdict) Option() (index int, ok bool) { return v.index(optionPrefix) }
+
+// Choice reads the index of a "choice:<index>" verdict; ok is false for any
+// other verdict, or an index that does not read.
+func (v Verdict) Choice() (index int, ok bool) { return v.index(choicePrefix) }
+
+// IsAnswer says whether v is the signed verdict of a free-text answer.
+func (v Verdict) IsAnswer() bool { return strings.HasPrefix(string(v), answerPrefix) }
+
+// index reads the index after prefix, when v starts with it.
+func (v Verdict) index(prefix string) (int, bool) {
+	rest, found := strings.CutPrefix(string(v), prefix)
+	if !found {
+		return 0, false
+	}
+	return parseIndex(rest)
+}
+
 // Decision is a person's answer, with the proof that they gave it.
 type Decision struct {
 	Verdict Verdict // approve, deny, not_mine, question, option:<index>, choice:<index> or answer:<sha256>
@@ -45,6 +65,14 @@ type Decision struct {
 	// PushLink is the id of the one-time push link the decision was made
 	// with, "" for one made in a session: it is spent in the same transaction.
 	PushLink string
+}
+
+// Signed is the decision string a signature over this decision covers.
+func (d Decision) Signed() string {
+	if d.Verdict == VerdictQuestion {
+		return proof.QuestionDecision(d.Note)
+	}
+	return string(d.Verdict)
 }
 
 // ParseVerdict reads what a person chose on ask a into the Decision it
@@ -126,32 +154,4 @@ func parseIndex(s string) (int, bool) {
 		n = n*10 + int(r-'0')
 	}
 	return n, true
-}
-
-// Option reads the index of an "option:<index>" verdict; ok is false for
-// any other verdict, or an index that does not read.
-func (v Verdict) Option() (index int, ok bool) { return v.index(optionPrefix) }
-
-// Choice reads the index of a "choice:<index>" verdict; ok is false for any
-// other verdict, or an index that does not read.
-func (v Verdict) Choice() (index int, ok bool) { return v.index(choicePrefix) }
-
-// IsAnswer says whether v is the signed verdict of a free-text answer.
-func (v Verdict) IsAnswer() bool { return strings.HasPrefix(string(v), answerPrefix) }
-
-// index reads the index after prefix, when v starts with it.
-func (v Verdict) index(prefix string) (int, bool) {
-	rest, found := strings.CutPrefix(string(v), prefix)
-	if !found {
-		return 0, false
-	}
-	return parseIndex(rest)
-}
-
-// Signed is the decision string a signature over this decision covers.
-func (d Decision) Signed() string {
-	if d.Verdict == VerdictQuestion {
-		return proof.QuestionDecision(d.Note)
-	}
-	return string(d.Verdict)
 }

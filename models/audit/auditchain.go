@@ -95,147 +95,6 @@ type pgMark struct {
 // instance or others: they take turns.
 func (s *Trail) NewAuditSealer() *AuditSealer { return &AuditSealer{s: s} }
 
-// AuditHead is the end of an account's hash chain.
-type AuditHead struct {
-	Pos      int64  // the last position, 0 for an empty chain
-	Hash     string // its hash
-	Unsealed int64  // newer events not sealed yet
-}
-
-// AuditHead reads the end of the account's chain, without checking it (that
-// is VerifyAudit's work).
-func (s *Trail) AuditHead(ctx context.Context, accountID string) (*AuditHead, error) {
-	db := s.DB().WithContext(ctx)
-	var head auditLink
-	if err := db.Table("audit_chain").Where("account_id = ?", accountID).Order("pos DESC").Limit(1).Find(&head).Error; err != nil {
-		return nil, fmt.Errorf("read the chain head: %w", err)
-	}
-	end, err := chainEnd(db)
-	if err != nil {
-		return nil, err
-	}
-	h := &AuditHead{Pos: head.Pos, Hash: head.Hash}
-	h.Unsealed, err = unsealed(db, accountID, max(head.Seq, end))
-	return h, err
-}
-
-// chainEnd is the seq of the last event sealed, in any account: every event
-// up to it was sealed.
-func chainEnd(db *gorm.DB) (int64, error) {
-	var end int64
-	if err := db.Table("audit_chain").Select("COALESCE(MAX(seq), 0)").Scan(&end).Error; err != nil {
-		return 0, fmt.Errorf("read the chain's end: %w", err)
-	}
-	return end, nil
-}
-
-// unsealed counts the account's events after seq after, which the sealer
-// has not reached.
-func unsealed(db *gorm.DB, accountID string, after int64) (int64, error) {
-	var n int64
-	if err := db.Table("events").Where("account_id = ? AND seq > ?", accountID, after).Count(&n).Error; err != nil {
-		return 0, fmt.Errorf("count unsealed events: %w", err)
-	}
-	return n, nil
-}
-
-// AuditReport is what VerifyAudit found in one account's audit log.
-type AuditReport struct {
-	Sealed   int64    // events checked against the chain
-	HeadPos  int64    // the chain's last position, 0 for an empty chain
-	HeadHash string   // and its hash
-	Unsealed int64    // newer events not sealed yet
-	Problems []string // every edited, deleted or added row found, oldest first
-}
-
-// maxProblems bounds the problems one report lists.
-const maxProblems = 100
-
-// VerifyAudit checks the account's audit log against its chain: every link
-// follows from the one before, every sealed event still has the digest it
-// was sealed with, and no event was added among the sealed ones.
-func (s *Trail) VerifyAudit(ctx context.Context, accountID string) (*AuditReport, error) {
-	db := s.DB().WithContext(ctx)
-	sealedThrough, err := chainEnd(db)
-	if err != nil {
-		return nil, err
-	}
-	r := &AuditReport{}
-	problem := func(format string, args ...any) {
-		if len(r.Problems) < maxProblems {
-			r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
-		} else if len(r.Problems) == maxProblems {
-			r.Problems = append(r.Problems, "… and more")
-		}
-	}
-	added := func(e asks.TimelineEvent) {
-		problem("event %d (%s on %s) is not in the chain: it was added after the events around it were sealed", e.Seq, e.Step, e.ApprovalID)
-	}
-	// Walk the chain in pages, and beside it the events of the same seq range.
-	var (
-		prevHash string
-		prevSeq  int64
-		pos      int64
-	)
-	for {
-		var links []auditLink
-		if err := db.Table("audit_chain").Where("account_id = ? AND pos > ?", accountID, pos).Order("pos").Limit(sealBatch).Find(&links).Error; err != nil {
-			return nil, fmt.Errorf("read the chain: %w", err)
-		}
-		if len(links) == 0 {
-			break
-		}
-		upTo := links[len(links)-1].Seq
-		var events []asks.TimelineEvent
-		if err := db.Table("events").Where("account_id = ? AND seq > ? AND seq <= ?", accountID, prevSeq, max(upTo, prevSeq)).Order("seq").Find(&events).Error; err != nil {
-			return nil, fmt.Errorf("read events: %w", err)
-		}
-		bySeq := make(map[int64]*asks.TimelineEvent, len(events))
-		for i := range events {
-			bySeq[events[i].Seq] = &events[i]
-		}
-		for _, l := range links {
-			if l.Pos != pos+1 {
-				problem("chain positions %d to %d are missing", pos+1, l.Pos-1)
-			}
-			if l.Seq <= prevSeq {
-				problem("chain position %d names event %d, not after event %d", l.Pos, l.Seq, prevSeq)
-			}
-			if l.Hash != chainHash(prevHash, l.Digest) {
-				problem("chain position %d (event %d) was changed: its hash does not follow from the one before", l.Pos, l.Seq)
-			}
-			e, ok := bySeq[l.Seq]
-			switch {
-			case !ok:
-				problem("event %d (chain position %d) is missing", l.Seq, l.Pos)
-			case EventDigest(e) != l.Digest:
-				problem("event %d (chain position %d, %s on %s) was changed after it was sealed", l.Seq, l.Pos, e.Step, e.ApprovalID)
-			default:
-				r.Sealed++
-			}
-			delete(bySeq, l.Seq)
-			prevHash, prevSeq, pos = l.Hash, max(prevSeq, l.Seq), l.Pos
-		}
-		for _, e := range events {
-			if _, extra := bySeq[e.Seq]; extra {
-				added(e)
-			}
-		}
-	}
-	r.HeadPos, r.HeadHash = pos, prevHash
-	// Events after this account's last link but sealed through elsewhere were
-	// added after sealing too; newer ones wait for the sealer.
-	var later []asks.TimelineEvent
-	if err := db.Table("events").Where("account_id = ? AND seq > ? AND seq <= ?", accountID, prevSeq, sealedThrough).Order("seq").Limit(maxProblems).Find(&later).Error; err != nil {
-		return nil, fmt.Errorf("read events: %w", err)
-	}
-	for _, e := range later {
-		added(e)
-	}
-	r.Unsealed, err = unsealed(db, accountID, max(prevSeq, sealedThrough))
-	return r, err
-}
-
 // Seal links every event that can be sealed now, sealBatch to a write so
 // that asks go on between them, and returns how many it linked. On
 // PostgreSQL what one call marks, the next seals.
@@ -348,5 +207,146 @@ func (z *AuditSealer) watermark(ctx context.Context) (int64, error) {
 	return z.ready, nil
 }
 
+// AuditHead is the end of an account's hash chain.
+type AuditHead struct {
+	Pos      int64  // the last position, 0 for an empty chain
+	Hash     string // its hash
+	Unsealed int64  // newer events not sealed yet
+}
+
+// AuditHead reads the end of the account's chain, without checking it (that
+// is VerifyAudit's work).
+func (s *Trail) AuditHead(ctx context.Context, accountID string) (*AuditHead, error) {
+	db := s.DB().WithContext(ctx)
+	var head auditLink
+	if err := db.Table("audit_chain").Where("account_id = ?", accountID).Order("pos DESC").Limit(1).Find(&head).Error; err != nil {
+		return nil, fmt.Errorf("read the chain head: %w", err)
+	}
+	end, err := chainEnd(db)
+	if err != nil {
+		return nil, err
+	}
+	h := &AuditHead{Pos: head.Pos, Hash: head.Hash}
+	h.Unsealed, err = unsealed(db, accountID, max(head.Seq, end))
+	return h, err
+}
+
+// chainEnd is the seq of the last event sealed, in any account: every event
+// up to it was sealed.
+func chainEnd(db *gorm.DB) (int64, error) {
+	var end int64
+	if err := db.Table("audit_chain").Select("COALESCE(MAX(seq), 0)").Scan(&end).Error; err != nil {
+		return 0, fmt.Errorf("read the chain's end: %w", err)
+	}
+	return end, nil
+}
+
+// unsealed counts the account's events after seq after, which the sealer
+// has not reached.
+func unsealed(db *gorm.DB, accountID string, after int64) (int64, error) {
+	var n int64
+	if err := db.Table("events").Where("account_id = ? AND seq > ?", accountID, after).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count unsealed events: %w", err)
+	}
+	return n, nil
+}
+
+// AuditReport is what VerifyAudit found in one account's audit log.
+type AuditReport struct {
+	Sealed   int64    // events checked against the chain
+	HeadPos  int64    // the chain's last position, 0 for an empty chain
+	HeadHash string   // and its hash
+	Unsealed int64    // newer events not sealed yet
+	Problems []string // every edited, deleted or added row found, oldest first
+}
+
 // OK says the log verified.
 func (r *AuditReport) OK() bool { return len(r.Problems) == 0 }
+
+// maxProblems bounds the problems one report lists.
+const maxProblems = 100
+
+// VerifyAudit checks the account's audit log against its chain: every link
+// follows from the one before, every sealed event still has the digest it
+// was sealed with, and no event was added among the sealed ones.
+func (s *Trail) VerifyAudit(ctx context.Context, accountID string) (*AuditReport, error) {
+	db := s.DB().WithContext(ctx)
+	sealedThrough, err := chainEnd(db)
+	if err != nil {
+		return nil, err
+	}
+	r := &AuditReport{}
+	problem := func(format string, args ...any) {
+		if len(r.Problems) < maxProblems {
+			r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+		} else if len(r.Problems) == maxProblems {
+			r.Problems = append(r.Problems, "… and more")
+		}
+	}
+	added := func(e asks.TimelineEvent) {
+		problem("event %d (%s on %s) is not in the chain: it was added after the events around it were sealed", e.Seq, e.Step, e.ApprovalID)
+	}
+	// Walk the chain in pages, and beside it the events of the same seq range.
+	var (
+		prevHash string
+		prevSeq  int64
+		pos      int64
+	)
+	for {
+		var links []auditLink
+		if err := db.Table("audit_chain").Where("account_id = ? AND pos > ?", accountID, pos).Order("pos").Limit(sealBatch).Find(&links).Error; err != nil {
+			return nil, fmt.Errorf("read the chain: %w", err)
+		}
+		if len(links) == 0 {
+			break
+		}
+		upTo := links[len(links)-1].Seq
+		var events []asks.TimelineEvent
+		if err := db.Table("events").Where("account_id = ? AND seq > ? AND seq <= ?", accountID, prevSeq, max(upTo, prevSeq)).Order("seq").Find(&events).Error; err != nil {
+			return nil, fmt.Errorf("read events: %w", err)
+		}
+		bySeq := make(map[int64]*asks.TimelineEvent, len(events))
+		for i := range events {
+			bySeq[events[i].Seq] = &events[i]
+		}
+		for _, l := range links {
+			if l.Pos != pos+1 {
+				problem("chain positions %d to %d are missing", pos+1, l.Pos-1)
+			}
+			if l.Seq <= prevSeq {
+				problem("chain position %d names event %d, not after event %d", l.Pos, l.Seq, prevSeq)
+			}
+			if l.Hash != chainHash(prevHash, l.Digest) {
+				problem("chain position %d (event %d) was changed: its hash does not follow from the one before", l.Pos, l.Seq)
+			}
+			e, ok := bySeq[l.Seq]
+			switch {
+			case !ok:
+				problem("event %d (chain position %d) is missing", l.Seq, l.Pos)
+			case EventDigest(e) != l.Digest:
+				problem("event %d (chain position %d, %s on %s) was changed after it was sealed", l.Seq, l.Pos, e.Step, e.ApprovalID)
+			default:
+				r.Sealed++
+			}
+			delete(bySeq, l.Seq)
+			prevHash, prevSeq, pos = l.Hash, max(prevSeq, l.Seq), l.Pos
+		}
+		for _, e := range events {
+			if _, extra := bySeq[e.Seq]; extra {
+				added(e)
+			}
+		}
+	}
+	r.HeadPos, r.HeadHash = pos, prevHash
+	// Events after this account's last link but sealed through elsewhere were
+	// added after sealing too; newer ones wait for the sealer.
+	var later []asks.TimelineEvent
+	if err := db.Table("events").Where("account_id = ? AND seq > ? AND seq <= ?", accountID, prevSeq, sealedThrough).Order("seq").Limit(maxProblems).Find(&later).Error; err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	for _, e := range later {
+		added(e)
+	}
+	r.Unsealed, err = unsealed(db, accountID, max(prevSeq, sealedThrough))
+	return r, err
+}

@@ -58,6 +58,18 @@ type Change struct {
 	From int64 `json:"-"`
 }
 
+// EndsSession says whether c ends the web session whose cookie secret is
+// token, of personID signed in to accountID.
+func (c Change) EndsSession(token, personID, accountID string) bool {
+	if c.Kind != SessionsEnded {
+		return false
+	}
+	if c.SessionHash != "" {
+		return c.SessionHash == HashToken(token)
+	}
+	return c.PersonID == personID && (c.AccountID == "" || c.AccountID == accountID)
+}
+
 // Changes is the one feed of committed changes. Every write publishes what it
 // changed to this instance's subscribers once it commits; on PostgreSQL it
 // also runs NOTIFY countersign_change in the same transaction, and
@@ -79,19 +91,64 @@ func newChanges() *Changes {
 	return &Changes{Instance: NewID("inst"), subs: map[int]func(Change){}}
 }
 
+// Subscribe calls f with every change from now on, until cancel is called.
+func (f *Changes) Subscribe(fn func(Change)) (cancel func()) {
+	f.mu.Lock()
+	id := f.next
+	f.next++
+	f.subs[id] = fn
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		delete(f.subs, id)
+		f.mu.Unlock()
+	}
+}
+
+func (f *Changes) Publish(changes []Change) {
+	if len(changes) == 0 {
+		return
+	}
+	for _, c := range changes {
+		f.hear(c.Seq)
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, c := range changes {
+		for _, fn := range f.subs {
+			fn(c)
+		}
+	}
+}
+
+// hear notes that the feed has published up to timeline event seq.
+func (f *Changes) hear(seq int64) {
+	for {
+		old := f.heard.Load()
+		if seq <= old || f.heard.CompareAndSwap(old, seq) {
+			return
+		}
+	}
+}
+
+// Listening says whether this instance's PostgreSQL listener is connected
+// now: while it is not, other instances' changes go unheard (and are caught
+// up on once it is back). Always false on SQLite, which has no listener.
+func (f *Changes) Listening() bool { return f.up.Load() }
+
 // Changes is the store's change feed.
 func (s *Store) Changes() *Changes { return s.changes }
 
-// changeChannel is the PostgreSQL channel every instance listens on.
+// ChangeChannel is the PostgreSQL channel every instance listens on.
 const ChangeChannel = "countersign_change"
 
-// notification is the payload of one NOTIFY: who sent it and the change.
+// Notification is the payload of one NOTIFY: who sent it and the change.
 type Notification struct {
 	Instance string `json:"i"`
 	Change
 }
 
-// changed records, inside a write, a change to publish once the write
+// Changed records, inside a write, a change to publish once the write
 // commits; on PostgreSQL it also notifies the other instances, at commit.
 // A change already recorded in this write is recorded once.
 func (s *Store) Changed(tx *gorm.DB, c Change) error {
@@ -122,13 +179,13 @@ func (s *Store) Changed(tx *gorm.DB, c Change) error {
 	return tx.Exec(`SELECT pg_notify(?, ?)`, ChangeChannel, string(payload)).Error
 }
 
-// pushesQueued records inside a write that it queued pushes: this instance's
+// PushesQueued records inside a write that it queued pushes: this instance's
 // sender wakes after the commit, and NOTIFY wakes the others'.
 func (s *Store) PushesQueued(tx *gorm.DB) error {
 	return s.Changed(tx, Change{Kind: PushesQueued})
 }
 
-// sessionsEnded records that web sessions ended (see SessionsEnded), so
+// SessionsEnded records that web sessions ended (see SessionsEnded), so
 // that the live views they had open close.
 func (s *Store) SessionsEnded(tx *gorm.DB, c Change) error {
 	c.Kind = SessionsEnded
@@ -234,60 +291,3 @@ func (s *Store) catchUp(ctx context.Context) error {
 	s.changes.Publish(append(moved, Change{Kind: ChangesMissed}))
 	return nil
 }
-
-// EndsSession says whether c ends the web session whose cookie secret is
-// token, of personID signed in to accountID.
-func (c Change) EndsSession(token, personID, accountID string) bool {
-	if c.Kind != SessionsEnded {
-		return false
-	}
-	if c.SessionHash != "" {
-		return c.SessionHash == HashToken(token)
-	}
-	return c.PersonID == personID && (c.AccountID == "" || c.AccountID == accountID)
-}
-
-// Subscribe calls f with every change from now on, until cancel is called.
-func (f *Changes) Subscribe(fn func(Change)) (cancel func()) {
-	f.mu.Lock()
-	id := f.next
-	f.next++
-	f.subs[id] = fn
-	f.mu.Unlock()
-	return func() {
-		f.mu.Lock()
-		delete(f.subs, id)
-		f.mu.Unlock()
-	}
-}
-
-func (f *Changes) Publish(changes []Change) {
-	if len(changes) == 0 {
-		return
-	}
-	for _, c := range changes {
-		f.hear(c.Seq)
-	}
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	for _, c := range changes {
-		for _, fn := range f.subs {
-			fn(c)
-		}
-	}
-}
-
-// hear notes that the feed has published up to timeline event seq.
-func (f *Changes) hear(seq int64) {
-	for {
-		old := f.heard.Load()
-		if seq <= old || f.heard.CompareAndSwap(old, seq) {
-			return
-		}
-	}
-}
-
-// Listening says whether this instance's PostgreSQL listener is connected
-// now: while it is not, other instances' changes go unheard (and are caught
-// up on once it is back). Always false on SQLite, which has no listener.
-func (f *Changes) Listening() bool { return f.up.Load() }

@@ -4,7 +4,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// migrations are appended, never edited: a database that ran version N keeps
+// Migrations are appended, never edited: a database that ran version N keeps
 // the schema version N made.
 var Migrations = []migration{
 	{1, "accounts, persons, agents, approvals, events", `

@@ -1,8 +1,9 @@
 package core
 
 import (
-	"context"
 	"crypto/rand"
+
+	"context"
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/hex"
@@ -12,6 +13,15 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
+
+// RandomToken returns a prefixed secret of 256 random bits.
+func RandomToken(prefix string) string {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		panic(err)
+	}
+	return prefix + IDEncoding.EncodeToString(raw)
+}
 
 // Store is the connection every domain shares: the database and its
 // dialect, the clock, the SQLite write group and the change feed.
@@ -62,7 +72,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	return sqlDB.PingContext(ctx)
 }
 
-// lock returns tx set to lock the rows it reads until the transaction ends.
+// Lock returns tx set to lock the rows it reads until the transaction ends.
 // SQLite needs none: its write transactions start IMMEDIATE and hold the lock.
 func (s *Store) Lock(tx *gorm.DB) *gorm.DB {
 	if s.dialect == Postgres {
@@ -73,7 +83,7 @@ func (s *Store) Lock(tx *gorm.DB) *gorm.DB {
 
 var IDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-// newID returns prefix_ followed by 80 random bits: ids cannot be guessed.
+// NewID returns prefix_ followed by 80 random bits: ids cannot be guessed.
 func NewID(prefix string) string {
 	b := make([]byte, 10)
 	if _, err := rand.Read(b); err != nil {

@@ -16,7 +16,7 @@ func SubjectKey(subject string) string {
 	return norm.NFKC.String(cases.Fold().String(norm.NFKC.String(subject)))
 }
 
-// fillSubjectKeys sets, inside tx, the subject_key of every person row that
+// FillSubjectKeys sets, inside tx, the subject_key of every person row that
 // has none and whose subject no other person has under SubjectKey; rows that
 // clash keep none (SubjectClashes lists them). Migration 17 runs it, and so
 // does a rename, which may end a clash.

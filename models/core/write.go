@@ -33,7 +33,7 @@ func newWriteGroup() *writeGroup {
 	return &writeGroup{slot: make(chan struct{}, 1), queue: make(chan *pendingWrite, 4*maxGroup)}
 }
 
-// write runs fn in a transaction and returns once that transaction committed,
+// Write runs fn in a transaction and returns once that transaction committed,
 // or fn's error when fn failed (then none of fn's writes is kept). After the
 // commit it publishes what fn changed to the change feed (see Changes). On SQLite the
 // transaction may carry other callers' writes too (see writeGroup): fn sees
@@ -172,6 +172,8 @@ func firstErr(a, b error) error {
 // and write panics again with value in its caller's goroutine.
 type writePanic struct{ value any }
 
+func (p *writePanic) Error() string { return fmt.Sprintf("write panicked: %v", p.value) }
+
 // runWrite calls fn, turning a panic into an error so that the other writes of
 // the group still hear their outcome.
 func runWrite(tx *gorm.DB, fn func(tx *gorm.DB) error) (err error) {
@@ -182,5 +184,3 @@ func runWrite(tx *gorm.DB, fn func(tx *gorm.DB) error) (err error) {
 	}()
 	return fn(tx)
 }
-
-func (p *writePanic) Error() string { return fmt.Sprintf("write panicked: %v", p.value) }

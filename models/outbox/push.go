@@ -241,7 +241,7 @@ func recipientDevices(tx *gorm.DB, a *asks.Approval) ([]PushSubscription, error)
 	return subs, err
 }
 
-// queueAskPushes writes, inside the ask's transaction, one push per device
+// QueueAskPushes writes, inside the ask's transaction, one push per device
 // of every person the ask is asked of. Past a person's fatigue cap their
 // devices get one collapsed push instead. The statements it runs do not grow
 // with the recipients: one reads their devices, one their counts against the
@@ -254,7 +254,7 @@ func (s *Queue) QueueAskPushes(tx *gorm.DB, a *asks.Approval) error {
 	return s.QueueAskPushesTo(tx, a, subs, a.Title)
 }
 
-// devicesOfPeople reads, in one query, the push subscriptions of the
+// DevicesOfPeople reads, in one query, the push subscriptions of the
 // account's members with these subjects.
 func DevicesOfPeople(tx *gorm.DB, accountID string, subjects []string) ([]PushSubscription, error) {
 	var subs []PushSubscription
@@ -269,7 +269,7 @@ func DevicesOfPeople(tx *gorm.DB, accountID string, subjects []string) ([]PushSu
 	return subs, nil
 }
 
-// queueAskPushesTo queues an ask push titled title to each of subs, under
+// QueueAskPushesTo queues an ask push titled title to each of subs, under
 // the fatigue cap as queueAskPushes does: reminders and escalations go
 // through it too.
 func (s *Queue) QueueAskPushesTo(tx *gorm.DB, a *asks.Approval, subs []PushSubscription, title string) error {
@@ -348,7 +348,7 @@ func (s *Queue) pastPushCap(tx *gorm.DB, subs []PushSubscription, now time.Time)
 	return capped, nil
 }
 
-// pushesOnMove is the outbox's MoveListener: an ask answered back to pending
+// PushesOnMove is the outbox's MoveListener: an ask answered back to pending
 // is pushed again, and an ask that closed replaces its push on every device.
 func (s *Queue) PushesOnMove(tx *gorm.DB, a *asks.Approval, from asks.Status, ev asks.Event) error {
 	switch {
@@ -388,7 +388,7 @@ func (s *Queue) queueDecidedPushes(tx *gorm.DB, a *asks.Approval) error {
 	return s.PushesQueued(tx)
 }
 
-// pushTopic is the Topic header of an ask's pushes, so a later push for the
+// PushTopic is the Topic header of an ask's pushes, so a later push for the
 // same ask replaces an undelivered one at the push service (at most 32
 // URL-safe characters).
 func PushTopic(approvalID string) string {

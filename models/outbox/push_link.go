@@ -165,7 +165,7 @@ func (s *Queue) livePushLink(tx *gorm.DB, approvalID, secret string, l *PushLink
 	return nil
 }
 
-// spendPushLink uses up, inside the decision's transaction, the opened push
+// SpendPushLink uses up, inside the decision's transaction, the opened push
 // link the decision was made with, which must be this ask's and this
 // person's, unspent and alive: nothing is decided with a link twice.
 func (s *Queue) SpendPushLink(tx *gorm.DB, linkID string, a *asks.Approval, personID string) error {

@@ -182,6 +182,24 @@ func (s *Directory) MemberBySubject(ctx context.Context, accountID, subject stri
 	return &m, nil
 }
 
+// MayDecide says whether the member may answer the ask: on an ask an
+// approval rule covers, they are one of the people its frozen requirement
+// counts (or of its escalation pool, once it escalated); otherwise it is
+// asked of them, or of nobody in particular and they are an owner or admin.
+func (m *Member) MayDecide(a *asks.Approval) bool {
+	if m.AccountID != a.AccountID {
+		return false
+	}
+	if a.Requirement != nil {
+		r := a.RequirementOf()
+		return r != nil && r.MaySign(m.Subject, a.EscalatedAt != nil)
+	}
+	if a.AskedOf == "" {
+		return m.Role == core.RoleOwner || m.Role == core.RoleAdmin
+	}
+	return a.AskedOf == m.Subject
+}
+
 // Scopes an agent token can hold.
 const (
 	ScopeMCPRead        = "mcp:read"
@@ -241,6 +259,20 @@ type Agent struct {
 	CreatedAt time.Time
 }
 
+// ScopeList returns the agent's scopes.
+func (a *Agent) ScopeList() []string { return strings.Fields(a.Scopes) }
+
+// HasScopes says whether the agent holds every one of scopes.
+func (a *Agent) HasScopes(scopes ...string) bool {
+	have := a.ScopeList()
+	for _, s := range scopes {
+		if !slices.Contains(have, s) {
+			return false
+		}
+	}
+	return true
+}
+
 // TokenPrefix starts every agent token, so a leaked one is easy to spot.
 const TokenPrefix = "cs_agent_"
 
@@ -259,7 +291,7 @@ func ReservedAgentName(name string) bool {
 	return rest == "" || strings.ContainsAny(rest[:1], "-._")
 }
 
-// reservedNameRefusal refuses a name the service keeps for its own agents.
+// ReservedNameRefusal refuses a name the service keeps for its own agents.
 func ReservedNameRefusal(field, name string) error {
 	return core.Refuse(core.InvalidArgument, field, "%q is reserved for the service's own agents (names starting with countersign): choose another", name)
 }
@@ -309,7 +341,7 @@ func (s *Directory) CreateAgentFor(ctx context.Context, accountID, name string, 
 	return a, token, nil
 }
 
-// insertAgent adds a, inside tx, acting for the member forSubject ("" for
+// InsertAgent adds a, inside tx, acting for the member forSubject ("" for
 // none): refused when the name is taken in the account.
 func (s *Directory) InsertAgent(tx *gorm.DB, a *Agent, forSubject string) error {
 	if forSubject != "" {
@@ -382,36 +414,4 @@ func (s *Directory) ListAgents(ctx context.Context, accountID string) ([]Agent, 
 		return nil, fmt.Errorf("list agents: %w", err)
 	}
 	return out, nil
-}
-
-// MayDecide says whether the member may answer the ask: on an ask an
-// approval rule covers, they are one of the people its frozen requirement
-// counts (or of its escalation pool, once it escalated); otherwise it is
-// asked of them, or of nobody in particular and they are an owner or admin.
-func (m *Member) MayDecide(a *asks.Approval) bool {
-	if m.AccountID != a.AccountID {
-		return false
-	}
-	if a.Requirement != nil {
-		r := a.RequirementOf()
-		return r != nil && r.MaySign(m.Subject, a.EscalatedAt != nil)
-	}
-	if a.AskedOf == "" {
-		return m.Role == core.RoleOwner || m.Role == core.RoleAdmin
-	}
-	return a.AskedOf == m.Subject
-}
-
-// ScopeList returns the agent's scopes.
-func (a *Agent) ScopeList() []string { return strings.Fields(a.Scopes) }
-
-// HasScopes says whether the agent holds every one of scopes.
-func (a *Agent) HasScopes(scopes ...string) bool {
-	have := a.ScopeList()
-	for _, s := range scopes {
-		if !slices.Contains(have, s) {
-			return false
-		}
-	}
-	return true
 }

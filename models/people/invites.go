@@ -77,6 +77,9 @@ type Inviter struct {
 // OperatorInviter is the operator of the installation, named name ("cli", SetupInviter).
 func OperatorInviter(name string) Inviter { return Inviter{Name: name, Operator: true} }
 
+// AsInviter is the member as the maker of an invite.
+func (m *Member) AsInviter() Inviter { return Inviter{Name: m.Subject, PersonID: m.ID} }
+
 // NewInvite is an invite to make.
 type NewInvite struct {
 	AccountID string
@@ -88,7 +91,7 @@ type NewInvite struct {
 	By      Inviter
 }
 
-// roleRank orders the roles: member < admin < owner.
+// RoleRank orders the roles: member < admin < owner.
 func RoleRank(r core.Role) int {
 	switch r {
 	case core.RoleOwner:
@@ -101,7 +104,7 @@ func RoleRank(r core.Role) int {
 	return 0
 }
 
-// mayGrant refuses, inside tx, an inviter who may not grant role in the
+// MayGrant refuses, inside tx, an inviter who may not grant role in the
 // account: anyone who is not an owner or admin of it, and anyone asking for a
 // role above their own. The inviter's role is read here, not taken on trust.
 func MayGrant(tx *gorm.DB, accountID string, by Inviter, role core.Role) error {
@@ -122,7 +125,7 @@ func MayGrant(tx *gorm.DB, accountID string, by Inviter, role core.Role) error {
 	return nil
 }
 
-// inviteeFits refuses, inside tx, a subject the kind of invite cannot name,
+// InviteeFits refuses, inside tx, a subject the kind of invite cannot name,
 // and returns the subject the invite keeps: for an add-role invite, the
 // existing person's own, which subject names under SubjectKey ("Bob" names bob).
 func InviteeFits(tx *gorm.DB, accountID string, kind InviteKind, subject string) (string, error) {
@@ -185,6 +188,20 @@ func (s *Directory) InviteByToken(ctx context.Context, token string) (*Invite, e
 		return nil, fmt.Errorf("find invite: %w", err)
 	}
 	return &inv, inv.usable(s.Now())
+}
+
+func (inv *Invite) usable(now time.Time) error {
+	if inv.Held {
+		return core.Refuse(core.FailedPrecondition, "invite", "this invite waits for the account's people to approve it (ask %s): "+
+			"it makes an %s, which the account's rules ask two people for; it works once they have signed", inv.ApprovalID, inv.Role)
+	}
+	if inv.UsedAt != nil {
+		return core.Refuse(core.FailedPrecondition, "invite", "this invite was used already; ask for a new one")
+	}
+	if !now.Before(inv.ExpiresAt) {
+		return core.Refuse(core.FailedPrecondition, "invite", "this invite expired; ask for a new one")
+	}
+	return nil
 }
 
 // Invites lists the account's invites, newest first.
@@ -383,23 +400,6 @@ func (s *Directory) RevokeInvite(ctx context.Context, accountID, tokenHash strin
 	})
 	if err != nil {
 		return fmt.Errorf("revoke invite: %w", err)
-	}
-	return nil
-}
-
-// AsInviter is the member as the maker of an invite.
-func (m *Member) AsInviter() Inviter { return Inviter{Name: m.Subject, PersonID: m.ID} }
-
-func (inv *Invite) usable(now time.Time) error {
-	if inv.Held {
-		return core.Refuse(core.FailedPrecondition, "invite", "this invite waits for the account's people to approve it (ask %s): "+
-			"it makes an %s, which the account's rules ask two people for; it works once they have signed", inv.ApprovalID, inv.Role)
-	}
-	if inv.UsedAt != nil {
-		return core.Refuse(core.FailedPrecondition, "invite", "this invite was used already; ask for a new one")
-	}
-	if !now.Before(inv.ExpiresAt) {
-		return core.Refuse(core.FailedPrecondition, "invite", "this invite expired; ask for a new one")
 	}
 	return nil
 }

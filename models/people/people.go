@@ -98,7 +98,7 @@ func (s *Directory) SetRoleTx(tx *gorm.DB, accountID, personID string, role core
 	return nil
 }
 
-// keepAnOwner refuses when personID is the account's only owner.
+// KeepAnOwner refuses when personID is the account's only owner.
 func (s *Directory) KeepAnOwner(tx *gorm.DB, accountID, personID string) error {
 	var owners []string
 	if err := s.Lock(tx.Table("memberships")).Where("account_id = ? AND role = ?", accountID, core.RoleOwner).Pluck("person_id", &owners).Error; err != nil {
@@ -272,7 +272,7 @@ func CounterWentBack(passkeyName string) string {
 		"and tell an admin"
 }
 
-// useDeviceKey records, inside tx, that a passkey signed with counter
+// UseDeviceKeyTx records, inside tx, that a passkey signed with counter
 // signCount. A counter that does not grow (when either is non-zero) means a
 // cloned authenticator and is refused.
 func (s *Directory) UseDeviceKeyTx(tx *gorm.DB, personID, id string, signCount uint32, credential string) error {

@@ -56,6 +56,13 @@ type Policy struct {
 	CreatedAt      time.Time
 }
 
+// ScopeOf reads the policy's scope.
+func (p *Policy) ScopeOf() PolicyScope {
+	var sc PolicyScope
+	_ = json.Unmarshal([]byte(p.Scope), &sc)
+	return sc
+}
+
 // AutoApproveRequest is what approvals_request_auto_approve sends.
 type AutoApproveRequest struct {
 	Requester *people.Agent
@@ -64,7 +71,7 @@ type AutoApproveRequest struct {
 	Until     string // RFC 3339
 }
 
-// autoApprovePayload is the frozen payload of an auto_approve ask: what the
+// AutoApprovePayload is the frozen payload of an auto_approve ask: what the
 // person signs to turn the policy on.
 type AutoApprovePayload struct {
 	AutoApprove struct {
@@ -75,7 +82,7 @@ type AutoApprovePayload struct {
 	} `json:"auto_approve"`
 }
 
-// checkScope validates a requested scope and returns it in its normal form.
+// CheckScope validates a requested scope and returns it in its normal form.
 func (s *Policies) CheckScope(ctx context.Context, accountID string, sc PolicyScope) (PolicyScope, error) {
 	out := PolicyScope{AskKinds: []string{}, Requesters: []string{}}
 	for i, k := range sc.AskKinds {
@@ -112,7 +119,7 @@ func (s *Policies) CheckScope(ctx context.Context, accountID string, sc PolicySc
 	return out, nil
 }
 
-// enablePolicy turns on, inside the signed approval's transaction, the
+// EnablePolicy turns on, inside the signed approval's transaction, the
 // policy an approved auto_approve ask describes; it replaces the account's
 // policy that was still on, recorded on both.
 func (s *Policies) EnablePolicy(tx *gorm.DB, a *asks.Approval, m *people.Member, credentialID string) error {
@@ -276,7 +283,7 @@ func actorKindOf(subject string) string {
 	return asks.ActorPerson
 }
 
-// autoApprove approves, inside the new ask's transaction, an ask that the
+// AutoApprove approves, inside the new ask's transaction, an ask that the
 // account's active policy covers. The policy row is locked, so a revoke that
 // commits first is seen, and one that comes later waits for this ask.
 func (s *Policies) AutoApprove(tx *gorm.DB, a *asks.Approval) (bool, error) {
@@ -436,11 +443,4 @@ func AlwaysAsks(text string) string {
 		}
 	}
 	return ""
-}
-
-// ScopeOf reads the policy's scope.
-func (p *Policy) ScopeOf() PolicyScope {
-	var sc PolicyScope
-	_ = json.Unmarshal([]byte(p.Scope), &sc)
-	return sc
 }

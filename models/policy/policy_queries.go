@@ -23,6 +23,19 @@ const (
 // PolicyStates are the states a policy list can be filtered by.
 var PolicyStates = []string{PolicyActive, PolicyRevoked, PolicyExpired, PolicyInactive}
 
+// State names where the policy is: active, revoked, expired or inactive.
+func (st *PolicyState) State() string {
+	switch {
+	case st.Active:
+		return PolicyActive
+	case st.RevokedAt != nil:
+		return PolicyRevoked
+	case st.Why == PolicyExpired:
+		return PolicyExpired
+	}
+	return PolicyInactive
+}
+
 // PolicyRow is a policy in the account's list, with what it did.
 type PolicyRow struct {
 	PolicyState
@@ -179,17 +192,4 @@ func (s *Policies) PendingPolicyRequests(ctx context.Context, accountID string, 
 		return nil, fmt.Errorf("list auto-approve requests: %w", err)
 	}
 	return out, nil
-}
-
-// State names where the policy is: active, revoked, expired or inactive.
-func (st *PolicyState) State() string {
-	switch {
-	case st.Active:
-		return PolicyActive
-	case st.RevokedAt != nil:
-		return PolicyRevoked
-	case st.Why == PolicyExpired:
-		return PolicyExpired
-	}
-	return PolicyInactive
 }

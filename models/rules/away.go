@@ -160,7 +160,7 @@ func delegateFor(ds map[string]delegation, p string, pool []string, own string) 
 	return d.Delegate
 }
 
-// delegateRequirement puts, inside the filing transaction, each away person
+// DelegateRequirement puts, inside the filing transaction, each away person
 // of req's people whose delegate qualifies (delegateFor) out of it and the
 // delegate in, so that the delegate signs in their place; a delegate
 // already counted leaves the away person in, so the pool never shrinks

@@ -31,6 +31,11 @@ type Signature struct {
 	CreatedAt    time.Time
 }
 
+// Approves says whether the signature counts towards the quorum (it is not a deny).
+func (g *Signature) Approves() bool {
+	return g.Decision != string(asks.VerdictDeny) && g.Decision != string(asks.VerdictNotMine)
+}
+
 // Signatures returns the signatures on an ask of the account, in the order
 // they landed.
 func (s *Book) Signatures(ctx context.Context, accountID, approvalID string) ([]Signature, error) {
@@ -80,7 +85,33 @@ func quorumOf(req *proof.Requirement, sigs []Signature) *Quorum {
 	return q
 }
 
-// countersign records, inside Decide's transaction, a person's signed
+// Met says whether enough distinct people approved.
+func (q *Quorum) Met() bool { return len(q.Approved) >= q.Requirement.Count }
+
+// Waiting returns the people of the pool who have not signed yet.
+func (q *Quorum) Waiting() []string {
+	var out []string
+	for _, p := range q.Requirement.People {
+		if !strings.Contains(" "+strings.Join(q.Approved, " ")+" ", " "+p+" ") && p != q.DeniedBy {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// String is the quorum in words: "1 of 2 approved (ada)".
+func (q *Quorum) String() string {
+	s := fmt.Sprintf("%d of %d approved", len(q.Approved), q.Requirement.Count)
+	if len(q.Approved) > 0 {
+		s += " (" + strings.Join(q.Approved, ", ") + ")"
+	}
+	if q.DeniedBy != "" {
+		s += "; denied by " + q.DeniedBy
+	}
+	return s
+}
+
+// Countersign records, inside Decide's transaction, a person's signed
 // answer on an ask a rule covers, and turns the change Decide would make
 // into the one the quorum allows: an approval that does not complete the
 // quorum only countersigns (the ask stays pending); the one that completes
@@ -146,7 +177,7 @@ func bundleOf(a *asks.Approval, sigs []Signature) ([]byte, error) {
 	return out, nil
 }
 
-// notSignedYet refuses a second signature by a person who already signed
+// NotSignedYet refuses a second signature by a person who already signed
 // an ask a rule covers, before their passkey is asked for one: the same
 // person counts once, whichever passkey signs. Decide checks it again in
 // its transaction, and the (approval_id, person_id) key holds under a race.
@@ -162,35 +193,4 @@ func (s *Book) NotSignedYet(ctx context.Context, a *asks.Approval, m *people.Mem
 	return core.Refuse(core.FailedPrecondition, "credential",
 		"%s already signed approval %s (%s, with passkey %s); the same person counts once, whichever passkey signs; nothing was recorded",
 		m.Subject, a.ID, g.Decision, g.CredentialID)
-}
-
-// Approves says whether the signature counts towards the quorum (it is not a deny).
-func (g *Signature) Approves() bool {
-	return g.Decision != string(asks.VerdictDeny) && g.Decision != string(asks.VerdictNotMine)
-}
-
-// Met says whether enough distinct people approved.
-func (q *Quorum) Met() bool { return len(q.Approved) >= q.Requirement.Count }
-
-// Waiting returns the people of the pool who have not signed yet.
-func (q *Quorum) Waiting() []string {
-	var out []string
-	for _, p := range q.Requirement.People {
-		if !strings.Contains(" "+strings.Join(q.Approved, " ")+" ", " "+p+" ") && p != q.DeniedBy {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// String is the quorum in words: "1 of 2 approved (ada)".
-func (q *Quorum) String() string {
-	s := fmt.Sprintf("%d of %d approved", len(q.Approved), q.Requirement.Count)
-	if len(q.Approved) > 0 {
-		s += " (" + strings.Join(q.Approved, ", ") + ")"
-	}
-	if q.DeniedBy != "" {
-		s += "; denied by " + q.DeniedBy
-	}
-	return s
 }

@@ -191,7 +191,7 @@ func (s *Registry) DisableRunner(ctx context.Context, accountID, name, by string
 	return r, nil
 }
 
-// checkRunner refuses a pinned run whose runner is not an enrolled, enabled
+// CheckRunner refuses a pinned run whose runner is not an enrolled, enabled
 // runner of the account with exactly the public key the run names.
 func (s *Registry) CheckRunner(ctx context.Context, accountID, runnerID, publicKey string) error {
 	r, err := s.RunnerByID(ctx, accountID, runnerID)

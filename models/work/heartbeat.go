@@ -22,6 +22,41 @@ type heartbeats struct {
 
 func newHeartbeats() *heartbeats { return &heartbeats{pending: map[string]time.Time{}} }
 
+// note keeps t as the session's newest heartbeat.
+func (h *heartbeats) note(id string, t time.Time) {
+	h.mu.Lock()
+	if t.After(h.pending[id]) {
+		h.pending[id] = t
+	}
+	h.mu.Unlock()
+}
+
+// latest is the newer of recorded and the time noted for the session.
+func (h *heartbeats) latest(id string, recorded time.Time) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t, ok := h.pending[id]; ok && t.After(recorded) {
+		return t
+	}
+	return recorded
+}
+
+// take empties the pending times and returns them.
+func (h *heartbeats) take() map[string]time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := h.pending
+	h.pending = map[string]time.Time{}
+	return out
+}
+
+// putBack returns times a failed flush could not write.
+func (h *heartbeats) putBack(times map[string]time.Time) {
+	for id, t := range times {
+		h.note(id, t)
+	}
+}
+
 // HeartbeatFlushEvery is how often noted heartbeat times must be written:
 // a second, or a tenth of the idle time when that is shorter.
 func (s *Tracker) HeartbeatFlushEvery() time.Duration {
@@ -126,39 +161,4 @@ func (s *Tracker) quietHeartbeat(ctx context.Context, agent *people.Agent, id st
 	s.beats.note(ss.ID, now)
 	ss.HeartbeatAt = now
 	return beat, nil
-}
-
-// note keeps t as the session's newest heartbeat.
-func (h *heartbeats) note(id string, t time.Time) {
-	h.mu.Lock()
-	if t.After(h.pending[id]) {
-		h.pending[id] = t
-	}
-	h.mu.Unlock()
-}
-
-// latest is the newer of recorded and the time noted for the session.
-func (h *heartbeats) latest(id string, recorded time.Time) time.Time {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if t, ok := h.pending[id]; ok && t.After(recorded) {
-		return t
-	}
-	return recorded
-}
-
-// take empties the pending times and returns them.
-func (h *heartbeats) take() map[string]time.Time {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := h.pending
-	h.pending = map[string]time.Time{}
-	return out
-}
-
-// putBack returns times a failed flush could not write.
-func (h *heartbeats) putBack(times map[string]time.Time) {
-	for id, t := range times {
-		h.note(id, t)
-	}
 }

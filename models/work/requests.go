@@ -98,7 +98,7 @@ func OutcomeOf(a *asks.Approval, r *AgentRequest) Outcome {
 	return o
 }
 
-// executeRequest runs, inside the transaction that approved request a, its
+// ExecuteRequest runs, inside the transaction that approved request a, its
 // command: a work_move moves the item and the request ends done. When it
 // cannot (the item or the column is gone, or the item is already there), the
 // approval is kept, the request ends failed with the reason, and the board is

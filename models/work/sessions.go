@@ -76,11 +76,11 @@ func (s *Tracker) StartSession(ctx context.Context, agent *people.Agent, label s
 	return ss, nil
 }
 
-// errSessionIdle marks, inside a write, a session found idle: the write ends
+// ErrSessionIdle marks, inside a write, a session found idle: the write ends
 // it and commits, and the caller is refused afterwards.
 var ErrSessionIdle = errors.New("session idle")
 
-// openSession loads and locks, inside tx, one of the agent's sessions. A
+// OpenSession loads and locks, inside tx, one of the agent's sessions. A
 // session of another agent or account is NOT_FOUND, an ended one
 // FAILED_PRECONDITION; one idle too long is ended here and errSessionIdle
 // returned with it.

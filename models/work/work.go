@@ -64,6 +64,17 @@ type Board struct {
 	Items   []WorkItem
 }
 
+// ColumnName is the name of the board's column with key; a key the board no
+// longer has is named by itself.
+func (b *Board) ColumnName(key string) string {
+	for _, c := range b.Columns {
+		if c.Key == key {
+			return c.Name
+		}
+	}
+	return key
+}
+
 var columnKeyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // checkColumnKey refuses a key that is not a short lower-case slug.
@@ -264,7 +275,7 @@ func (s *Tracker) WorkItemHistory(ctx context.Context, accountID, itemID string)
 	return out, nil
 }
 
-// column reads a column of the account inside tx; a missing one is NOT_FOUND naming field.
+// Column reads a column of the account inside tx; a missing one is NOT_FOUND naming field.
 func (s *Tracker) Column(tx *gorm.DB, accountID, key, field string) (*WorkColumn, error) {
 	return findColumn(tx.Table("work_columns"), accountID, key, field)
 }
@@ -283,7 +294,7 @@ func findColumn(columns *gorm.DB, accountID, key, field string) (*WorkColumn, er
 	return &c, nil
 }
 
-// item reads and locks an item of the account inside tx; a missing one is NOT_FOUND naming field.
+// Item reads and locks an item of the account inside tx; a missing one is NOT_FOUND naming field.
 func (s *Tracker) Item(tx *gorm.DB, accountID, id, field string) (*WorkItem, error) {
 	return findItem(s.Lock(tx.Table("work_items")), accountID, id, field)
 }
@@ -318,15 +329,4 @@ func (s *Tracker) workHistory(tx *gorm.DB, it *WorkItem, actorKind, actor, actio
 		return fmt.Errorf("item history: %w", err)
 	}
 	return nil
-}
-
-// ColumnName is the name of the board's column with key; a key the board no
-// longer has is named by itself.
-func (b *Board) ColumnName(key string) string {
-	for _, c := range b.Columns {
-		if c.Key == key {
-			return c.Name
-		}
-	}
-	return key
 }

@@ -11,7 +11,7 @@ const (
 	MaxPageSize     = 200
 )
 
-// pageSize reads a list's page_size: 0 means DefaultPageSize, at most MaxPageSize.
+// PageSize reads a list's page_size: 0 means DefaultPageSize, at most MaxPageSize.
 func PageSize(n int) (int, error) {
 	switch {
 	case n == 0:

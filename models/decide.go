@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
@@ -158,30 +159,42 @@ func withDecision(m map[string]any, decision string) map[string]any {
 	return m
 }
 
-// disableAgent stops, inside tx, the agent's token, ends its OAuth grants
-// and its open MCP sessions and streams on every instance (endGrants), and
-// cancels its open asks.
-func (s *Store) disableAgent(tx *gorm.DB, agentID, reason, by, note string) error {
-	if err := tx.Table("agents").Where("id = ?", agentID).
-		Updates(map[string]any{"disabled": true, "disabled_reason": reason}).Error; err != nil {
-		return fmt.Errorf("disable agent: %w", err)
+// IssueChallenge makes the single-use nonce for one decision by one person
+// on one ask, after checking that the ask is open and theirs to decide.
+func (s *Store) IssueChallenge(ctx context.Context, m *people.Member, a *asks.Approval, decision string, nonce []byte) error {
+	if !m.MayDecide(a) {
+		return core.Refuse(core.PermissionDenied, "approval_id", "approval %s is not asked of %s", a.ID, m.Subject)
 	}
-	if err := s.EndGrants(tx, []string{agentID}); err != nil {
-		return err
+	if a.Status != asks.StatusPending {
+		return asks.StateError(a, "; only a pending ask can be answered")
 	}
-	return s.cancelOpenAsksOf(tx, agentID, by, note)
-}
-
-// cancelOpenAsksOf cancels, inside tx, every open ask the agent filed.
-func (s *Store) cancelOpenAsksOf(tx *gorm.DB, agentID, by, note string) error {
-	var open []asks.Approval
-	if err := s.Lock(tx.Table("approvals")).Where("requester_id = ? AND "+asks.OpenAsks, agentID).Find(&open).Error; err != nil {
-		return fmt.Errorf("find open asks: %w", err)
+	if !s.Now().Before(a.ExpiresAt) {
+		return core.Refuse(core.FailedPrecondition, "", "approval %s expired at %s", a.ID, a.ExpiresAt.Format(time.RFC3339))
 	}
-	for i := range open {
-		if err := s.Move(tx, &open[i], asks.StatusChange{Event: asks.EventCancel, ActorKind: asks.ActorSystem, Actor: by, Note: note}); err != nil {
+	if a.Requirement != nil {
+		if err := s.NotSignedYet(ctx, a, m); err != nil {
 			return err
 		}
+	}
+	now := s.Now()
+	issued := false
+	err := s.Write(ctx, func(tx *gorm.DB) error {
+		if err := tx.Exec(`DELETE FROM decision_challenges WHERE expires_at < ?`, now.Add(-time.Hour)).Error; err != nil {
+			return err
+		}
+		// Only while the ask is still pending as the caller read it: a nonce
+		// issued after it moved would outlive the move (killChallenges).
+		res := tx.Exec(`INSERT INTO decision_challenges (nonce, approval_id, person_id, decision, payload_sha256, created_at, expires_at)
+			SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM approvals WHERE id = ? AND status = ? AND version = ?)`,
+			fmt.Sprintf("%x", nonce), a.ID, m.ID, decision, a.PayloadSHA256, now, now.Add(asks.ChallengeTTL), a.ID, asks.StatusPending, a.Version)
+		issued = res.RowsAffected == 1
+		return res.Error
+	})
+	if err != nil {
+		return fmt.Errorf("issue challenge: %w", err)
+	}
+	if !issued {
+		return core.Refuse(core.FailedPrecondition, "", "approval %s changed while the signature prompt was made; read it again", a.ID)
 	}
 	return nil
 }

@@ -3,14 +3,81 @@ package models
 import (
 	"context"
 	"fmt"
-	"time"
+	"strings"
 
-	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
-	"github.com/countersign/countersign/models/grants"
 	"github.com/countersign/countersign/models/people"
 	"gorm.io/gorm"
+
+	"time"
+
+	"github.com/countersign/countersign/models/grants"
 )
+
+// CreateInvite makes a one-time invite and returns its secret token. It
+// refuses a role above the inviter's own, a new-person invite that names a
+// subject some person already has (in any account), and an add-role invite
+// for someone who is no person yet or already a member here. An owner or
+// admin invite a member makes where a rule covers member changes is held
+// (Invite.Held) by the member_change ask filed with it, until that ask is
+// approved; the operator's invites are never held.
+func (s *Store) CreateInvite(ctx context.Context, in people.NewInvite) (string, *people.Invite, error) {
+	kind, err := people.ParseInviteKind(string(in.Kind))
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := core.ParseRole(string(in.Role)); err != nil {
+		return "", nil, err
+	}
+	in.Subject = strings.TrimSpace(in.Subject)
+	if kind == people.InviteAddRole && in.Subject == "" {
+		return "", nil, core.Invalid("subject", "an add-role invite names the existing person who accepts it")
+	}
+	if in.Subject != "" {
+		if err := people.CheckSubject(in.Subject); err != nil {
+			return "", nil, err
+		}
+	}
+	if in.By.Name == "" || (!in.By.Operator && in.By.PersonID == "") {
+		return "", nil, core.Invalid("created_by", "an invite is made by a member of the account or by the operator")
+	}
+	token := core.RandomToken("inv_")
+	now := s.Now()
+	inv := &people.Invite{TokenHash: core.HashToken(token), AccountID: in.AccountID, Kind: kind, Role: in.Role, Subject: in.Subject,
+		CreatedBy: in.By.Name, CreatedAt: now, ExpiresAt: now.Add(people.InviteTTL)}
+	var agent *people.Agent
+	governed := !in.By.Operator && (in.Role == core.RoleOwner || in.Role == core.RoleAdmin)
+	if governed {
+		if agent, err = s.serviceAgent(ctx, in.AccountID); err != nil {
+			return "", nil, err
+		}
+	}
+	err = s.Write(ctx, func(tx *gorm.DB) error {
+		if err := people.MayGrant(tx, in.AccountID, in.By, in.Role); err != nil {
+			return err
+		}
+		subject, err := people.InviteeFits(tx, in.AccountID, kind, in.Subject)
+		if err != nil {
+			return err
+		}
+		inv.Subject = subject
+		if governed {
+			a, err := s.governMemberChange(tx, agent, in.AccountID, in.By.Name,
+				MemberChange{Action: MemberInvite, Subject: subject, Role: in.Role, Invite: kind})
+			if err != nil {
+				return err
+			}
+			if a != nil {
+				inv.ApprovalID, inv.Held = a.ID, true
+			}
+		}
+		return tx.Table("invites").Create(inv).Error
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("create invite: %w", err)
+	}
+	return token, inv, nil
+}
 
 // RemoveMember takes a person out of the account at once and ends their
 // sessions in it, in one transaction: the clients they connected there are
@@ -135,44 +202,4 @@ func (s *Store) SweepExpired(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("sweep expired: %w", err)
 	}
 	return n, nil
-}
-
-// IssueChallenge makes the single-use nonce for one decision by one person
-// on one ask, after checking that the ask is open and theirs to decide.
-func (s *Store) IssueChallenge(ctx context.Context, m *people.Member, a *asks.Approval, decision string, nonce []byte) error {
-	if !m.MayDecide(a) {
-		return core.Refuse(core.PermissionDenied, "approval_id", "approval %s is not asked of %s", a.ID, m.Subject)
-	}
-	if a.Status != asks.StatusPending {
-		return asks.StateError(a, "; only a pending ask can be answered")
-	}
-	if !s.Now().Before(a.ExpiresAt) {
-		return core.Refuse(core.FailedPrecondition, "", "approval %s expired at %s", a.ID, a.ExpiresAt.Format(time.RFC3339))
-	}
-	if a.Requirement != nil {
-		if err := s.NotSignedYet(ctx, a, m); err != nil {
-			return err
-		}
-	}
-	now := s.Now()
-	issued := false
-	err := s.Write(ctx, func(tx *gorm.DB) error {
-		if err := tx.Exec(`DELETE FROM decision_challenges WHERE expires_at < ?`, now.Add(-time.Hour)).Error; err != nil {
-			return err
-		}
-		// Only while the ask is still pending as the caller read it: a nonce
-		// issued after it moved would outlive the move (killChallenges).
-		res := tx.Exec(`INSERT INTO decision_challenges (nonce, approval_id, person_id, decision, payload_sha256, created_at, expires_at)
-			SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM approvals WHERE id = ? AND status = ? AND version = ?)`,
-			fmt.Sprintf("%x", nonce), a.ID, m.ID, decision, a.PayloadSHA256, now, now.Add(asks.ChallengeTTL), a.ID, asks.StatusPending, a.Version)
-		issued = res.RowsAffected == 1
-		return res.Error
-	})
-	if err != nil {
-		return fmt.Errorf("issue challenge: %w", err)
-	}
-	if !issued {
-		return core.Refuse(core.FailedPrecondition, "", "approval %s changed while the signature prompt was made; read it again", a.ID)
-	}
-	return nil
 }

@@ -21,7 +21,7 @@ func (s *Lifecycle) killChallenges(tx *gorm.DB, approvalID string) error {
 	return nil
 }
 
-// spendChallenge uses up, inside tx, the nonce issued for exactly this
+// SpendChallenge uses up, inside tx, the nonce issued for exactly this
 // decision by this person on this ask and payload.
 func (s *Lifecycle) SpendChallenge(tx *gorm.DB, a *Approval, personID, decision string, nonce []byte) error {
 	res := tx.Exec(`UPDATE decision_challenges SET used_at = ? WHERE nonce = ? AND used_at IS NULL AND approval_id = ?
