@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
@@ -91,7 +93,7 @@ func TestTwoInstancesSweepInTurnsAndExpireEachAskOnce(t *testing.T) {
 		const askCount = 200
 		for n := range askCount {
 			_, err := s.CreateApproval(ctx, models.NewAsk{
-				Requester: agent, Kind: asks.KindPullRequest, Title: fmt.Sprintf("Merge acme/web#%d", n+1), Summary: "Fixes the login redirect.",
+				Requester: agent, Kind: ask.KindPullRequest, Title: fmt.Sprintf("Merge acme/web#%d", n+1), Summary: "Fixes the login redirect.",
 				ApproveMeans: "I merge it", DenyMeans: "It stays open",
 				Payload: json.RawMessage(fmt.Sprintf(`{"pull_request":{"repo":"acme/web","number":%d,"head":"%040x","title":"Fix"}}`, n+1, n+1)),
 				Context: json.RawMessage(`{"no_context_reason":"a test"}`),

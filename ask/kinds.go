@@ -34,6 +34,11 @@ const (
 // them, then tool_call (seed 002: a gated MCP tool call). An auto_approve ask is filed by approvals_request_auto_approve only.
 var Kinds = []string{KindPullRequest, KindRoll, KindReview, KindDocument, KindDecision, KindRun, KindToolCall}
 
+// NeverAutoApproved are the kinds no policy approves: merges, rolls, runs,
+// policies and approval rules themselves keep asking, and a decision needs a
+// person to pick.
+var NeverAutoApproved = []string{KindPullRequest, KindRoll, KindRun, KindAutoApprove, KindDecision, KindRuleChange, KindMemberChange}
+
 // Kinds of request an agent files with approval_request (seed 000): a change
 // to its work, its memory or a person's life, or a request to the person,
 // which may be a question. They are asks like the others, filed by their own tool.

@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
-	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 )
 
@@ -81,7 +82,7 @@ func TestAnAdminCopiesAnInviteFillsARuleFromAnExampleAndGoesAwayInLocalTime(t *t
 		p.Click("[data-testid=propose-rule]")
 		p.WaitFor("the rule change's ask", `!window.browsertestClickedHere && document.readyState === "complete" && location.pathname.startsWith("/approvals/")`)
 		a, err := s.env.Store.GetApproval(ctx, s.env.Account.ID, strings.TrimPrefix(p.Path(), "/approvals/"))
-		if err != nil || a.Kind != asks.KindRuleChange {
+		if err != nil || a.Kind != ask.KindRuleChange {
 			t.Fatalf("the proposal filed %+v (%v), want a rule change", a, err)
 		}
 		var payload struct {

@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
-	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/proof"
 )
@@ -160,7 +161,7 @@ func TestANewOwnerGoesFromTheSetupLinkToAVerifiedProofOfATestAsk(t *testing.T) {
 	p.WaitFor("the test ask's page", `!window.browsertestClickedHere && document.readyState === "complete" && location.pathname.startsWith("/approvals/") && !!document.querySelector("[data-testid=choice-0]")`)
 	id := strings.TrimPrefix(p.Path(), "/approvals/")
 	a, err := env.Store.GetApproval(ctx, env.Account.ID, id)
-	if err != nil || a.Title != models.TestAskTitle || a.RequesterSubject != "agent:"+models.ServiceAgentName || a.AskedOf != "ada" || a.Kind != asks.KindDecision {
+	if err != nil || a.Title != models.TestAskTitle || a.RequesterSubject != "agent:"+models.ServiceAgentName || a.AskedOf != "ada" || a.Kind != ask.KindDecision {
 		t.Fatalf("the test ask is %+v (%v), want a decision titled as a test, from %s, asked of ada", a, err, models.ServiceAgentName)
 	}
 	if m, _ := pushOf(t, ps, id); m.Title != models.TestAskTitle {

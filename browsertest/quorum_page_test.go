@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/rules"
 )
@@ -24,7 +25,7 @@ func TestTheAskPageShowsTheRuleTheSignersAndWhoMayStillSignOnThePhone(t *testing
 		s.env.Member(s.env.Account.ID, "bob", core.RoleAdmin)
 		s.env.Member(s.env.Account.ID, "carol", core.RoleMember)
 		if _, err := s.env.Store.SetRule(context.Background(), s.env.Account.ID, "reviews", rules.RuleSpec{Name: "two reviewers merge a pull request",
-			Kinds: []string{asks.KindPullRequest}, Count: 2,
+			Kinds: []string{ask.KindPullRequest}, Count: 2,
 			Pool: rules.Pool{Kind: rules.PoolGroup, Group: "reviewers", People: []string{"ada", "bob", "carol"}}}, "cli:browsertest"); err != nil {
 			t.Fatal(err)
 		}

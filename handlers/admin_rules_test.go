@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/rules"
 )
@@ -34,7 +35,7 @@ func postPageForm(t *testing.T, b *apptest.Browser, path string, form url.Values
 func ruleChangeAsks(t *testing.T, env *apptest.Env) int64 {
 	t.Helper()
 	var n int64
-	if err := env.Store.DB().Table("approvals").Where("kind = ?", asks.KindRuleChange).Count(&n).Error; err != nil {
+	if err := env.Store.DB().Table("approvals").Where("kind = ?", ask.KindRuleChange).Count(&n).Error; err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -130,7 +131,7 @@ func TestTheRulesPageProposesAChangeThatAppliesOnlyOnceTheQuorumApproves(t *test
 			t.Fatalf("bob signs: %s", r)
 		}
 		r, err := env.Store.RuleByID(ctx, env.Account.ID, "reviews")
-		if err != nil || r.Count != 1 || r.Pool.Role != rules.PoolAdmins || r.Name != "reviews need an admin" || r.Kinds[0] != asks.KindPullRequest {
+		if err != nil || r.Count != 1 || r.Pool.Role != rules.PoolAdmins || r.Name != "reviews need an admin" || r.Kinds[0] != ask.KindPullRequest {
 			t.Fatalf("the approved change set %+v (%v)", r, err)
 		}
 		if body, _ := pageOf(t, bob, "/admin/rules"); !strings.Contains(body, `data-rule="reviews"`) {

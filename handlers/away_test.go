@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/rules"
 	"github.com/countersign/countersign/proof"
@@ -19,7 +20,7 @@ import (
 // leadsRule asks one of carol and dan (admins both, in a group) for every
 // pull request.
 func leadsRule() rules.RuleSpec {
-	return rules.RuleSpec{Name: "a lead reviews pull requests", Kinds: []string{asks.KindPullRequest}, Count: 1,
+	return rules.RuleSpec{Name: "a lead reviews pull requests", Kinds: []string{ask.KindPullRequest}, Count: 1,
 		Pool: rules.Pool{Kind: rules.PoolGroup, Group: "leads", People: []string{"carol", "dan"}}}
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/asks"
@@ -56,7 +58,7 @@ func newEscalationWorld(t *testing.T, db apptest.Database, spec rules.RuleSpec) 
 // reviewRule is bob for every pull request, reminding every ten minutes and
 // escalating to carol after thirty.
 func reviewRule() rules.RuleSpec {
-	return rules.RuleSpec{Name: "bob reviews pull requests", Kinds: []string{asks.KindPullRequest}, Count: 1,
+	return rules.RuleSpec{Name: "bob reviews pull requests", Kinds: []string{ask.KindPullRequest}, Count: 1,
 		Pool:       rules.Pool{Kind: rules.PoolGroup, Group: "reviewers", People: []string{"bob"}},
 		EscalateTo: rules.Pool{Kind: rules.PoolGroup, Group: "leads", People: []string{"carol"}}, EscalateAfter: rules.Duration(30 * time.Minute),
 		RemindEvery: rules.Duration(10 * time.Minute)}

@@ -3,6 +3,8 @@ package handlers
 import (
 	"net/http"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/countersign/countersign/models/asks"
@@ -17,7 +19,7 @@ const historySize = 50
 func (h *Handlers) History(c echo.Context) error {
 	v := viewerOf(c)
 	view := views.HistoryView{Now: h.store.Now(), Status: c.QueryParam("status"), Kind: c.QueryParam("kind"),
-		Kinds: append(append([]string{}, asks.AskKinds...), asks.KindAutoApprove)}
+		Kinds: append(append([]string{}, ask.Kinds...), ask.KindAutoApprove)}
 	for _, s := range asks.AllStatuses {
 		view.Statuses = append(view.Statuses, string(s))
 	}

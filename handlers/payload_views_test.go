@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/views"
 )
 
@@ -28,21 +29,21 @@ func TestEveryAcceptedPayloadHasAView(t *testing.T) {
 		kind    string
 		payload map[string]any
 	}{
-		{asks.KindPullRequest, map[string]any{"repo": "acme/web", "number": 900, "head": sha, "title": "Fix login"}},
-		{asks.KindRoll, roll},
-		{asks.KindReview, map[string]any{"url": "https://example.com/doc"}},
-		{asks.KindDocument, map[string]any{"document_id": "doc_1", "space_id": "space_1", "version": 3}},
-		{asks.KindDecision, map[string]any{"options": []string{"Ship Friday", "Ship Monday"}}},
-		{asks.KindRun, map[string]any{
+		{ask.KindPullRequest, map[string]any{"repo": "acme/web", "number": 900, "head": sha, "title": "Fix login"}},
+		{ask.KindRoll, roll},
+		{ask.KindReview, map[string]any{"url": "https://example.com/doc"}},
+		{ask.KindDocument, map[string]any{"document_id": "doc_1", "space_id": "space_1", "version": 3}},
+		{ask.KindDecision, map[string]any{"options": []string{"Ship Friday", "Ship Monday"}}},
+		{ask.KindRun, map[string]any{
 			"cmd": "./deploy.sh", "script_sha256": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 			"runner_id": "run_1", "argv": []string{"scripts/deploy.sh", "--fast"}, "effect": "remote",
 			"runner_public_key": "ed25519:AAAA", "expires_at": now.Add(30 * time.Minute).Unix(), "asked_of": "ada", "roll": roll,
 		}},
-		{asks.KindToolCall, map[string]any{"server": "filesystem", "tool": "write_file", "arguments": map[string]any{"path": "/a", "content": "b"}}},
+		{ask.KindToolCall, map[string]any{"server": "filesystem", "tool": "write_file", "arguments": map[string]any{"path": "/a", "content": "b"}}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			raw, _ := json.Marshal(map[string]any{tc.kind: tc.payload})
-			p, err := asks.ParsePayload(tc.kind, raw, now)
+			p, err := ask.ParsePayload(tc.kind, raw, now)
 			if err != nil {
 				t.Fatalf("the validator refuses the full payload: %v", err)
 			}
@@ -55,7 +56,7 @@ func TestEveryAcceptedPayloadHasAView(t *testing.T) {
 			}
 		})
 	}
-	if _, err := views.DecodePayload(asks.KindReview, `{"review":{"url":"https://example.com","hidden":"x"}}`); err == nil {
+	if _, err := views.DecodePayload(ask.KindReview, `{"review":{"url":"https://example.com","hidden":"x"}}`); err == nil {
 		t.Error("a member the page does not know decoded without error")
 	}
 }

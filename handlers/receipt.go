@@ -63,7 +63,7 @@ func (h *Handlers) receiptOf(ctx context.Context, a *asks.Approval, m *people.Me
 		if ask.NeedsCheckCode(a.Kind, a.Payload) {
 			r.Check = "the check code " + ask.CheckCode(a.PayloadSHA256) + " and " + r.Check
 		}
-		if a.Kind == asks.KindDecision && a.Note != "" {
+		if a.Kind == ask.KindDecision && a.Note != "" {
 			r.Verdict = "Approved: " + a.Note
 		}
 	case asks.StatusDenied:

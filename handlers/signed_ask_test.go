@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/ask"
+
 	"golang.org/x/net/html"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/rules"
 )
@@ -41,7 +42,7 @@ func TestTheAskPageShowsASignerTheirApprovalInPlaceOfTheAnswers(t *testing.T) {
 		carol := env.Join(env.Account.ID, core.RoleMember, "carol")
 		dan := env.Join(env.Account.ID, core.RoleMember, "dan")
 		if _, err := env.Store.SetRule(ctx, env.Account.ID, "reviews", rules.RuleSpec{Name: "two reviewers merge a pull request",
-			Kinds: []string{asks.KindPullRequest}, Count: 2,
+			Kinds: []string{ask.KindPullRequest}, Count: 2,
 			Pool: rules.Pool{Kind: rules.PoolGroup, Group: "reviewers", People: []string{"ada", "bob", "carol"}}}, "cli:test"); err != nil {
 			t.Fatal(err)
 		}

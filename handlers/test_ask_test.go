@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/asks"
@@ -55,7 +57,7 @@ func TestSendMeATestAskFilesOneHarmlessAskFromTheServiceAndItsReceiptFollowsTheA
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.Kind != asks.KindDecision || a.Title != models.TestAskTitle || a.RequesterSubject != "agent:"+models.ServiceAgentName ||
+		if a.Kind != ask.KindDecision || a.Title != models.TestAskTitle || a.RequesterSubject != "agent:"+models.ServiceAgentName ||
 			a.AskedOf != "ada" || a.Status != asks.StatusPending {
 			t.Fatalf("the test ask is kind %q title %q from %q asked of %q, %s; want a pending decision titled as a test, from the test agent, asked of ada",
 				a.Kind, a.Title, a.RequesterSubject, a.AskedOf, a.Status)

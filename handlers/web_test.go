@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/ask"
+
 	"golang.org/x/net/html"
 
 	"github.com/countersign/countersign/app"
@@ -143,7 +145,7 @@ func (f *fixture) ask(t *testing.T, title, askedOf string) *asks.Approval {
 func fileAsk(t *testing.T, env *apptest.Env, agent *people.Agent, title, askedOf string) *asks.Approval {
 	t.Helper()
 	a, err := env.Store.CreateApproval(context.Background(), models.NewAsk{
-		Requester: agent, Kind: asks.KindReview, Title: title, Summary: "Read the design review.",
+		Requester: agent, Kind: ask.KindReview, Title: title, Summary: "Read the design review.",
 		ApproveMeans: "I merge the design", DenyMeans: "The design waits", AgentLabel: "design bot", AskedOf: askedOf,
 		Payload: json.RawMessage(`{"review":{"url":"https://review.example.com/r/1"}}`),
 	})

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
@@ -70,7 +72,7 @@ func (s *whoDecides) wantWaiting(t *testing.T, what, id string) {
 		t.Fatal(err)
 	}
 	req := a.RequirementOf()
-	if a.Kind != asks.KindMemberChange || a.Status != asks.StatusPending || req == nil || req.RuleID != rules.RuleMemberChange || req.Count != 2 {
+	if a.Kind != ask.KindMemberChange || a.Status != asks.StatusPending || req == nil || req.RuleID != rules.RuleMemberChange || req.Count != 2 {
 		t.Fatalf("%s: the ask is %s %s under %+v; want a pending member_change needing 2 under %s", what, a.Kind, a.Status, req, rules.RuleMemberChange)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/asks"
@@ -345,7 +347,7 @@ func TestARuleThatCannotBeMetIsRefusedAtFilingNamingIt(t *testing.T) {
 		s := newQuorumScene(t, db)
 		ctx := context.Background()
 		if _, err := s.env.Store.SetRule(ctx, s.env.Account.ID, "three-for-merges", rules.RuleSpec{
-			Kinds: []string{asks.KindPullRequest}, Count: 3, Pool: rules.Pool{Kind: rules.PoolRole, Role: rules.PoolAdmins}}, "cli:test"); err != nil {
+			Kinds: []string{ask.KindPullRequest}, Count: 3, Pool: rules.Pool{Kind: rules.PoolRole, Role: rules.PoolAdmins}}, "cli:test"); err != nil {
 			t.Fatal(err)
 		}
 		r := s.agent.Call("approvals_create", prAsk(901, "abcdef1234567"))
@@ -353,7 +355,7 @@ func TestARuleThatCannotBeMetIsRefusedAtFilingNamingIt(t *testing.T) {
 			t.Fatalf("an ask nobody could approve was filed: %s", r)
 		}
 		var n int64
-		s.env.Store.DB().Table("approvals").Where("kind = ?", asks.KindPullRequest).Count(&n)
+		s.env.Store.DB().Table("approvals").Where("kind = ?", ask.KindPullRequest).Count(&n)
 		if n != 0 {
 			t.Fatalf("%d asks were stored", n)
 		}
@@ -379,7 +381,7 @@ func TestAPolicyNeverCountsAsOneOfTheRulesPeople(t *testing.T) {
 	// Two of two owners and admins for every review, and an auto-approve
 	// policy for reviews that bob and ada both signed.
 	if _, err := s.env.Store.SetRule(ctx, s.env.Account.ID, "two-for-reviews", rules.RuleSpec{
-		Kinds: []string{asks.KindReview}, Count: 2, Pool: rules.Pool{Kind: rules.PoolRole, Role: rules.PoolAdmins}}, "cli:test"); err != nil {
+		Kinds: []string{ask.KindReview}, Count: 2, Pool: rules.Pool{Kind: rules.PoolRole, Role: rules.PoolAdmins}}, "cli:test"); err != nil {
 		t.Fatal(err)
 	}
 	req := s.agent.OK("approvals_request_auto_approve", map[string]any{"scope": map[string]any{"ask_kinds": []string{"review"}},

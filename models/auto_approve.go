@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/policy"
@@ -42,7 +44,7 @@ func (s *Store) RequestAutoApprove(ctx context.Context, in policy.AutoApproveReq
 	var p policy.AutoApprovePayload
 	p.AutoApprove.Scope, p.AutoApprove.Until, p.AutoApprove.Requester, p.AutoApprove.Device = scope, until.UTC().Format(time.RFC3339), agent.Subject, in.Device
 	raw, _ := json.Marshal(p)
-	canonical, sum, err := asks.CanonicalHash(raw)
+	canonical, sum, err := ask.CanonicalHash(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +60,7 @@ func (s *Store) RequestAutoApprove(ctx context.Context, in policy.AutoApproveReq
 		expires = until // a request not answered before its until is moot
 	}
 	a := &asks.Approval{
-		ID: core.NewID("appr"), AccountID: agent.AccountID, Kind: asks.KindAutoApprove,
+		ID: core.NewID("appr"), AccountID: agent.AccountID, Kind: ask.KindAutoApprove,
 		Title:        "Turn on auto-approve until " + until.UTC().Format("Jan 2 15:04 MST"),
 		Summary:      fmt.Sprintf("%s asks that new asks of %s, filed by %s, be approved without asking you until %s.", agent.Subject, kinds, whom, until.UTC().Format(time.RFC3339)),
 		ApproveMeans: "Matching asks are approved at once in your name until then; merges, rolls, releases, runs, security, finance, legal, deletes, classified material and permission or policy changes still ask you. You can turn it off at any time.",

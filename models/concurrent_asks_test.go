@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/asks"
@@ -57,7 +59,7 @@ func TestConcurrentAsksOfOneAgentAllLandWithTheirEventsAndPushes(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				filed[i], errs[i] = s.CreateApproval(ctx, models.NewAsk{
-					Requester: agent, Kind: asks.KindPullRequest, Title: fmt.Sprintf("Merge acme/web#%d", i+1),
+					Requester: agent, Kind: ask.KindPullRequest, Title: fmt.Sprintf("Merge acme/web#%d", i+1),
 					Summary: "Fixes the login redirect.", ApproveMeans: "I merge it", DenyMeans: "It stays open",
 					Payload: json.RawMessage(fmt.Sprintf(`{"pull_request":{"repo":"acme/web","number":%d,"head":"%040x","title":"Fix"}}`, i+1, i+1)),
 					Context: json.RawMessage(`{"no_context_reason":"a test"}`),

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/people"
@@ -34,7 +36,7 @@ func (s *Store) AddProgress(ctx context.Context, agent *people.Agent, id string,
 		if len(p.Observed) == 0 || string(p.Observed) == "null" {
 			return nil, core.Invalid("observed", "\"started\" needs observed: the payload as you see it now")
 		}
-		_, h, err := asks.CanonicalHash(p.Observed)
+		_, h, err := ask.CanonicalHash(p.Observed)
 		if err != nil {
 			return nil, core.Invalid("observed", "not JSON that can be canonicalized: %v", err)
 		}
@@ -46,7 +48,7 @@ func (s *Store) AddProgress(ctx context.Context, agent *people.Agent, id string,
 		if a.RequesterID != agent.ID {
 			return nil, core.Refuse(core.PermissionDenied, "approval_id", "only the agent that filed approval %s reports progress on it", a.ID)
 		}
-		if a.Kind == asks.KindRun && p.Step != "answered" {
+		if a.Kind == ask.KindRun && p.Step != "answered" {
 			return nil, core.Refuse(core.PermissionDenied, "step", "%q on a pinned run is refused for agents: only the enrolled runner's own signature moves it", p.Step)
 		}
 		ch := &asks.StatusChange{ActorKind: asks.ActorAgent, Actor: agent.Subject, Note: p.Note}
@@ -87,7 +89,7 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *people.Memb
 		if a.Status != asks.StatusPending {
 			return nil, asks.StateError(a, "; only a pending ask can be answered")
 		}
-		if (a.Kind == asks.KindRun || a.Kind == asks.KindAutoApprove || a.Kind == asks.KindRuleChange || a.Kind == asks.KindMemberChange) && d.Nonce == nil {
+		if (a.Kind == ask.KindRun || a.Kind == ask.KindAutoApprove || a.Kind == ask.KindRuleChange || a.Kind == ask.KindMemberChange) && d.Nonce == nil {
 			return nil, core.Refuse(core.PermissionDenied, "proof", "a %s ask is decided only with a device-key signature", a.Kind)
 		}
 		if d.Verdict == asks.VerdictQuestion && strings.TrimSpace(d.Note) == "" {
@@ -116,13 +118,13 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *people.Memb
 		switch v.Verdict {
 		case asks.VerdictApprove:
 			ch.Event, ch.Set = asks.EventApprove, withDecision(decided, string(v.Verdict))
-			if a.Kind == asks.KindAutoApprove {
+			if a.Kind == ask.KindAutoApprove {
 				ch.After = func(tx *gorm.DB, a *asks.Approval) error { return s.EnablePolicy(tx, a, m, d.CredentialID) }
 			}
-			if a.Kind == asks.KindRuleChange {
+			if a.Kind == ask.KindRuleChange {
 				ch.After = func(tx *gorm.DB, a *asks.Approval) error { return s.applyRuleChange(tx, a, m.Subject) }
 			}
-			if a.Kind == asks.KindMemberChange {
+			if a.Kind == ask.KindMemberChange {
 				ch.After = func(tx *gorm.DB, a *asks.Approval) error { return s.applyMemberChange(tx, a, m.Subject) }
 			}
 			if a.IsRequest() {

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/outbox"
-	"github.com/countersign/countersign/models/policy"
 	"github.com/countersign/countersign/models/work"
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
@@ -139,7 +139,7 @@ SELECT (SELECT seq FROM a), (SELECT seq FROM e), (SELECT count(*) FROM j),
 // policyMayApprove says whether an auto-approve policy could approve the ask
 // at once, before any policy is read (see autoApprove).
 func (s *Store) policyMayApprove(a *asks.Approval) bool {
-	if slices.Contains(policy.NeverAutoApproved, a.Kind) {
+	if slices.Contains(ask.NeverAutoApproved, a.Kind) {
 		return false
 	}
 	return !a.IsRequest() || work.RequestAutoApprovable(a)

@@ -40,11 +40,11 @@ type NewAsk struct {
 func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*asks.Approval, error) {
 	agent := in.Requester
 	now := s.Now()
-	if !slices.Contains(asks.AskKinds, in.Kind) {
-		if in.Kind == asks.KindAutoApprove {
+	if !slices.Contains(ask.Kinds, in.Kind) {
+		if in.Kind == ask.KindAutoApprove {
 			return nil, core.Invalid("kind", "auto_approve asks are filed with approvals_request_auto_approve")
 		}
-		return nil, core.Invalid("kind", "must be one of %s, not %q", strings.Join(asks.AskKinds, ", "), in.Kind)
+		return nil, core.Invalid("kind", "must be one of %s, not %q", strings.Join(ask.Kinds, ", "), in.Kind)
 	}
 	if err := ask.ValidateAskText(in.Title, in.Summary, in.ApproveMeans, in.DenyMeans, in.AgentLabel); err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*asks.Approval, 
 	if err := ask.ValidateCheckCodeShownIn(in.CheckCodeShownIn); err != nil {
 		return nil, err
 	}
-	payload, err := asks.ParsePayload(in.Kind, in.Payload, now)
+	payload, err := ask.ParsePayload(in.Kind, in.Payload, now)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*asks.Approval, 
 		}
 		return account.AllowPrivateEvidence, nil
 	})
-	actx, err := ask.ParseContext(in.Kind, in.Context, in.Kind == asks.KindDocument, allowPrivateEvidence)
+	actx, err := ask.ParseContext(in.Kind, in.Context, in.Kind == ask.KindDocument, allowPrivateEvidence)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*asks.Approval, 
 // statement (fileUncovered), unless an approval rule covers it: then fileTx
 // freezes the rule's requirement and pushes the rule's people.
 func (s *Store) file(ctx context.Context, a *asks.Approval) error {
-	if s.Dialect() == core.Postgres && a.Supersedes == "" && a.Kind != asks.KindAutoApprove && a.Requirement == nil {
+	if s.Dialect() == core.Postgres && a.Supersedes == "" && a.Kind != ask.KindAutoApprove && a.Requirement == nil {
 		filed, err := s.fileUncovered(ctx, a)
 		if err != nil || filed {
 			return err

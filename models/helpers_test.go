@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
@@ -36,7 +38,7 @@ func openStore(t *testing.T, db apptest.Database) (*models.Store, *people.Accoun
 func fileAsk(t *testing.T, s *models.Store, agent *people.Agent, n int) *asks.Approval {
 	t.Helper()
 	a, err := s.CreateApproval(context.Background(), models.NewAsk{
-		Requester: agent, Kind: asks.KindPullRequest, Title: fmt.Sprintf("Merge acme/web#%d", n), Summary: "Fixes the login redirect.",
+		Requester: agent, Kind: ask.KindPullRequest, Title: fmt.Sprintf("Merge acme/web#%d", n), Summary: "Fixes the login redirect.",
 		ApproveMeans: "I merge it", DenyMeans: "It stays open",
 		Payload: json.RawMessage(fmt.Sprintf(`{"pull_request":{"repo":"acme/web","number":%d,"head":"%040x","title":"Fix"}}`, n, n)),
 		Context: json.RawMessage(`{"no_context_reason":"a test"}`),

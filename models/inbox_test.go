@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/asks"
@@ -18,7 +20,7 @@ import (
 func reviewAsk(t *testing.T, s *models.Store, agent *people.Agent, title, askedOf string) *asks.Approval {
 	t.Helper()
 	a, err := s.CreateApproval(context.Background(), models.NewAsk{
-		Requester: agent, Kind: asks.KindReview, Title: title, ApproveMeans: "I merge", DenyMeans: "It waits", AskedOf: askedOf,
+		Requester: agent, Kind: ask.KindReview, Title: title, ApproveMeans: "I merge", DenyMeans: "It waits", AskedOf: askedOf,
 		Payload: json.RawMessage(`{"review":{"url":"https://review.example.com/r/1"}}`),
 	})
 	if err != nil {

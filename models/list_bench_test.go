@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/people"
@@ -131,8 +133,8 @@ func benchFilters(g benchGen) []benchFilter {
 		}
 		return out
 	}
-	pr := pick(func(a benchAsk) bool { return a.kind == asks.KindPullRequest })
-	open := pick(func(a benchAsk) bool { return a.kind == asks.KindPullRequest && a.status.Open() })
+	pr := pick(func(a benchAsk) bool { return a.kind == ask.KindPullRequest })
+	open := pick(func(a benchAsk) bool { return a.kind == ask.KindPullRequest && a.status.Open() })
 	job := pick(func(a benchAsk) bool { return a.jobID != "" })
 	every := pick(func(benchAsk) bool { return true })
 	at := func(s []benchAsk, n int) benchAsk { return s[n%len(s)] }
@@ -150,7 +152,7 @@ func benchFilters(g benchGen) []benchFilter {
 		{"repo", account, func(n int) asks.ListFilter { return asks.ListFilter{Repo: at(pr, n).repo} }},
 		{"status_open", account, func(int) asks.ListFilter { return asks.ListFilter{Status: "open"} }},
 		{"kind", account, func(n int) asks.ListFilter {
-			return asks.ListFilter{Kind: []string{asks.KindRoll, asks.KindDecision, asks.KindRun}[n%3]}
+			return asks.ListFilter{Kind: []string{ask.KindRoll, ask.KindDecision, ask.KindRun}[n%3]}
 		}},
 	}
 }
@@ -359,9 +361,9 @@ var benchStatuses = []struct {
 
 // Kind mix, per twenty asks of an account.
 var benchKinds = []string{
-	asks.KindPullRequest, asks.KindPullRequest, asks.KindPullRequest, asks.KindPullRequest, asks.KindPullRequest, asks.KindPullRequest,
-	asks.KindPullRequest, asks.KindPullRequest, asks.KindPullRequest, asks.KindPullRequest, asks.KindPullRequest, asks.KindPullRequest,
-	asks.KindRoll, asks.KindRoll, asks.KindReview, asks.KindDocument, asks.KindDecision, asks.KindDecision, asks.KindDecision, asks.KindRun,
+	ask.KindPullRequest, ask.KindPullRequest, ask.KindPullRequest, ask.KindPullRequest, ask.KindPullRequest, ask.KindPullRequest,
+	ask.KindPullRequest, ask.KindPullRequest, ask.KindPullRequest, ask.KindPullRequest, ask.KindPullRequest, ask.KindPullRequest,
+	ask.KindRoll, ask.KindRoll, ask.KindReview, ask.KindDocument, ask.KindDecision, ask.KindDecision, ask.KindDecision, ask.KindRun,
 }
 
 var benchEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -394,22 +396,22 @@ func (g benchGen) ask(i int) benchAsk {
 		a.planItem = fmt.Sprintf("item_%d", u(2)%7)
 	}
 	switch a.kind {
-	case asks.KindPullRequest:
+	case ask.KindPullRequest:
 		r := u(3) % 1000
 		a.repo = fmt.Sprintf("Org%d/Repo-%d", r%37, r)
 		a.number = int64(u(1)>>8%300) + 1
 		a.head = hex.EncodeToString(h[:20])
 		a.payload = fmt.Sprintf(`{"pull_request":{"head":"%s","number":%d,"repo":"%s","title":"Change %d"}}`, a.head, a.number, a.repo, i)
-	case asks.KindRoll:
+	case ask.KindRoll:
 		a.payload = fmt.Sprintf(`{"roll":{"behind":%d,"deployments":["web"],"main_commit":"%s","running_commit":"%s"}}`, i%9, hex.EncodeToString(h[:20]), hex.EncodeToString(h[12:32]))
-	case asks.KindReview:
+	case ask.KindReview:
 		a.payload = fmt.Sprintf(`{"review":{"url":"https://review.example.com/r/%d"}}`, i)
-	case asks.KindDocument:
+	case ask.KindDocument:
 		a.payload = fmt.Sprintf(`{"document":{"document_id":"doc_%d","space_id":"space_%d","version":0}}`, i%20_000, i%40)
-	case asks.KindDecision:
+	case ask.KindDecision:
 		// Decisions repeat: the same question is asked again, so a hash matches several asks.
 		a.payload = fmt.Sprintf(`{"decision":{"options":["ship %d","wait"]}}`, u(3)%5000)
-	case asks.KindRun:
+	case ask.KindRun:
 		a.payload = fmt.Sprintf(`{"run":{"argv":["scripts/job.sh","%d"],"effect":"read_only","runner_id":"run_1","script_sha256":"%s"}}`, i, hex.EncodeToString(h[:32]))
 	}
 	sum := sha256.Sum256([]byte(a.payload))

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/people"
@@ -144,7 +146,7 @@ func (s *Store) changeWhoDecides(ctx context.Context, by *people.Member, mc Memb
 // none does (the change is then made at once). An ask whose rule could
 // never be met is refused, and nothing changes.
 func (s *Store) governMemberChange(tx *gorm.DB, agent *people.Agent, accountID, proposer string, mc MemberChange) (*asks.Approval, error) {
-	a, err := s.serviceAsk(agent, accountID, proposer, asks.KindMemberChange, mc.words(), memberChangePayload{MemberChange: mc},
+	a, err := s.serviceAsk(agent, accountID, proposer, ask.KindMemberChange, mc.words(), memberChangePayload{MemberChange: mc},
 		proposer+" proposes this change to who is a member of the account and with which role.",
 		"The change is made once the people the rules ask for member changes have signed.",
 		"Nothing changes.")

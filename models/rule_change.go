@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/people"
@@ -82,7 +84,7 @@ func (s *Store) ProposeRuleChange(ctx context.Context, m *people.Member, rc Rule
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.serviceAsk(agent, m.AccountID, m.Subject, asks.KindRuleChange, title, ruleChangePayload{RuleChange: rc},
+	a, err := s.serviceAsk(agent, m.AccountID, m.Subject, ask.KindRuleChange, title, ruleChangePayload{RuleChange: rc},
 		m.Subject+" proposes this change to the account's approval rules.",
 		"The rule changes as shown once the people the rules ask for rule changes have signed.",
 		"The rules stay as they are.")
@@ -105,7 +107,7 @@ func (s *Store) serviceAsk(agent *people.Agent, accountID, proposer, kind, title
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", kind, err)
 	}
-	canonical, sum, err := asks.CanonicalHash(raw)
+	canonical, sum, err := ask.CanonicalHash(raw)
 	if err != nil {
 		return nil, err
 	}

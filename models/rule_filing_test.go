@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/asks"
@@ -40,7 +42,7 @@ func TestAnAskCarriesTheRequirementOfTheRuleThatCoversItAndNoOther(t *testing.T)
 			t.Helper()
 			n++
 			payload := fmt.Sprintf(`{"pull_request":{"repo":"acme/web","number":%d,"head":"%040x","title":"Fix"}}`, n, n)
-			if kind == asks.KindRoll {
+			if kind == ask.KindRoll {
 				payload = fmt.Sprintf(`{"roll":{"deployments":["web"],"main_commit":"%07x","running_commit":"1234567","prs":[{"number":%d,"title":"a"}],"behind":1}}`, n, n)
 			}
 			a, err := s.CreateApproval(ctx, models.NewAsk{
@@ -58,26 +60,26 @@ func TestAnAskCarriesTheRequirementOfTheRuleThatCoversItAndNoOther(t *testing.T)
 			kind   string
 			rule   string // the rule whose requirement the ask must carry; "" for none
 		}{
-			{"an account without rules of its own files a pull request with none", nil, asks.KindPullRequest, ""},
-			{"a built-in covers a roll", nil, asks.KindRoll, rules.RuleRoll},
+			{"an account without rules of its own files a pull request with none", nil, ask.KindPullRequest, ""},
+			{"a built-in covers a roll", nil, ask.KindRoll, rules.RuleRoll},
 			{"a rule of the account's own for reviews does not cover a pull request", func() error {
-				_, err := s.SetRule(ctx, acct.ID, "two-for-reviews", rules.RuleSpec{Kinds: []string{asks.KindReview}, Count: 2, Pool: admins}, "cli:test")
+				_, err := s.SetRule(ctx, acct.ID, "two-for-reviews", rules.RuleSpec{Kinds: []string{ask.KindReview}, Count: 2, Pool: admins}, "cli:test")
 				return err
-			}, asks.KindPullRequest, ""},
+			}, ask.KindPullRequest, ""},
 			{"a rule of the account's own for pull requests covers one", func() error {
-				_, err := s.SetRule(ctx, acct.ID, "two-for-merges", rules.RuleSpec{Kinds: []string{asks.KindPullRequest}, Count: 2, Pool: admins}, "cli:test")
+				_, err := s.SetRule(ctx, acct.ID, "two-for-merges", rules.RuleSpec{Kinds: []string{ask.KindPullRequest}, Count: 2, Pool: admins}, "cli:test")
 				return err
-			}, asks.KindPullRequest, "two-for-merges"},
+			}, ask.KindPullRequest, "two-for-merges"},
 			{"once removed it covers none", func() error {
 				return s.RemoveRule(ctx, acct.ID, "two-for-merges", "cli:test")
-			}, asks.KindPullRequest, ""},
+			}, ask.KindPullRequest, ""},
 			{"a removed built-in covers no roll", func() error {
 				if err := s.RemoveRule(ctx, acct.ID, "two-for-reviews", "cli:test"); err != nil {
 					return err
 				}
 				return s.RemoveRule(ctx, acct.ID, rules.RuleRoll, "cli:test")
-			}, asks.KindRoll, ""},
-			{"nor, with no rule of the account's own in force, a pull request", nil, asks.KindPullRequest, ""},
+			}, ask.KindRoll, ""},
+			{"nor, with no rule of the account's own in force, a pull request", nil, ask.KindPullRequest, ""},
 		}
 		for _, step := range steps {
 			t.Run(step.name, func(t *testing.T) {

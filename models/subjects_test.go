@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/asks"
@@ -30,7 +32,7 @@ func TestARenameCarriesTheOpenAsksAndKeepsTheHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 		ask := func(n string) *asks.Approval {
-			a, err := s.CreateApproval(ctx, models.NewAsk{Requester: agent, Kind: asks.KindReview, Title: "Read draft " + n,
+			a, err := s.CreateApproval(ctx, models.NewAsk{Requester: agent, Kind: ask.KindReview, Title: "Read draft " + n,
 				ApproveMeans: "I mark it read", DenyMeans: "It waits", AskedOf: "bob",
 				Payload: json.RawMessage(`{"review":{"url":"https://docs.example.com/` + n + `"}}`)})
 			if err != nil {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/people"
@@ -54,7 +56,7 @@ func (s *Store) SendTestAsk(ctx context.Context, m *people.Member) (*asks.Approv
 		return nil, fmt.Errorf("test ask context: %w", err)
 	}
 	return s.CreateApproval(ctx, NewAsk{
-		Requester: agent, Kind: asks.KindDecision, Title: TestAskTitle,
+		Requester: agent, Kind: ask.KindDecision, Title: TestAskTitle,
 		Summary:      "You sent yourself this ask to try Countersign: answer it with your passkey, then download the proof of your answer.",
 		ApproveMeans: "Your signed answer is recorded; nothing else happens.",
 		DenyMeans:    "Your signed denial is recorded; nothing else happens.",

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
-	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/outbox"
 )
@@ -52,7 +53,7 @@ func BenchmarkPushLatency(b *testing.B) {
 	tick := time.NewTicker(time.Second / perSecond)
 	for i := range askCount {
 		<-tick.C
-		a, err := env.Store.CreateApproval(ctx, models.NewAsk{Requester: agent, Kind: asks.KindReview, Title: "Ask " + strconv.Itoa(i),
+		a, err := env.Store.CreateApproval(ctx, models.NewAsk{Requester: agent, Kind: ask.KindReview, Title: "Ask " + strconv.Itoa(i),
 			ApproveMeans: "a", DenyMeans: "d", Payload: json.RawMessage(`{"review":{"url":"https://example.com/` + strconv.Itoa(i) + `"}}`)})
 		if err != nil {
 			b.Fatal(err)

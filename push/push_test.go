@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/asks"
@@ -62,7 +64,7 @@ func (w *world) subscribe(t *testing.T, personID, device string) {
 func (w *world) ask(t *testing.T, title string) *asks.Approval {
 	t.Helper()
 	a, err := w.env.Store.CreateApproval(context.Background(), models.NewAsk{
-		Requester: w.agent, Kind: asks.KindReview, Title: title, ApproveMeans: "I ship it", DenyMeans: "I do not",
+		Requester: w.agent, Kind: ask.KindReview, Title: title, ApproveMeans: "I ship it", DenyMeans: "I do not",
 		Payload: json.RawMessage(`{"review":{"url":"https://example.com/r/` + strconv.FormatInt(time.Now().UnixNano(), 10) + `"}}`),
 	})
 	if err != nil {
@@ -185,7 +187,7 @@ func TestOnlyThePeopleAskedGetThePush(t *testing.T) {
 	w.none(t, 300*time.Millisecond)
 	// An ask of bob goes to bob only.
 	a, err := w.env.Store.CreateApproval(context.Background(), models.NewAsk{
-		Requester: w.agent, Kind: asks.KindReview, Title: "For bob", ApproveMeans: "a", DenyMeans: "d", AskedOf: "bob",
+		Requester: w.agent, Kind: ask.KindReview, Title: "For bob", ApproveMeans: "a", DenyMeans: "d", AskedOf: "bob",
 		Payload: json.RawMessage(`{"review":{"url":"https://example.com/bob"}}`),
 	})
 	if err != nil {
@@ -271,7 +273,7 @@ func TestAPushQueuedBeforeACrashIsDeliveredAfterTheRestart(t *testing.T) {
 		if _, err := first.Store.SavePushSubscription(ctx, owner.ID, outbox.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
 			t.Fatal(err)
 		}
-		a, err := first.Store.CreateApproval(ctx, models.NewAsk{Requester: agent, Kind: asks.KindReview, Title: "Survive the crash",
+		a, err := first.Store.CreateApproval(ctx, models.NewAsk{Requester: agent, Kind: ask.KindReview, Title: "Survive the crash",
 			ApproveMeans: "a", DenyMeans: "d", Payload: json.RawMessage(`{"review":{"url":"https://example.com/crash"}}`)})
 		if err != nil {
 			t.Fatal(err)

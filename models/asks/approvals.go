@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/proof"
 	"gorm.io/gorm"
@@ -107,7 +109,7 @@ func (a *Approval) DecisionOptions() []string {
 			Options []string `json:"options"`
 		} `json:"decision"`
 	}
-	if a.Kind != KindDecision || json.Unmarshal([]byte(a.Payload), &p) != nil {
+	if a.Kind != ask.KindDecision || json.Unmarshal([]byte(a.Payload), &p) != nil {
 		return nil
 	}
 	return p.Decision.Options
@@ -216,8 +218,8 @@ func (s *Lifecycle) ListApprovals(ctx context.Context, accountID string, f ListF
 		q = q.Where("status = ?", st)
 	}
 	if f.Kind != "" {
-		if !slices.Contains(AskKinds, f.Kind) && f.Kind != KindAutoApprove && f.Kind != KindRuleChange && f.Kind != KindMemberChange && !slices.Contains(RequestKinds, f.Kind) {
-			return nil, "", core.Invalid("kind", "must be one of %s, %s, %s, %s or %s, not %q", strings.Join(AskKinds, ", "), KindAutoApprove, KindRuleChange, KindMemberChange, strings.Join(RequestKinds, ", "), f.Kind)
+		if !slices.Contains(ask.Kinds, f.Kind) && f.Kind != ask.KindAutoApprove && f.Kind != ask.KindRuleChange && f.Kind != ask.KindMemberChange && !slices.Contains(RequestKinds, f.Kind) {
+			return nil, "", core.Invalid("kind", "must be one of %s, %s, %s, %s or %s, not %q", strings.Join(ask.Kinds, ", "), ask.KindAutoApprove, ask.KindRuleChange, ask.KindMemberChange, strings.Join(RequestKinds, ", "), f.Kind)
 		}
 		q = q.Where("kind = ?", f.Kind)
 	}

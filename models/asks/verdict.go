@@ -89,7 +89,7 @@ func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
 	}
 	switch {
 	case choice == VerdictApprove:
-		if a.Kind == KindDecision {
+		if a.Kind == ask.KindDecision {
 			return d, core.Invalid("decision", "a decision ask is approved by picking one of its options")
 		}
 		if question != nil {
@@ -121,7 +121,7 @@ func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
 	case strings.HasPrefix(string(choice), optionPrefix):
 		opts := a.DecisionOptions()
 		idx, ok := choice.Option()
-		if a.Kind != KindDecision || !ok || idx >= len(opts) || !proof.ValidDecision(string(choice)) {
+		if a.Kind != ask.KindDecision || !ok || idx >= len(opts) || !proof.ValidDecision(string(choice)) {
 			return d, core.Invalid("decision", "%q is not an option of approval %s", choice, a.ID)
 		}
 		d.Note = opts[idx]

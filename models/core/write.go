@@ -38,8 +38,17 @@ func newWriteGroup() *writeGroup {
 // commit it publishes what fn changed to the change feed (see Changes). On SQLite the
 // transaction may carry other callers' writes too (see writeGroup): fn sees
 // the ones before it in the group as if they had committed (a failed one was
-// undone before fn ran), and the group commits together. Calls must not nest.
+// undone before fn ran), and the group commits together.
+//
+// Calls nest only through the context: when ctx carries a transaction
+// (WithTx), fn runs in it and Write returns fn's error; what fn changes is
+// published with the outer write, once that commits. So a room's method
+// called inside another room's write joins it instead of waiting for a
+// second transaction (on SQLite, for the one writer the first one holds).
 func (s *Store) Write(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if tx := TxOf(ctx); tx != nil {
+		return fn(tx)
+	}
 	mark := &writeMark{}
 	if err := s.commit(context.WithValue(ctx, writeMarkKey{}, mark), fn); err != nil {
 		return err
@@ -55,6 +64,20 @@ type writeMark struct {
 }
 
 type writeMarkKey struct{}
+
+type txKey struct{}
+
+// WithTx returns ctx carrying tx, a transaction of a Write under way: a Write
+// given the returned context runs in tx (see Write).
+func WithTx(ctx context.Context, tx *gorm.DB) context.Context {
+	return context.WithValue(ctx, txKey{}, tx)
+}
+
+// TxOf is the transaction ctx carries (WithTx), or nil.
+func TxOf(ctx context.Context) *gorm.DB {
+	tx, _ := ctx.Value(txKey{}).(*gorm.DB)
+	return tx
+}
 
 // markOf is the mark of the write tx belongs to; nil outside write.
 func markOf(tx *gorm.DB) *writeMark {

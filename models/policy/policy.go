@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/people"
@@ -23,11 +25,6 @@ type PolicyScope struct {
 	MaxPriority int      `json:"max_priority"` // 0: every ask has priority 0 until a priority argument exists
 	Requesters  []string `json:"requesters"`   // agent subjects; empty: anyone
 }
-
-// NeverAutoApproved are the kinds no policy approves: merges, rolls, runs,
-// policies and approval rules themselves keep asking, and a decision needs a
-// person to pick.
-var NeverAutoApproved = []string{asks.KindPullRequest, asks.KindRoll, asks.KindRun, asks.KindAutoApprove, asks.KindDecision, asks.KindRuleChange, asks.KindMemberChange}
 
 // MaxPolicyLife is the longest an auto-approve policy may run.
 const MaxPolicyLife = 24 * time.Hour
@@ -88,11 +85,11 @@ func (s *Policies) CheckScope(ctx context.Context, accountID string, sc PolicySc
 	for i, k := range sc.AskKinds {
 		field := fmt.Sprintf("scope.ask_kinds[%d]", i)
 		switch {
-		case k == asks.KindPullRequest || k == asks.KindRoll || k == asks.KindRun || k == asks.KindAutoApprove:
+		case k == ask.KindPullRequest || k == ask.KindRoll || k == ask.KindRun || k == ask.KindAutoApprove:
 			return out, core.Invalid(field, "%s asks always ask a person: a policy cannot cover them", k)
-		case k == asks.KindDecision:
+		case k == ask.KindDecision:
 			return out, core.Invalid(field, "decision asks always ask a person: a person must choose one of the options, which a policy cannot, so a policy cannot cover them")
-		case !slices.Contains(asks.AskKinds, k) && !slices.Contains(asks.RequestKinds, k):
+		case !slices.Contains(ask.Kinds, k) && !slices.Contains(asks.RequestKinds, k):
 			return out, core.Invalid(field, "unknown kind %q: one of review, document, tool_call, %s", k, strings.Join(asks.RequestKinds, ", "))
 		case slices.Contains(out.AskKinds, k):
 			return out, core.Invalid(field, "%q is named twice", k)
@@ -287,10 +284,10 @@ func actorKindOf(subject string) string {
 // account's active policy covers. The policy row is locked, so a revoke that
 // commits first is seen, and one that comes later waits for this ask.
 func (s *Policies) AutoApprove(tx *gorm.DB, a *asks.Approval) (bool, error) {
-	if a.Kind == asks.KindAutoApprove {
+	if a.Kind == ask.KindAutoApprove {
 		return false, s.noteRequest(tx, a)
 	}
-	if slices.Contains(NeverAutoApproved, a.Kind) {
+	if slices.Contains(ask.NeverAutoApproved, a.Kind) {
 		return false, nil
 	}
 	if a.IsRequest() && !work.RequestAutoApprovable(a) {
@@ -383,7 +380,7 @@ func AskText(a *asks.Approval) string {
 	default:
 		parts = append(parts, a.ApproveMeans, a.DenyMeans)
 	}
-	if a.Kind == asks.KindToolCall {
+	if a.Kind == ask.KindToolCall {
 		parts = append(parts, a.Payload)
 	}
 	if a.Context != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 )
@@ -186,7 +188,7 @@ func (s *Policies) PendingPolicyRequests(ctx context.Context, accountID string, 
 	}
 	var out []asks.Approval
 	err := s.DB().WithContext(ctx).Table("approvals").
-		Where("account_id = ? AND kind = ? AND "+asks.OpenAsks+" AND status = ? AND expires_at > ?", accountID, asks.KindAutoApprove, asks.StatusPending, s.Now()).
+		Where("account_id = ? AND kind = ? AND "+asks.OpenAsks+" AND status = ? AND expires_at > ?", accountID, ask.KindAutoApprove, asks.StatusPending, s.Now()).
 		Order("seq DESC").Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("list auto-approve requests: %w", err)

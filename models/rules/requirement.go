@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/proof"
@@ -57,8 +59,8 @@ func (r RuleSpec) Covers(f askFacts) bool {
 	}
 	return (len(r.Kinds) == 0 || slices.Contains(r.Kinds, f.kind)) &&
 		(len(r.Effects) == 0 || slices.Contains(r.Effects, f.effect)) &&
-		(len(r.Servers) == 0 || f.kind == asks.KindToolCall && match(r.Servers, f.server)) &&
-		(len(r.Tools) == 0 || f.kind == asks.KindToolCall && match(r.Tools, f.tool)) &&
+		(len(r.Servers) == 0 || f.kind == ask.KindToolCall && match(r.Servers, f.server)) &&
+		(len(r.Tools) == 0 || f.kind == ask.KindToolCall && match(r.Tools, f.tool)) &&
 		(len(r.Requesters) == 0 || slices.Contains(r.Requesters, f.requester)) &&
 		f.priority >= r.MinPriority
 }
@@ -162,7 +164,7 @@ func (s *Book) RequirementFor(tx *gorm.DB, a *asks.Approval) (*proof.Requirement
 // pick or text (a decision ask's option, a request's question), which a
 // quorum of people cannot share.
 func answeredByOnePerson(a *asks.Approval) bool {
-	if a.Kind == asks.KindDecision {
+	if a.Kind == ask.KindDecision {
 		return true
 	}
 	if a.IsRequest() {

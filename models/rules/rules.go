@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/people"
@@ -162,11 +164,11 @@ func BuiltinRules() []Rule {
 		return Rule{ID: id, Builtin: true, RuleSpec: RuleSpec{Name: name, Kinds: kinds, Effects: effects, Count: 2, Pool: pool, ApplyFrom: 2}}
 	}
 	return []Rule{
-		two(RuleProductionRun, "a production run needs two people", []string{asks.KindRun}, []string{"production"}, Pool{Kind: PoolAskedOf, Role: PoolAdmins}),
-		two(RuleRoll, "a roll needs two people", []string{asks.KindRoll}, nil, Pool{Kind: PoolAskedOf, Role: PoolAdmins}),
-		two(RuleAutoApprove, "enabling auto-approve needs two owners or admins", []string{asks.KindAutoApprove}, nil, Pool{Kind: PoolRole, Role: PoolAdmins}),
-		two(RuleRuleChange, "changing a rule needs two owners or admins", []string{asks.KindRuleChange}, nil, Pool{Kind: PoolRole, Role: PoolAdmins}),
-		two(RuleMemberChange, "changing who decides needs two owners or admins", []string{asks.KindMemberChange}, nil, Pool{Kind: PoolRole, Role: PoolAdmins}),
+		two(RuleProductionRun, "a production run needs two people", []string{ask.KindRun}, []string{"production"}, Pool{Kind: PoolAskedOf, Role: PoolAdmins}),
+		two(RuleRoll, "a roll needs two people", []string{ask.KindRoll}, nil, Pool{Kind: PoolAskedOf, Role: PoolAdmins}),
+		two(RuleAutoApprove, "enabling auto-approve needs two owners or admins", []string{ask.KindAutoApprove}, nil, Pool{Kind: PoolRole, Role: PoolAdmins}),
+		two(RuleRuleChange, "changing a rule needs two owners or admins", []string{ask.KindRuleChange}, nil, Pool{Kind: PoolRole, Role: PoolAdmins}),
+		two(RuleMemberChange, "changing who decides needs two owners or admins", []string{ask.KindMemberChange}, nil, Pool{Kind: PoolRole, Role: PoolAdmins}),
 	}
 }
 
@@ -184,7 +186,7 @@ func CheckRule(id string, r *RuleSpec) error {
 	if n := core.RuneCount(r.Name); n > 120 {
 		return core.Invalid("name", "at most 120 characters (got %d)", n)
 	}
-	kinds := append(append(slices.Clone(asks.AskKinds), asks.KindAutoApprove, asks.KindRuleChange, asks.KindMemberChange), asks.RequestKinds...)
+	kinds := append(append(slices.Clone(ask.Kinds), ask.KindAutoApprove, ask.KindRuleChange, ask.KindMemberChange), asks.RequestKinds...)
 	for _, k := range r.Kinds {
 		if !slices.Contains(kinds, k) {
 			return core.Invalid("kinds", "unknown kind %q: one of %s", k, strings.Join(kinds, ", "))
@@ -213,7 +215,7 @@ func CheckRule(id string, r *RuleSpec) error {
 	if r.Count < 1 || r.Count > MaxRuleCount {
 		return core.Invalid("count", "must be 1 to %d distinct people, not %d", MaxRuleCount, r.Count)
 	}
-	if r.Count > 1 && slices.Contains(r.Kinds, asks.KindDecision) {
+	if r.Count > 1 && slices.Contains(r.Kinds, ask.KindDecision) {
 		return core.Invalid("kinds", "a decision ask is answered by one person picking an option: a rule that covers decision needs count 1")
 	}
 	if err := checkPool("pool", r.Pool); err != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/proof"
@@ -253,7 +255,7 @@ func (s *Registry) AddRunnerReport(ctx context.Context, runner *Runner, id strin
 			sig.SignedAt, ReportWindow, s.Now().Unix())
 	}
 	return s.Update(ctx, runner.AccountID, id, expected, func(tx *gorm.DB, a *asks.Approval) (*asks.StatusChange, error) {
-		if a.Kind != asks.KindRun || a.RunnerID != runner.ID {
+		if a.Kind != ask.KindRun || a.RunnerID != runner.ID {
 			return nil, core.Refuse(core.NotFound, "approval_id", "no run %q names runner %s", id, runner.ID)
 		}
 		key, err := runPublicKey(a)
