@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -42,7 +44,7 @@ func boolPtr(b bool) *bool { return &b }
 type CreateInput struct {
 	AccountArg
 	Agent        string          `json:"agent,omitempty" jsonschema:"A label for you that the person sees (at most 64 characters); it is never your identity: the requester is always the token's agent."`
-	Kind         string          `json:"kind" jsonschema:"pull_request, roll, review, document, decision, run or tool_call."`
+	Kind         string          `json:"kind"` // described from ask.Kinds (withContextRequired)
 	Title        string          `json:"title" jsonschema:"One line of at most 120 characters: the only text a push shows."`
 	Summary      string          `json:"summary,omitempty" jsonschema:"What it means, at most 500 characters."`
 	ApproveMeans string          `json:"approve_means" jsonschema:"What approving makes you do (\"I merge #900; nothing rolls\"); at most 300 characters. A person cannot judge an ask without it."`
@@ -95,8 +97,15 @@ Do not use it to turn on auto-approve: use approvals_request_auto_approve. Next:
 // are checked against the schema without it: the domain refuses such an ask
 // itself (ask.ParseContext), saying what to put there, where the validator
 // would say only what is missing.
+//
+// The kind's description lists ask.Kinds, so a kind added there is named here.
 func withContextRequired(s *jsonschema.Schema) *jsonschema.Schema {
 	one, published := 1, *s
+	published.Properties = maps.Clone(s.Properties)
+	kind := *published.Properties["kind"]
+	last := len(ask.Kinds) - 1
+	kind.Description = strings.Join(ask.Kinds[:last], ", ") + " or " + ask.Kinds[last] + "."
+	published.Properties["kind"] = &kind
 	kinds := []any{}
 	for _, k := range ask.KindsRequiringContext() {
 		kinds = append(kinds, k)

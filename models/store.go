@@ -1,3 +1,8 @@
+// Package models is the one way into Countersign's data: the Store that
+// puts the rooms of the storage tree together, and the acts that reach
+// across rooms (filing an ask, deciding it, disabling an agent, removing a
+// member, member and rule changes).
+// It stands on every room; no room imports it (docs/architecture.md).
 package models
 
 import (

@@ -23,13 +23,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/ask"
+
 	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/people"
-	"github.com/countersign/countersign/models/work"
 )
 
 // binary is the countersign command, built once for every test here.
@@ -529,7 +530,7 @@ func answerQuestions(ctx context.Context, t *testing.T, store *models.Store, acc
 			if err := store.DB().WithContext(ctx).Raw(`SELECT a.id FROM approvals a
 				JOIN agent_requests r ON r.approval_id = a.id JOIN agent_sessions s ON s.id = r.session_id
 				WHERE a.account_id = ? AND a.kind = ? AND a.status = ? AND s.heartbeat_at > r.created_at`,
-				accountID, work.KindAgentRequest, asks.StatusPending).Scan(&ids).Error; err != nil && ctx.Err() == nil {
+				accountID, ask.KindAgentRequest, asks.StatusPending).Scan(&ids).Error; err != nil && ctx.Err() == nil {
 				t.Errorf("find questions: %v", err)
 				return
 			}

@@ -6,11 +6,8 @@ import (
 	"github.com/countersign/countersign/ask"
 )
 
-// RequestKinds are the kinds approval_request files.
-var RequestKinds = ask.RequestKinds
-
 // IsRequest says whether an ask was filed with approval_request.
-func (a *Approval) IsRequest() bool { return slices.Contains(RequestKinds, a.Kind) }
+func (a *Approval) IsRequest() bool { return slices.Contains(ask.RequestKinds, a.Kind) }
 
 // Request returns the frozen payload of a request, or nil for other asks.
 func (a *Approval) Request() *ask.RequestProposal {

@@ -1,8 +1,8 @@
 // Package asks holds an ask's record and its one state machine: the
 // Approval, its timeline, the transitions table and the moves along it,
 // verdicts and decision challenges.
-// It imports core; only rooms above it may import it (see
-// docs/architecture.md).
+// It stands on the room core; only the rooms above it import it
+// (docs/architecture.md).
 package asks
 
 import (

@@ -1,3 +1,7 @@
+// Package core is what every room of the storage tree stands on: the
+// connection and its dialect, the migrations, the SQLite write group, the
+// change feed, errors, ids and the transaction carried in a context.
+// It stands on no room; every room imports it (docs/architecture.md).
 package core
 
 import (

@@ -1,7 +1,7 @@
 // Package grants holds OAuth for agents: registered clients, codes, access
 // and refresh tokens, and the connections they make.
-// It imports core, asks and people; only rooms above it may import it (see
-// docs/architecture.md).
+// It stands on the rooms asks, core and people; only the rooms above it
+// import it (docs/architecture.md).
 package grants
 
 import (

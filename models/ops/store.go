@@ -1,7 +1,7 @@
 // Package ops holds the running service's upkeep: SQLite backups, the ACME
 // certificate cache and the registry of running instances.
-// It imports core; only rooms above it may import it (see
-// docs/architecture.md).
+// It stands on the room core; only the rooms above it import it
+// (docs/architecture.md).
 package ops
 
 import (

@@ -1,7 +1,7 @@
 // Package outbox holds Web Push delivery: people's push subscriptions, the
 // durable push outbox and the one-time push links.
-// It imports core and asks; only rooms above it may import it (see
-// docs/architecture.md).
+// It stands on the rooms asks and core; only the rooms above it import it
+// (docs/architecture.md).
 package outbox
 
 import (

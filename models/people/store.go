@@ -1,8 +1,8 @@
 // Package people holds who may act: accounts, people and their subjects,
 // members and roles, passkeys, web sessions, invites, agents and agent
 // tokens.
-// It imports core, asks and outbox; only rooms above it may import it (see
-// docs/architecture.md).
+// It stands on the rooms asks, core and outbox; only the rooms above it
+// import it (docs/architecture.md).
 package people
 
 import (

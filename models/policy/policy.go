@@ -89,8 +89,8 @@ func (s *Policies) CheckScope(ctx context.Context, accountID string, sc PolicySc
 			return out, core.Invalid(field, "%s asks always ask a person: a policy cannot cover them", k)
 		case k == ask.KindDecision:
 			return out, core.Invalid(field, "decision asks always ask a person: a person must choose one of the options, which a policy cannot, so a policy cannot cover them")
-		case !slices.Contains(ask.Kinds, k) && !slices.Contains(asks.RequestKinds, k):
-			return out, core.Invalid(field, "unknown kind %q: one of review, document, tool_call, %s", k, strings.Join(asks.RequestKinds, ", "))
+		case !slices.Contains(ask.Kinds, k) && !slices.Contains(ask.RequestKinds, k):
+			return out, core.Invalid(field, "unknown kind %q: one of review, document, tool_call, %s", k, strings.Join(ask.RequestKinds, ", "))
 		case slices.Contains(out.AskKinds, k):
 			return out, core.Invalid(field, "%q is named twice", k)
 		}

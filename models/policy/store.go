@@ -1,7 +1,7 @@
 // Package policy holds auto-approve policies: the request that enables one,
 // its scope, its state and the asks it approved.
-// It imports core and asks; only rooms above it may import it (see
-// docs/architecture.md).
+// It stands on the rooms asks, core, people and work; only the rooms above
+// it import it (docs/architecture.md).
 package policy
 
 import (

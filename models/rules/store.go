@@ -1,8 +1,8 @@
 // Package rules holds who must answer an ask: approval rules and the
 // requirement they make, quorum and countersigning, reminders, escalation
 // and away.
-// It imports core, asks, outbox and people; only rooms above it may import
-// it (see docs/architecture.md).
+// It stands on the rooms asks, core, outbox and people; only the rooms above
+// it import it (docs/architecture.md).
 package rules
 
 import (

@@ -1,7 +1,7 @@
 // Package runners holds runners: enrolment, their tokens and keys, and the
 // signed reports of the runs they carry out.
-// It imports core and asks; only rooms above it may import it (see
-// docs/architecture.md).
+// It stands on the rooms asks and core; only the rooms above it import it
+// (docs/architecture.md).
 package runners
 
 import (

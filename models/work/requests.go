@@ -12,14 +12,6 @@ import (
 	"gorm.io/gorm"
 )
 
-// Kinds of request, under the names the store uses.
-const (
-	KindWorkChange   = ask.KindWorkChange
-	KindMemoryChange = ask.KindMemoryChange
-	KindLifeChange   = ask.KindLifeChange
-	KindAgentRequest = ask.KindAgentRequest
-)
-
 // AgentRequest is what approval_request keeps beside the ask it filed.
 type AgentRequest struct {
 	ApprovalID      string

@@ -1,7 +1,7 @@
 // Package work holds an agent's work: sessions and heartbeats, the requests
 // it files and the work board.
-// It imports core and asks; only rooms above it may import it (see
-// docs/architecture.md).
+// It stands on the rooms asks, core and people; only the rooms above it
+// import it (docs/architecture.md).
 package work
 
 import (
