@@ -25,7 +25,7 @@ import (
 func TestConcurrentAsksOfOneAgentAllLandWithTheirEventsAndPushes(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, acct := openStore(t, db)
+		s, acct := apptest.BareStore(t, db)
 		s.SetPushCap(outbox.PushCap{}) // every ask pushes: the cap's counting is another test's
 		ada, err := s.AddMember(ctx, acct.ID, "ada", "Ada", core.RoleOwner)
 		if err != nil {

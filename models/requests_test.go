@@ -63,7 +63,7 @@ func columnOf(t *testing.T, s *models.Store, accountID, itemID string) string {
 func TestAnApprovedWorkMoveMovesTheItemAndTheHeartbeatCarriesItOnce(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, acct := openStore(t, db)
+		s, acct := apptest.BareStore(t, db)
 		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
 		if err != nil {
 			t.Fatal(err)
@@ -135,7 +135,7 @@ func TestAnApprovedWorkMoveMovesTheItemAndTheHeartbeatCarriesItOnce(t *testing.T
 func TestAWorkMoveThatCannotRunFailsAndLeavesTheBoard(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, acct := openStore(t, db)
+		s, acct := apptest.BareStore(t, db)
 		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
 		owner, _ := s.AddMember(ctx, acct.ID, "alice", "Alice", core.RoleOwner)
 		it := board(t, s, acct.ID)
@@ -167,7 +167,7 @@ func TestAWorkMoveThatCannotRunFailsAndLeavesTheBoard(t *testing.T) {
 func TestIdempotencyKeys(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, acct := openStore(t, db)
+		s, acct := apptest.BareStore(t, db)
 		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
 		other, _, _ := s.CreateAgent(ctx, acct.ID, "other", people.AllScopes)
 		it := board(t, s, acct.ID)
@@ -226,7 +226,7 @@ func TestIdempotencyKeys(t *testing.T) {
 func TestSessions(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, acct := openStore(t, db)
+		s, acct := apptest.BareStore(t, db)
 		s.SetAgentSessionIdle(time.Minute)
 		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
 		other, _, _ := s.CreateAgent(ctx, acct.ID, "other", people.AllScopes)
@@ -258,7 +258,7 @@ func TestSessions(t *testing.T) {
 func TestTwoHeartbeatsAtOnceDeliverAnInstructionOnce(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, acct := openStore(t, db)
+		s, acct := apptest.BareStore(t, db)
 		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
 		owner, _ := s.AddMember(ctx, acct.ID, "alice", "Alice", core.RoleOwner)
 		ss, _ := s.StartSession(ctx, agent, "")
@@ -299,7 +299,7 @@ func TestTwoHeartbeatsAtOnceDeliverAnInstructionOnce(t *testing.T) {
 func TestApproveVersusExpiryNeverMovesAfterTheDeadline(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, acct := openStore(t, db)
+		s, acct := apptest.BareStore(t, db)
 		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
 		owner, _ := s.AddMember(ctx, acct.ID, "alice", "Alice", core.RoleOwner)
 		board(t, s, acct.ID)
@@ -365,7 +365,7 @@ func TestApproveVersusExpiryNeverMovesAfterTheDeadline(t *testing.T) {
 func TestVerdictsOfARequestsQuestion(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, acct := openStore(t, db)
+		s, acct := apptest.BareStore(t, db)
 		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
 		owner, _ := s.AddMember(ctx, acct.ID, "alice", "Alice", core.RoleOwner)
 		choices, _, _, err := s.FileRequest(ctx, agent, json.RawMessage(`{"kind":"agent_request","title":"Which branch?","proposal":{"mode":"advisory"},"question":{"choices":["main","next"]},"idempotencyKey":"q1"}`), nil)

@@ -23,7 +23,7 @@ import (
 func TestAnAskCarriesTheRequirementOfTheRuleThatCoversItAndNoOther(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, acct := openStore(t, db)
+		s, acct := apptest.BareStore(t, db)
 		for _, m := range []struct {
 			subject string
 			role    core.Role

@@ -16,7 +16,7 @@ import (
 func TestMigration28MarksTheRulesAgentsMadeBeforeItAndNoSquatter(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, acct := openStore(t, db)
+		s, acct := apptest.BareStore(t, db)
 		other, err := s.CreateAccount(ctx, "other")
 		if err != nil {
 			t.Fatal(err)

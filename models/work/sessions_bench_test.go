@@ -1,4 +1,4 @@
-package models_test
+package work_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package models_test
+package apptest
 
 import (
 	"context"
@@ -6,21 +6,20 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/countersign/countersign/ask"
-
 	"github.com/countersign/countersign/app"
-	"github.com/countersign/countersign/apptest"
+	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/people"
 )
 
-// openStore opens a store on a fresh database, with no service around it (no
-// sender, no sealer), and returns it with its default account.
-func openStore(t *testing.T, db apptest.Database) (*models.Store, *people.Account) {
+// BareStore opens a store on a fresh database, with no service around it (no
+// sender, no sealer), and returns it with its default account: the storage
+// rooms' tests run on it.
+func BareStore(t testing.TB, db Database) (*models.Store, *people.Account) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := app.OpenStore(ctx, apptest.Config(t, db, nil), apptest.Logger())
+	s, err := app.OpenStore(ctx, Config(t, db, nil), Logger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,8 +33,8 @@ func openStore(t *testing.T, db apptest.Database) (*models.Store, *people.Accoun
 	return s, acct
 }
 
-// fileAsk has agent file the pull request ask number n.
-func fileAsk(t *testing.T, s *models.Store, agent *people.Agent, n int) *asks.Approval {
+// FilePullRequest has agent file the pull request ask number n.
+func FilePullRequest(t testing.TB, s *models.Store, agent *people.Agent, n int) *asks.Approval {
 	t.Helper()
 	a, err := s.CreateApproval(context.Background(), models.NewAsk{
 		Requester: agent, Kind: ask.KindPullRequest, Title: fmt.Sprintf("Merge acme/web#%d", n), Summary: "Fixes the login redirect.",

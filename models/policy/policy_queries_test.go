@@ -1,4 +1,4 @@
-package models_test
+package policy_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package models_test
+package outbox_test
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 func TestTheOutboxKnowsWhenItsNextPushIsDueAndDropsAReplacedBrowsersPushes(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, acct := openStore(t, db)
+		s, acct := apptest.BareStore(t, db)
 		ada, _ := s.AddMember(ctx, acct.ID, "ada", "Ada", core.RoleOwner)
 		bob, _ := s.AddMember(ctx, acct.ID, "bob", "Bob", core.RoleMember)
 
@@ -65,7 +65,7 @@ func TestTheOutboxKnowsWhenItsNextPushIsDueAndDropsAReplacedBrowsersPushes(t *te
 func TestAWriteWakesTheSenderWhenItQueuedPushes(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, acct := openStore(t, db)
+		s, acct := apptest.BareStore(t, db)
 		var wakes atomic.Int32
 		s.Changes().Subscribe(func(c core.Change) {
 			if c.Kind == core.PushesQueued {
@@ -77,14 +77,14 @@ func TestAWriteWakesTheSenderWhenItQueuedPushes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fileAsk(t, s, agent, 1)
+		apptest.FilePullRequest(t, s, agent, 1)
 		if n := wakes.Load(); n != 0 {
 			t.Fatalf("an ask nobody gets a push for woke the sender %d times, want 0", n)
 		}
 		if _, err := s.SavePushSubscription(ctx, ada.ID, outbox.PushSubscription{Endpoint: "https://fcm.googleapis.com/fcm/send/ada", P256dh: "key", Auth: "auth"}); err != nil {
 			t.Fatal(err)
 		}
-		fileAsk(t, s, agent, 2)
+		apptest.FilePullRequest(t, s, agent, 2)
 		if n := wakes.Swap(0); n != 1 {
 			t.Fatalf("an ask pushed to ada's device woke the sender %d times, want 1", n)
 		}
@@ -134,7 +134,7 @@ func TestTwoInstancesClaimEachPushOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		for n := range 40 {
-			fileAsk(t, s, agent, n+1)
+			apptest.FilePullRequest(t, s, agent, n+1)
 		}
 		var total int64
 		if err := s.DB().Table("push_jobs").Count(&total).Error; err != nil || total < 100 {
@@ -182,7 +182,7 @@ func TestTwoInstancesClaimEachPushOnce(t *testing.T) {
 func TestTheStatementsOfAnAskDoNotGrowWithItsRecipients(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, acct := openStore(t, db)
+		s, acct := apptest.BareStore(t, db)
 		s.SetPushCap(outbox.PushCap{N: 100, Window: time.Hour})
 		var (
 			counting   atomic.Bool
@@ -230,7 +230,7 @@ func TestTheStatementsOfAnAskDoNotGrowWithItsRecipients(t *testing.T) {
 		fileCounted := func(n int) (int32, int64) {
 			statements.Store(0)
 			counting.Store(true)
-			a := fileAsk(t, s, agent, n)
+			a := apptest.FilePullRequest(t, s, agent, n)
 			counting.Store(false)
 			var pushes int64
 			if err := s.DB().Table("push_jobs").Where("approval_id = ?", a.ID).Count(&pushes).Error; err != nil {

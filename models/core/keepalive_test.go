@@ -1,4 +1,4 @@
-package models_test
+package core_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package models_test
+package core_test
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func TestAListenerThatDropsHearsWhatItMissed(t *testing.T) {
 		for drop := range 5 {
 			var filed []string
 			for i := range 20 {
-				filed = append(filed, fileAsk(t, b.Store, agent, 100*drop+i+1).ID)
+				filed = append(filed, apptest.FilePullRequest(t, b.Store, agent, 100*drop+i+1).ID)
 			}
 			if err := a.Store.DB().Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ?`, listener).Error; err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package models_test
+package people_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 func TestARenameCarriesTheOpenAsksAndKeepsTheHistory(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, acct := openStore(t, db)
+		s, acct := apptest.BareStore(t, db)
 		bob, err := s.AddMember(ctx, acct.ID, "bob", "Bob", core.RoleMember)
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package models_test
+package audit_test
 
 import (
 	"context"
@@ -28,7 +28,7 @@ type auditWorld struct {
 func newAuditWorld(t *testing.T, db apptest.Database) *auditWorld {
 	t.Helper()
 	ctx := context.Background()
-	s, acct := openStore(t, db)
+	s, acct := apptest.BareStore(t, db)
 	w := &auditWorld{s: s, acct: acct}
 	var err error
 	if w.otherAcc, err = s.CreateAccount(ctx, "other"); err != nil {
@@ -90,8 +90,8 @@ func TestTheAuditChainSealsEveryEventAndVerifies(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		w := newAuditWorld(t, db)
 		for i := range 6 {
-			a := fileAsk(t, w.s, w.agent, i+1)
-			fileAsk(t, w.s, w.other, i+1)
+			a := apptest.FilePullRequest(t, w.s, w.agent, i+1)
+			apptest.FilePullRequest(t, w.s, w.other, i+1)
 			if i%2 == 0 {
 				if _, err := w.s.AddProgress(context.Background(), w.agent, a.ID, asks.Progress{Step: "stale", Note: "no longer needed"}); err != nil {
 					t.Fatal(err)
@@ -112,7 +112,7 @@ func TestTheAuditChainSealsEveryEventAndVerifies(t *testing.T) {
 			t.Fatalf("the other account: %+v, %v; want its own chain of 6", other, err)
 		}
 
-		fileAsk(t, w.s, w.agent, 99)
+		apptest.FilePullRequest(t, w.s, w.agent, 99)
 		if r := w.verify(t); !r.OK() || r.Unsealed != 1 || r.HeadPos != 9 {
 			t.Errorf("a newer event: %+v, want it waiting and the chain as it was", r)
 		}
@@ -165,10 +165,10 @@ func TestTheAuditChainFindsEveryEditedDeletedOrAddedRow(t *testing.T) {
 			apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 				w := newAuditWorld(t, db)
 				for i := range 3 {
-					fileAsk(t, w.s, w.agent, i+1)
-					fileAsk(t, w.s, w.other, i+1)
+					apptest.FilePullRequest(t, w.s, w.agent, i+1)
+					apptest.FilePullRequest(t, w.s, w.other, i+1)
 				}
-				a := fileAsk(t, w.s, w.agent, 4)
+				a := apptest.FilePullRequest(t, w.s, w.agent, 4)
 				if _, err := w.s.AddProgress(context.Background(), w.agent, a.ID, asks.Progress{Step: "stale", Note: "no longer needed"}); err != nil {
 					t.Fatal(err)
 				}
@@ -215,7 +215,7 @@ func TestTheAuditChainHoldsUnderConcurrentWriters(t *testing.T) {
 					if i%3 == 0 {
 						agent = w.other
 					}
-					fileAsk(t, w.s, agent, g*1000+i+1)
+					apptest.FilePullRequest(t, w.s, agent, g*1000+i+1)
 				}
 			})
 		}
@@ -257,7 +257,7 @@ func TestTheSealerWaitsForASmallerSeqStillCommitting(t *testing.T) {
 			VALUES (?, 'appr_slow', ?, 'system', 'countersign', 'created', 'committed late')`, w.acct.ID, time.Now().UTC()).Error; err != nil {
 			t.Fatal(err)
 		}
-		fileAsk(t, w.s, w.agent, 1) // a larger seq, committed at once
+		apptest.FilePullRequest(t, w.s, w.agent, 1) // a larger seq, committed at once
 		sealer := w.s.NewAuditSealer()
 		for range 5 {
 			if _, err := sealer.Seal(context.Background()); err != nil {

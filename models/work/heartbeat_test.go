@@ -1,4 +1,4 @@
-package models_test
+package work_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 func TestAQuietHeartbeatWritesNothingYetKeepsItsSessionAlive(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, acct := openStore(t, db)
+		s, acct := apptest.BareStore(t, db)
 		s.SetAgentSessionIdle(time.Minute)
 		agent, _, _ := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
 		start := time.Now()

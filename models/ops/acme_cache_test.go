@@ -1,4 +1,4 @@
-package models_test
+package ops_test
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 func TestACMECacheEntries(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		ctx := context.Background()
-		s, _ := openStore(t, db)
+		s, _ := apptest.BareStore(t, db)
 		if _, err := s.ACMEEntry(ctx, "approvals.example.com"); !errors.Is(err, core.ErrNotFound) {
 			t.Fatalf("a missing entry: %v, want ErrNotFound", err)
 		}
