@@ -5,19 +5,15 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/outbox"
 	"github.com/countersign/countersign/models/work"
-	"gorm.io/gorm"
-	"gorm.io/gorm/schema"
 )
 
 // fileInOneStatement files a new ask on PostgreSQL in one statement, one
@@ -40,7 +36,11 @@ func (s *Store) fileInOneStatement(ctx context.Context, a *asks.Approval, checkR
 		AccountID: a.AccountID, ApprovalID: a.ID, At: a.CreatedAt, ActorKind: asks.ActorAgent, Actor: a.RequesterSubject,
 		Step: "created", ToStatus: asks.StatusPending,
 	}
-	shapes, err := s.shapes()
+	approvalShape, err := s.approvalShape()
+	if err != nil {
+		return false, false, err
+	}
+	eventShape, err := s.eventShape()
 	if err != nil {
 		return false, false, err
 	}
@@ -52,7 +52,7 @@ func (s *Store) fileInOneStatement(ctx context.Context, a *asks.Approval, checkR
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args)) + "::" + cast
 	}
-	approvalVals := shapes.approval.values(a, arg)
+	approvalVals := approvalShape.Values(a, arg)
 	var guards []string
 	if s.policyMayApprove(a) {
 		guards = append(guards, `NOT EXISTS (SELECT 1 FROM (SELECT revoked_at, expires_at FROM policies WHERE account_id = `+arg(a.AccountID, "text")+`
@@ -67,7 +67,7 @@ func (s *Store) fileInOneStatement(ctx context.Context, a *asks.Approval, checkR
 	if len(guards) > 0 {
 		guard = " WHERE " + strings.Join(guards, " AND ")
 	}
-	eventVals := shapes.event.values(&ev, arg)
+	eventVals := eventShape.Values(&ev, arg)
 	recipients := `m.account_id = ` + arg(a.AccountID, "text")
 	if a.AskedOf != "" {
 		recipients += ` AND m.person_id IN (SELECT id FROM persons WHERE subject = ` + arg(a.AskedOf, "text") + `)`
@@ -83,10 +83,10 @@ func (s *Store) fileInOneStatement(ctx context.Context, a *asks.Approval, checkR
 	// Each device gets an ask push or, past its person's cap, a collapsed
 	// one, unless one already waits (see queueAskPushes and pastPushCap).
 	query := `WITH a AS (
-	INSERT INTO approvals (` + shapes.approval.cols + `) SELECT ` + approvalVals + guard + `
+	INSERT INTO approvals (` + approvalShape.Columns + `) SELECT ` + approvalVals + guard + `
 	RETURNING seq
 ), e AS (
-	INSERT INTO events (` + shapes.event.cols + `) SELECT ` + eventVals + ` FROM a
+	INSERT INTO events (` + eventShape.Columns + `) SELECT ` + eventVals + ` FROM a
 	RETURNING seq
 ), subs AS (
 	SELECT s.id, s.person_id FROM push_subscriptions s JOIN memberships m ON m.person_id = s.person_id
@@ -143,69 +143,4 @@ func (s *Store) policyMayApprove(a *asks.Approval) bool {
 		return false
 	}
 	return !a.IsRequest() || work.RequestAutoApprovable(a)
-}
-
-// insertShape is what an insert of one model writes: every column gorm's
-// Create would write but an auto-increment key, read from the model once, so
-// that a column added to the model is written here too.
-type insertShape struct {
-	cols   string // the column list
-	fields []*schema.Field
-	casts  []string // each placeholder's cast, so that it type-checks in INSERT … SELECT
-}
-
-// insertShapes are the approval's and the event's, made on first use.
-type insertShapes struct {
-	approval, event insertShape
-}
-
-func shapeOf(db *gorm.DB, model any) (insertShape, error) {
-	stmt := &gorm.Statement{DB: db}
-	if err := stmt.Parse(model); err != nil {
-		return insertShape{}, fmt.Errorf("read the model of %T: %w", model, err)
-	}
-	var sh insertShape
-	var names []string
-	for _, f := range stmt.Schema.Fields {
-		if f.DBName == "" || !f.Creatable || f.PrimaryKey && f.AutoIncrement {
-			continue
-		}
-		names = append(names, f.DBName)
-		sh.fields = append(sh.fields, f)
-		sh.casts = append(sh.casts, postgresType(f))
-	}
-	sh.cols = strings.Join(names, ", ")
-	return sh, nil
-}
-
-// values returns the placeholders of row's values, each added through arg.
-func (sh insertShape) values(row any, arg func(v any, cast string) string) string {
-	v := reflect.ValueOf(row)
-	var b strings.Builder
-	for i, f := range sh.fields {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		value, _ := f.ValueOf(context.Background(), v)
-		b.WriteString(arg(value, sh.casts[i]))
-	}
-	return b.String()
-}
-
-// postgresType is the type a field's placeholder is cast to.
-func postgresType(f *schema.Field) string {
-	t := f.FieldType
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch {
-	case t == reflect.TypeOf(time.Time{}):
-		return "timestamptz"
-	case t.Kind() == reflect.Bool:
-		return "boolean"
-	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
-		return "bigint"
-	default:
-		return "text"
-	}
 }

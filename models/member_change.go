@@ -2,15 +2,19 @@ package models
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
+	"gorm.io/gorm"
+
+	"github.com/countersign/countersign/models/grants"
+
+	"encoding/json"
 
 	"github.com/countersign/countersign/ask"
 
 	"github.com/countersign/countersign/models/asks"
-	"github.com/countersign/countersign/models/core"
-	"github.com/countersign/countersign/models/people"
-	"gorm.io/gorm"
 )
 
 // Who decides is governed like the rules: where a rule covers member_change
@@ -185,4 +189,49 @@ func (s *Store) applyMemberChange(tx *gorm.DB, a *asks.Approval, by string) erro
 			Updates(map[string]any{"held": false, "expires_at": now.Add(people.InviteTTL)}).Error
 	}
 	return s.makeMemberChange(tx, a.AccountID, p.MemberChange)
+}
+
+func (s *Store) removeMember(tx *gorm.DB, accountID, personID string) error {
+	if err := s.KeepAnOwner(tx, accountID, personID); err != nil {
+		return err
+	}
+	res := tx.Exec(`DELETE FROM memberships WHERE account_id = ? AND person_id = ?`, accountID, personID)
+	if res.Error != nil {
+		return fmt.Errorf("remove member: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return core.Refuse(core.NotFound, "person", "not a member of this account")
+	}
+	if err := tx.Exec(`DELETE FROM web_sessions WHERE account_id = ? AND person_id = ?`, accountID, personID).Error; err != nil {
+		return err
+	}
+	if err := s.disableClientsOf(tx, accountID, personID); err != nil {
+		return err
+	}
+	return s.SessionsEnded(tx, core.Change{AccountID: accountID, PersonID: personID})
+}
+
+// disableClientsOf disables, inside tx, the agents of the clients personID
+// connected in accountID, as their person leaves it; one disabled before
+// has its grants ended all the same.
+func (s *Store) disableClientsOf(tx *gorm.DB, accountID, personID string) error {
+	ids, err := grants.OAuthAgentsOf(tx, personID, accountID)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	var agents []people.Agent
+	if err := s.Lock(tx.Table("agents")).Where("id IN ?", ids).Order("id").Find(&agents).Error; err != nil {
+		return fmt.Errorf("find connected clients: %w", err)
+	}
+	for _, a := range agents {
+		if a.Disabled {
+			err = s.EndGrants(tx, []string{a.ID})
+		} else {
+			err = s.disableAgent(tx, a.ID, "its person left the account", "countersign", "requesting client's person removed from the account")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

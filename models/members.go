@@ -90,51 +90,6 @@ func (s *Store) RemoveMember(ctx context.Context, accountID, personID string) er
 	return s.Write(ctx, func(tx *gorm.DB) error { return s.removeMember(tx, accountID, personID) })
 }
 
-func (s *Store) removeMember(tx *gorm.DB, accountID, personID string) error {
-	if err := s.KeepAnOwner(tx, accountID, personID); err != nil {
-		return err
-	}
-	res := tx.Exec(`DELETE FROM memberships WHERE account_id = ? AND person_id = ?`, accountID, personID)
-	if res.Error != nil {
-		return fmt.Errorf("remove member: %w", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return core.Refuse(core.NotFound, "person", "not a member of this account")
-	}
-	if err := tx.Exec(`DELETE FROM web_sessions WHERE account_id = ? AND person_id = ?`, accountID, personID).Error; err != nil {
-		return err
-	}
-	if err := s.disableClientsOf(tx, accountID, personID); err != nil {
-		return err
-	}
-	return s.SessionsEnded(tx, core.Change{AccountID: accountID, PersonID: personID})
-}
-
-// disableClientsOf disables, inside tx, the agents of the clients personID
-// connected in accountID, as their person leaves it; one disabled before
-// has its grants ended all the same.
-func (s *Store) disableClientsOf(tx *gorm.DB, accountID, personID string) error {
-	ids, err := grants.OAuthAgentsOf(tx, personID, accountID)
-	if err != nil || len(ids) == 0 {
-		return err
-	}
-	var agents []people.Agent
-	if err := s.Lock(tx.Table("agents")).Where("id IN ?", ids).Order("id").Find(&agents).Error; err != nil {
-		return fmt.Errorf("find connected clients: %w", err)
-	}
-	for _, a := range agents {
-		if a.Disabled {
-			err = s.EndGrants(tx, []string{a.ID})
-		} else {
-			err = s.disableAgent(tx, a.ID, "its person left the account", "countersign", "requesting client's person removed from the account")
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // EndSessionsOf signs a person out of every browser, in every account, and
 // ends, in the same transaction, the OAuth grants of every client they
 // connected (tokens revoked, open MCP streams closed on every instance).

@@ -41,8 +41,9 @@ type Store struct {
 	*audit.Trail
 	// askTTL is an ask's life unless its kind sets a shorter one.
 	askTTL time.Duration
-	// shapes are the inserts fileInOneStatement writes, read from the models once.
-	shapes func() (*insertShapes, error)
+	// approvalShape and eventShape are the inserts fileInOneStatement
+	// writes, read from the models once.
+	approvalShape, eventShape func() (core.InsertShape, error)
 }
 
 // NewStore wraps an opened, migrated database. askTTL is an ask's life unless
@@ -59,13 +60,7 @@ func NewStore(db *gorm.DB, dialect core.Dialect, askTTL time.Duration) *Store {
 		askTTL: askTTL,
 	}
 	al.OnMove(ou.PushesOnMove)
-	s.shapes = sync.OnceValues(func() (*insertShapes, error) {
-		approval, err := shapeOf(db, &asks.Approval{})
-		if err != nil {
-			return nil, err
-		}
-		event, err := shapeOf(db, &asks.TimelineEvent{})
-		return &insertShapes{approval: approval, event: event}, err
-	})
+	s.approvalShape = sync.OnceValues(func() (core.InsertShape, error) { return core.ShapeOf(db, &asks.Approval{}) })
+	s.eventShape = sync.OnceValues(func() (core.InsertShape, error) { return core.ShapeOf(db, &asks.TimelineEvent{}) })
 	return s
 }
