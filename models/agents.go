@@ -50,7 +50,7 @@ func (s *Store) DeleteAgent(ctx context.Context, accountID, name, by string) err
 }
 
 // disableAgent stops, inside tx, the agent's token, ends its OAuth grants
-// and its open MCP sessions and streams on every instance (endGrants), and
+// and its open MCP sessions and streams on every instance (EndGrants), and
 // cancels its open asks.
 func (s *Store) disableAgent(tx *gorm.DB, agentID, reason, by, note string) error {
 	if err := tx.Table("agents").Where("id = ?", agentID).

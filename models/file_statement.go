@@ -19,7 +19,7 @@ import (
 // fileInOneStatement files a new ask on PostgreSQL in one statement, one
 // round trip and one implicit transaction: the approval, its created event,
 // its pushes (the recipients' devices and the fatigue cap read in the same
-// statement, as queueAskPushes reads them) and the NOTIFY that wakes the
+// statement, as QueueAskPushes reads them) and the NOTIFY that wakes the
 // other instances' senders. A transaction at READ COMMITTED made five round
 // trips for the same reads and writes, which see one snapshot here.
 //
@@ -81,7 +81,7 @@ func (s *Store) fileInOneStatement(ctx context.Context, a *asks.Approval, checkR
 		return false, false, fmt.Errorf("notify change: %w", err)
 	}
 	// Each device gets an ask push or, past its person's cap, a collapsed
-	// one, unless one already waits (see queueAskPushes and pastPushCap).
+	// one, unless one already waits (see outbox.QueueAskPushes and pastPushCap).
 	query := `WITH a AS (
 	INSERT INTO approvals (` + approvalShape.Columns + `) SELECT ` + approvalVals + guard + `
 	RETURNING seq
@@ -137,7 +137,7 @@ SELECT (SELECT seq FROM a), (SELECT seq FROM e), (SELECT count(*) FROM j),
 }
 
 // policyMayApprove says whether an auto-approve policy could approve the ask
-// at once, before any policy is read (see autoApprove).
+// at once, before any policy is read (see policy.AutoApprove).
 func (s *Store) policyMayApprove(a *asks.Approval) bool {
 	if slices.Contains(ask.NeverAutoApproved, a.Kind) {
 		return false

@@ -302,7 +302,7 @@ func TestAPushQueuedBeforeACrashIsDeliveredAfterTheRestart(t *testing.T) {
 }
 
 // On PostgreSQL the cap is counted inside the statement that files the ask
-// (models.fileInOneStatement); on SQLite by queueAskPushes: both are shown.
+// (models.fileInOneStatement); on SQLite by outbox.QueueAskPushes: both are shown.
 func TestPastTheCapOneCollapsedPushSaysHowManyWait(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		w := newWorld(t, db, map[string]string{"COUNTERSIGN_PUSH_CAP": "2/10m"}, "phone")

@@ -177,7 +177,7 @@ type ListFilter struct {
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// openAsks and activeAsks are the predicates of the partial indexes
+// OpenAsks and activeAsks are the predicates of the partial indexes
 // approvals_open, approvals_expiry and approvals_active (like those of approvals_repo,
 // approvals_head and approvals_job in ListApprovals), written out,
 // not bound: SQLite uses a partial index only when the query's WHERE clause

@@ -13,7 +13,7 @@ import (
 )
 
 // NotCreated is the predicate of the partial index events_account_step,
-// written out for the same reason as openAsks.
+// written out for the same reason as OpenAsks.
 const NotCreated = "step <> 'created'"
 
 // approvalChanged records that ev, just appended to its ask's timeline,

@@ -270,7 +270,7 @@ func DevicesOfPeople(tx *gorm.DB, accountID string, subjects []string) ([]PushSu
 }
 
 // QueueAskPushesTo queues an ask push titled title to each of subs, under
-// the fatigue cap as queueAskPushes does: reminders and escalations go
+// the fatigue cap as QueueAskPushes does: reminders and escalations go
 // through it too.
 func (s *Queue) QueueAskPushesTo(tx *gorm.DB, a *asks.Approval, subs []PushSubscription, title string) error {
 	if len(subs) == 0 {
@@ -307,7 +307,7 @@ func (s *Queue) QueueAskPushesTo(tx *gorm.DB, a *asks.Approval, subs []PushSubsc
 }
 
 // pastPushCap finds the devices, among subs, of persons who were sent
-// s.pushCap.N ask pushes or more within its window: for each, whether a
+// s.PushCap.N ask pushes or more within its window: for each, whether a
 // collapsed push is already waiting for it. Two statements, the second only
 // when someone is past the cap.
 func (s *Queue) pastPushCap(tx *gorm.DB, subs []PushSubscription, now time.Time) (map[string]bool, error) {

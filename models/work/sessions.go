@@ -82,7 +82,7 @@ var ErrSessionIdle = errors.New("session idle")
 
 // OpenSession loads and locks, inside tx, one of the agent's sessions. A
 // session of another agent or account is NOT_FOUND, an ended one
-// FAILED_PRECONDITION; one idle too long is ended here and errSessionIdle
+// FAILED_PRECONDITION; one idle too long is ended here and ErrSessionIdle
 // returned with it.
 func (s *Tracker) OpenSession(tx *gorm.DB, agent *people.Agent, id, field string) (*AgentSession, error) {
 	var ss AgentSession
