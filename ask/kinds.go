@@ -34,6 +34,18 @@ const (
 // them, then tool_call (seed 002: a gated MCP tool call). An auto_approve ask is filed by approvals_request_auto_approve only.
 var Kinds = []string{KindPullRequest, KindRoll, KindReview, KindDocument, KindDecision, KindRun, KindToolCall}
 
+// PayloadHelp says, for each kind approvals_create files, how its payload is
+// written: the tool's description reads it.
+var PayloadHelp = map[string]string{
+	KindPullRequest: `payload.pull_request: repo "owner/name", number, head commit, title`,
+	KindRoll:        `payload.roll: deployments, main_commit, running_commit, prs with number and title, migrations, other_commits with sha and subject, behind; a roll train adds gate_tree, gate, steps and rollback, one line each`,
+	KindReview:      `payload.review: an https url`,
+	KindDocument:    `payload.document: document_id, space_id, version, 0 for the current one`,
+	KindDecision:    `payload.decision: options, 2 to 4 different answers of at most 80 characters; the chosen option comes back as the decision note`,
+	KindRun:         `payload.run: pinned with script_sha256, runner_id, argv, effect, runner_public_key, expires_at, asked_of; a run with cmd only is refused: file a decision and run the command yourself after the approve`,
+	KindToolCall:    `payload.tool_call: server, one line; tool, an MCP tool name; arguments, the call's arguments object, at most 64 KiB; expires_at, optional unix seconds at most 24 hours ahead, when the gate stops waiting, which ends the ask: the exact call a gate holds until the person answers`,
+}
+
 // NeverAutoApproved are the kinds no policy approves: merges, rolls, runs,
 // policies and approval rules themselves keep asking, and a decision needs a
 // person to pick.

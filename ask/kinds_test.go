@@ -71,3 +71,18 @@ func TestAKindIsDeclaredOnlyInPackageAsk(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Every kind approvals_create files says how its payload is written, and
+// nothing else does.
+func TestEveryKindSaysHowItsPayloadIsWritten(t *testing.T) {
+	for _, k := range ask.Kinds {
+		if !strings.HasPrefix(ask.PayloadHelp[k], "payload."+k+":") {
+			t.Errorf("PayloadHelp[%q] = %q, want it to start payload.%s:", k, ask.PayloadHelp[k], k)
+		}
+	}
+	for k := range ask.PayloadHelp {
+		if !slices.Contains(ask.Kinds, k) {
+			t.Errorf("PayloadHelp holds %q, which approvals_create does not file", k)
+		}
+	}
+}

@@ -64,7 +64,7 @@ func (s *Server) createTool() toolDef {
 		Name:  "approvals_create",
 		Title: "Ask a person for an approval",
 		Description: `Ask a person for a go on something exact; they answer on their phone or Mac with a device-key signature over the SHA-256 of the frozen payload.
-Kinds and payloads: pull_request (payload.pull_request: repo "owner/name", number, head commit, title); roll (payload.roll: deployments, main_commit, running_commit, prs with number and title, migrations, other_commits with sha and subject, behind; a roll train adds gate_tree, gate, steps and rollback, one line each); review (payload.review: an https url); document (payload.document: document_id, space_id, version, 0 for the current one); decision (payload.decision: options, 2 to 4 different answers of at most 80 characters; the chosen option comes back as the decision note); run (payload.run: pinned with script_sha256, runner_id, argv, effect, runner_public_key, expires_at, asked_of; a run with cmd only is refused: file a decision and run the command yourself after the approve); tool_call (payload.tool_call: server, one line; tool, an MCP tool name; arguments, the call's arguments object, at most 64 KiB; expires_at, optional unix seconds at most 24 hours ahead, when the gate stops waiting, which ends the ask: the exact call a gate holds until the person answers).
+Kinds and payloads: ` + kindsAndPayloads() + `.
 Say approve_means and deny_means. A roll, a tool_call and a run with effect remote or production are answered with a check_code: show it to the person, and say where in check_code_shown_in. A pull_request, roll, document, decision or run ask needs context.plan_item (with plan_id) or context.documents, or else context.no_context_reason. Code, diff and log evidence in context.explanation is private content, refused unless the account allows it.
 Do not use it to turn on auto-approve: use approvals_request_auto_approve. Next: poll approvals_get (or approvals_list with status open) until the status is approved, denied or question; act only on approved, after approvals_add_progress step started. Limited per requester.`,
 		Annotations: &sdk.ToolAnnotations{Title: "Ask a person for an approval", ReadOnlyHint: false, DestructiveHint: boolPtr(false), IdempotentHint: false, OpenWorldHint: boolPtr(false)},
@@ -88,6 +88,16 @@ Do not use it to turn on auto-approve: use approvals_request_auto_approve. Next:
 	})
 	tool.InputSchema = withContextRequired(tool.InputSchema.(*jsonschema.Schema))
 	return def
+}
+
+// kindsAndPayloads says, for approvals_create's description, how each kind's
+// payload is written, in the words of ask.PayloadHelp.
+func kindsAndPayloads() string {
+	parts := make([]string, len(ask.Kinds))
+	for i, k := range ask.Kinds {
+		parts[i] = k + " (" + ask.PayloadHelp[k] + ")"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // withContextRequired is the approvals_create input schema as hosts read it,
