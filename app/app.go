@@ -104,7 +104,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 			return nil, err
 		}
 	}
-	endpoint := mcp.New(store, mcp.Options{Version: cfg.Version, AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log, Observer: mcpObserve, Sessions: cfg.MCPSessions, Instance: instance,
+	endpoint := mcp.New(store, mcp.Options{Version: cfg.Version, BaseURL: cfg.BaseURL, AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log, Observer: mcpObserve, Sessions: cfg.MCPSessions, Instance: instance,
 		ResourceMetadataURL: cfg.BaseURL + handlers.ProtectedResourcePath + "/mcp", PublicHost: publicHost(cfg.BaseURL),
 		Resource: authz.Resource(), AuthorizationServer: authz.Issuer()})
 	a := &App{Config: cfg, Store: store, MCP: endpoint, Push: sender, OAuth: authz, Keys: keys, metrics: observe, log: log, instance: instance.ID}

@@ -57,6 +57,8 @@ type CreateInput struct {
 	// CheckCodeShownIn is beside the payload, like context: where the code
 	// is shown is the agent's word, which the signature need not cover.
 	CheckCodeShownIn string `json:"check_code_shown_in,omitempty" jsonschema:"Where you show the person the check code of a roll, tool_call or risky run (\"this chat\", \"the terminal on build-eu\"): one line of at most 80 characters, shown on the ask page beside the codes. Without it the page says you show it where you run. Never hashed."`
+	// Wait is the caller's, not the ask's: how the call answers (wait.go).
+	Wait bool `json:"wait,omitempty" jsonschema:"true: answer with the ask once a person has answered it. A client that takes URL elicitation is sent to the ask's page at once and gets the answered ask when it calls again (on 2025-11-25 after notifications/elicitation/complete); any other client is held 45 s at most and gets the ask as it then stands, pending or answered."`
 }
 
 func (s *Server) createTool() toolDef {
@@ -66,24 +68,34 @@ func (s *Server) createTool() toolDef {
 		Description: `Ask a person for a go on something exact; they answer on their phone or Mac with a device-key signature over the SHA-256 of the frozen payload.
 Kinds and payloads: ` + kindsAndPayloads() + `.
 Say approve_means and deny_means. A roll, a tool_call and a run with effect remote or production are answered with a check_code: show it to the person, and say where in check_code_shown_in. A pull_request, roll, document, decision or run ask needs context.plan_item (with plan_id) or context.documents, or else context.no_context_reason. Code, diff and log evidence in context.explanation is private content, refused unless the account allows it.
-Do not use it to turn on auto-approve: use approvals_request_auto_approve. Next: poll approvals_get (or approvals_list with status open) until the status is approved, denied or question; act only on approved, after approvals_add_progress step started. Limited per requester.`,
+Do not use it to turn on auto-approve: use approvals_request_auto_approve. Next: poll approvals_get (or approvals_list with status open) until the status is approved, denied or question, or send wait: true to get the answered ask from this call (a client without URL elicitation gets it within 45 s, or the pending ask: then subscribe to its resource); act only on approved, after approvals_add_progress step started. Limited per requester.`,
 		Annotations: &sdk.ToolAnnotations{Title: "Ask a person for an approval", ReadOnlyHint: false, DestructiveHint: boolPtr(false), IdempotentHint: false, OpenWorldHint: boolPtr(false)},
 	}
 	def := define(s, tool, writeScopes, func(ctx context.Context, agent *people.Agent, in CreateInput) (*ApprovalOut, error) {
-		undo, err := s.limiter.allow(agent.ID)
+		file := func() (*asks.Approval, error) {
+			undo, err := s.limiter.allow(agent.ID)
+			if err != nil {
+				return nil, err
+			}
+			a, err := s.store.CreateApproval(ctx, models.NewAsk{
+				Requester: agent, Kind: in.Kind, Title: in.Title, Summary: in.Summary,
+				ApproveMeans: in.ApproveMeans, DenyMeans: in.DenyMeans, AgentLabel: in.Agent, AskedOf: in.AskedOf,
+				Supersedes: in.Supersedes, Payload: in.Payload, Context: in.Context, Links: in.Links, CheckCodeShownIn: in.CheckCodeShownIn,
+			})
+			if err != nil {
+				undo() // only filed asks count against the limit
+				return nil, err
+			}
+			s.observe.AskFiled(a.Kind)
+			return a, nil
+		}
+		if in.Wait {
+			return s.createWaiting(ctx, agent, in, file)
+		}
+		a, err := file()
 		if err != nil {
 			return nil, err
 		}
-		a, err := s.store.CreateApproval(ctx, models.NewAsk{
-			Requester: agent, Kind: in.Kind, Title: in.Title, Summary: in.Summary,
-			ApproveMeans: in.ApproveMeans, DenyMeans: in.DenyMeans, AgentLabel: in.Agent, AskedOf: in.AskedOf,
-			Supersedes: in.Supersedes, Payload: in.Payload, Context: in.Context, Links: in.Links, CheckCodeShownIn: in.CheckCodeShownIn,
-		})
-		if err != nil {
-			undo() // only filed asks count against the limit
-			return nil, err
-		}
-		s.observe.AskFiled(a.Kind)
 		return filedApproval(a), nil
 	})
 	tool.InputSchema = withContextRequired(tool.InputSchema.(*jsonschema.Schema))

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The MCP sessions of the revisions before 2026-07-28 are held here, not
@@ -90,6 +92,8 @@ type openSession struct {
 	inIdle    *list.Element // in openSessions.idle, while idle
 	inOwner   *list.Element // in of.idle, while idle
 	closed    bool
+
+	client *sdk.InitializeParams // what its initialize said: revision and capabilities
 
 	uris   []string        // the resources it is subscribed to
 	stream *stream         // where its notices go; nil while no stream is open
@@ -391,6 +395,27 @@ type notice struct {
 }
 
 // watching is the open streams of the sessions subscribed to uri.
+// introduce keeps what s's client said in its initialize.
+func (r *openSessions) introduce(s *openSession, client *sdk.InitializeParams) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.client = client
+}
+
+// clientOf is what s's client said in its initialize, or nil.
+func (r *openSessions) clientOf(s *openSession) *sdk.InitializeParams {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return s.client
+}
+
+// streamOf is where s's notices go now, or nil.
+func (r *openSessions) streamOf(s *openSession) *stream {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return s.stream
+}
+
 func (r *openSessions) watching(uri string) []notice {
 	r.mu.Lock()
 	defer r.mu.Unlock()

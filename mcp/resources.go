@@ -184,8 +184,14 @@ func (s *Server) mayWatch(ctx context.Context, agent *people.Agent, runner *runn
 }
 
 // ApprovalChanged tells the sessions subscribed to this approval that it
-// changed.
-func (s *Server) ApprovalChanged(id string) { s.tell(approvalURI(id)) }
+// changed, and wakes the calls that wait for its answer (wait.go).
+func (s *Server) ApprovalChanged(id string) {
+	s.tell(approvalURI(id))
+	s.waiters.wake(id)
+	if s.elicited.account(id) != "" {
+		go s.completeElicitations(id)
+	}
+}
 
 // resourceMethods are the MCP methods on resources; they need readScopes.
 // subscriptions/listen is the 2026-07-28 revision's resources/subscribe.

@@ -5,6 +5,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -27,6 +28,9 @@ type Options struct {
 	// Version is the build's version, reported to MCP clients as
 	// serverInfo.version; "" reports "dev".
 	Version string
+	// BaseURL is the service's origin (COUNTERSIGN_BASE_URL): an ask's page
+	// is BaseURL/approvals/<id>.
+	BaseURL string
 	// AskRate and AskBurst limit how fast one requester files asks.
 	AskRate  AskRate
 	AskBurst int
@@ -88,6 +92,12 @@ type Server struct {
 	standing                      *standing.Set
 	// instanceID prefixes the session ids this instance makes (forward.go).
 	instanceID string
+	// baseURL is Options.BaseURL: asks' pages are under it.
+	baseURL string
+	// waiters and elicited are the approvals_create calls that wait for an
+	// answer (wait.go).
+	waiters  askWaiters
+	elicited elicited
 }
 
 // New builds the endpoint with every tool registered.
@@ -111,6 +121,7 @@ func New(store *models.Store, opts Options) *Server {
 		sessions:   newOpenSessions(opts.Sessions),
 		standing:   standing.NewSet(standingHeartbeat, ": alive\n\n"),
 		instanceID: opts.Instance.ID,
+		baseURL:    strings.TrimRight(opts.BaseURL, "/"),
 	}
 	if s.observe == nil {
 		s.observe = noObserver{}
@@ -250,7 +261,11 @@ func defineShared[In accountScoped, Out any](s *Server, tool *sdk.Tool, scopes [
 	tool.OutputSchema = out
 	call := toolCall(s, tool, input, h, rh)
 	run := func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		res := call(ctx, req)
+		res, err := call(ctx, req)
+		if err != nil { // a protocol answer: the URL elicitation a client must open first
+			s.observe.ToolCalled(tool.Name, "ELICITATION")
+			return nil, err
+		}
 		code := "OK"
 		if res.IsError {
 			code = "INTERNAL"
@@ -282,11 +297,14 @@ func withSchemaJSON(t *sdk.Tool) *sdk.Tool {
 
 // toolCall is a tool's body with the checks and the encoding around it: the
 // caller is an agent, or a runner when the tool has a body for runners (rh).
-func toolCall[In accountScoped, Out any](s *Server, tool *sdk.Tool, input *inputSchema, h handler[In, Out], rh runnerHandler[In, Out]) func(context.Context, *sdk.CallToolRequest) *sdk.CallToolResult {
-	return func(ctx context.Context, req *sdk.CallToolRequest) *sdk.CallToolResult {
+//
+// A body may answer outside its typed output by returning an *answer: an
+// input_required result, or a protocol error for the caller (wait.go).
+func toolCall[In accountScoped, Out any](s *Server, tool *sdk.Tool, input *inputSchema, h handler[In, Out], rh runnerHandler[In, Out]) func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		agent, runner := agentFrom(req), runnerFrom(req)
 		if agent == nil && (runner == nil || rh == nil) {
-			return errorResult(core.Refuse(core.PermissionDenied, "", "no agent token on this call"))
+			return errorResult(core.Refuse(core.PermissionDenied, "", "no agent token on this call")), nil
 		}
 		var (
 			in  In
@@ -300,7 +318,7 @@ func toolCall[In accountScoped, Out any](s *Server, tool *sdk.Tool, input *input
 			in, err = decodeArguments[In](req.Params.Arguments, input)
 		}
 		if err != nil {
-			return errorResult(err)
+			return errorResult(err), nil
 		}
 		account := ""
 		if agent != nil {
@@ -309,22 +327,26 @@ func toolCall[In accountScoped, Out any](s *Server, tool *sdk.Tool, input *input
 			account = runner.AccountID
 		}
 		if id := in.account(); id != "" && id != account {
-			return errorResult(core.Refuse(core.PermissionDenied, "account_id", "this token works only on its own account; leave account_id empty"))
+			return errorResult(core.Refuse(core.PermissionDenied, "account_id", "this token works only on its own account; leave account_id empty")), nil
 		}
 		var out Out
 		if agent != nil {
-			out, err = h(ctx, agent, in)
+			out, err = h(withCall(ctx, req), agent, in)
 		} else {
 			out, err = rh(ctx, runner, in)
 		}
+		var ans *answer
+		if errors.As(err, &ans) {
+			return ans.result, ans.err
+		}
 		if err != nil {
-			return errorResult(s.refusal(tool.Name, err))
+			return errorResult(s.refusal(tool.Name, err)), nil
 		}
 		text, err := encodeResult(out)
 		if err != nil {
-			return errorResult(s.refusal(tool.Name, err))
+			return errorResult(s.refusal(tool.Name, err)), nil
 		}
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}, StructuredContent: text}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(text)}}, StructuredContent: text}, nil
 	}
 }
 

@@ -126,6 +126,9 @@ func (s *Server) markInitialized(next sdk.MethodHandler) sdk.MethodHandler {
 		res, err := next(ctx, method, req)
 		if method == "initialize" && err == nil {
 			if sess := sessionFrom(ctx); sess != nil {
+				if init, ok := req.GetParams().(*sdk.InitializeParams); ok {
+					s.sessions.introduce(sess, init)
+				}
 				s.sessions.ready(sess)
 			}
 		}
