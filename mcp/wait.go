@@ -119,9 +119,19 @@ func (s *Server) awaitAnswer(ctx context.Context, accountID, id string) (*asks.A
 // call comes back, and by ask, to tell each session when it is answered.
 type elicited struct {
 	mu     sync.Mutex
-	byCall map[elicitedCall]string
+	byCall map[elicitedCall]elicitedFor
 	byAsk  map[string]*elicitedAsk
 }
+
+// elicitedFor is the ask a call waits for, kept until a while after the ask's
+// life ends: a call that never comes back is forgotten then.
+type elicitedFor struct {
+	id    string
+	until time.Time
+}
+
+// elicitedGrace is how long after its ask's life a call may still come back.
+const elicitedGrace = time.Hour
 
 type elicitedCall struct {
 	session *openSession
@@ -137,9 +147,15 @@ func (e *elicited) put(c elicitedCall, a *asks.Approval) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.byCall == nil {
-		e.byCall, e.byAsk = map[elicitedCall]string{}, map[string]*elicitedAsk{}
+		e.byCall, e.byAsk = map[elicitedCall]elicitedFor{}, map[string]*elicitedAsk{}
 	}
-	e.byCall[c] = a.ID
+	now := time.Now()
+	for k, f := range e.byCall {
+		if now.After(f.until) {
+			delete(e.byCall, k)
+		}
+	}
+	e.byCall[c] = elicitedFor{id: a.ID, until: a.ExpiresAt.Add(elicitedGrace)}
 	w := e.byAsk[a.ID]
 	if w == nil {
 		w = &elicitedAsk{account: a.AccountID}
@@ -151,8 +167,8 @@ func (e *elicited) put(c elicitedCall, a *asks.Approval) {
 func (e *elicited) get(c elicitedCall) (string, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	id, ok := e.byCall[c]
-	return id, ok
+	f, ok := e.byCall[c]
+	return f.id, ok
 }
 
 // forget drops the call c, which came back and got its ask.
