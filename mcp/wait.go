@@ -296,12 +296,14 @@ func (s *Server) createWaiting(ctx context.Context, agent *people.Agent, in Crea
 		if a, err = file(); err != nil {
 			return nil, err
 		}
+		if answered(a) { // a policy approved it as it was filed: nobody needs the page
+			return s.approvalWithTimeline(ctx, a)
+		}
 		switch mode {
 		case elicitRoundTrip:
 			return nil, &answer{result: s.inputRequired(a)}
 		case elicitURL:
 			s.elicited.put(key, a)
-			s.completeElicitations(a.ID) // a policy may have answered it already
 			return nil, &answer{err: sdk.URLElicitationRequiredError([]*sdk.ElicitParams{s.elicitation(a)})}
 		}
 	}

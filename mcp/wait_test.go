@@ -283,3 +283,26 @@ func TestCreateWithWaitHoldsAPlainClient45Seconds(t *testing.T) {
 		})
 	}
 }
+
+// An ask a policy approves as it is filed comes back at once, approved by the
+// policy: a host that takes URL elicitation is not sent to a page nobody
+// needs to open.
+func TestCreateWithWaitReturnsAnAskAPolicyApprovedAtOnce(t *testing.T) {
+	w := newPolicyWorld(t, apptest.SQLite)
+	w.enable(t, map[string]any{"until": until(3 * time.Hour)})
+	_, token := w.env.Agent(w.env.Account.ID, "waiter")
+	for _, revision := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(revision, func(t *testing.T) {
+			host := (&waitWorld{env: w.env, token: token}).connect(t, revision, true, nil)
+			args := harmless("Read the onboarding doc on " + revision)
+			args["wait"] = true
+			res, err := host.CallTool(context.Background(), &sdk.CallToolParams{Name: "approvals_create", Arguments: args})
+			if err != nil {
+				t.Fatalf("approvals_create: %v, want the approved ask", err)
+			}
+			if got := structured(t, res); got["status"] != "approved" || got["decision"] != "approve" {
+				t.Fatalf("got %v, want the ask approved by the policy", got)
+			}
+		})
+	}
+}
