@@ -286,6 +286,11 @@ func (s *Server) createWaiting(ctx context.Context, agent *people.Agent, in Crea
 	case elicitRoundTrip:
 		if state := call.Params.RequestState; state != "" {
 			a = s.askOfRetry(ctx, agent, state, in)
+			if r, ok := call.Params.InputResponses[state].(*sdk.ElicitResult); a != nil && (!ok || r.Action != "accept") {
+				// The host did not open the page: the ask stays open for the
+				// person, and the call answers with it as it stands.
+				return s.approvalWithTimeline(ctx, a)
+			}
 		}
 	case elicitURL:
 		if id, ok := s.elicited.get(key); ok {

@@ -147,6 +147,21 @@ func TestCreateWithWaitSendsA20260728URLClientToTheAsksPage(t *testing.T) {
 			t.Fatalf("%d asks filed (%v), want 1: the call again files nothing", n, err)
 		}
 
+		declined := waitingAsk("Declined on the host")
+		res, err = session.CallTool(ctx, &sdk.CallToolParams{Name: "approvals_create", Arguments: declined})
+		if err != nil || !res.NeedsInput() {
+			t.Fatalf("approvals_create = %+v (%v), want input_required", res, err)
+		}
+		state := res.RequestState
+		back, err := session.CallTool(ctx, &sdk.CallToolParams{Name: "approvals_create", Arguments: declined, RequestState: state,
+			InputResponses: sdk.InputResponseMap{state: &sdk.ElicitResult{Action: "decline"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := structured(t, back); got["approval_id"] != state || got["status"] != "pending" {
+			t.Fatalf("a declined elicitation = %v, want the ask %s as it stands, pending", got, state)
+		}
+
 		other := waitingAsk("Ship the release")
 		other["payload"] = map[string]any{"review": map[string]any{"url": "https://example.com/other"}}
 		res, err = session.CallTool(ctx, &sdk.CallToolParams{Name: "approvals_create", Arguments: other, RequestState: id,
