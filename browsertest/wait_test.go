@@ -34,7 +34,9 @@ func (s *service) urlHost(t *testing.T, token, revision string, completed chan<-
 		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			return &sdk.ElicitResult{Action: "accept"}, nil
 		},
-		ElicitationCompleteHandler: func(_ context.Context, r *sdk.ElicitationCompleteNotificationRequest) { completed <- r.Params.ElicitationID },
+		ElicitationCompleteHandler: func(_ context.Context, r *sdk.ElicitationCompleteNotificationRequest) {
+			completed <- r.Params.ElicitationID
+		},
 	})
 	session, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: s.env.URL + "/mcp", HTTPClient: apptest.BearerClient(token), MaxRetries: -1},
 		&sdk.ClientSessionOptions{ProtocolVersion: revision})
