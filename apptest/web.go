@@ -308,6 +308,9 @@ func (b *Browser) SignIn() Response {
 func (b *Browser) Challenge(approvalID, decision, question string) Response {
 	b.t.Helper()
 	body := map[string]string{"decision": decision, "question": question}
+	if decision == string(asks.VerdictReply) { // the text is the reply's
+		body = map[string]string{"decision": decision, "reply": question}
+	}
 	if decision == string(asks.VerdictApprove) && b.CheckCode != nil {
 		if code := b.CheckCode(approvalID); code != "" {
 			body["check_code"] = code

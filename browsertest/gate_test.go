@@ -49,6 +49,11 @@ func (p chromiumPerson) Answer(t *testing.T, a asks.Approval, answer string) {
 	case "deny":
 		s.answer(a.ID, "[data-testid=deny]")
 		s.checkDecided("denied", "Denied", "ada")
+	case "reply":
+		// Set at once, not typed key by key: the gate's scenarios hold a call 2 s.
+		Eval[bool](page, `(document.querySelector("[data-testid=reply-text]").value = `+jsString(gatetest.ReplyText)+`, true)`)
+		s.answer(a.ID, "[data-testid=reply]")
+		s.checkDecided("denied", "Denied with a reply", "ada")
 	default:
 		t.Fatalf("no button for %q", answer)
 	}

@@ -41,6 +41,7 @@ type Choice struct {
 	Verdict   asks.Verdict
 	Question  string
 	Answer    string
+	Reply     string // for reply: what the tool's caller gets in place of its result
 	CheckCode string
 }
 
@@ -50,9 +51,10 @@ const ceremonyKind = "decision"
 // ceremony is kept server-side between the challenge and the signature.
 type ceremony struct {
 	ApprovalID string          `json:"approval_id"`
-	Decision   string          `json:"decision"` // as signed: question:<sha256> for a question, answer:<sha256> for an answer
+	Decision   string          `json:"decision"` // as signed: question:<sha256> for a question, answer:<sha256> for an answer, reply:<sha256> for a reply
 	Question   string          `json:"question,omitempty"`
 	Answer     string          `json:"answer,omitempty"`
+	Reply      string          `json:"reply,omitempty"`
 	Nonce      proof.B64       `json:"nonce"`
 	Session    json.RawMessage `json:"session"`
 	Link       string          `json:"link,omitempty"` // the push link it was begun with; "" in a session
@@ -101,8 +103,11 @@ func (s *Service) begin(ctx context.Context, m *people.Member, approvalID string
 		return "", nil, err
 	}
 	text := c.Question
-	if c.Verdict == asks.VerdictAnswer {
+	switch c.Verdict {
+	case asks.VerdictAnswer:
 		text = c.Answer
+	case asks.VerdictReply:
+		text = c.Reply
 	}
 	d, err := asks.ParseVerdict(a, c.Verdict, text)
 	if err != nil {
@@ -130,14 +135,17 @@ func (s *Service) begin(ctx context.Context, m *people.Member, approvalID string
 	if err != nil {
 		return "", nil, err
 	}
-	question, answer := "", ""
-	if d.Verdict == asks.VerdictQuestion {
+	question, answer, reply := "", "", ""
+	switch d.Verdict {
+	case asks.VerdictQuestion:
 		question = d.Note
+	case asks.VerdictReply:
+		reply = d.Note
 	}
 	if c.Verdict == asks.VerdictAnswer {
 		answer = d.Note
 	}
-	state, err := json.Marshal(ceremony{ApprovalID: a.ID, Decision: d.Signed(), Question: question, Answer: answer, Nonce: nonce, Session: session, Link: link})
+	state, err := json.Marshal(ceremony{ApprovalID: a.ID, Decision: d.Signed(), Question: question, Answer: answer, Reply: reply, Nonce: nonce, Session: session, Link: link})
 	if err != nil {
 		return "", nil, fmt.Errorf("decision ceremony: %w", err)
 	}
@@ -215,8 +223,11 @@ func (s *Service) complete(ctx context.Context, m *people.Member, approvalID, ce
 	if st.Answer != "" {
 		d.Note = st.Answer // the verdict is answer:<sha256>, which Decide checks against it
 	}
+	if st.Reply != "" {
+		d.Verdict, d.Note = asks.VerdictReply, st.Reply
+	}
 	p := s.rp.Proof(assertion, publicKey, a.ID, a.PayloadSHA256, st.Decision, st.Nonce, proof.Unsigned{
-		Person: m.Subject, AccountID: m.AccountID, DecidedAt: s.store.Now(), Question: st.Question, Answer: st.Answer,
+		Person: m.Subject, AccountID: m.AccountID, DecidedAt: s.store.Now(), Question: st.Question, Answer: st.Answer, Reply: st.Reply,
 	})
 	p.Payload = proof.B64(a.Payload) // the canonical bytes payload_sha256 covers, so a verifier needs no server
 	if requirement != nil {

@@ -134,6 +134,9 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *people.Memb
 			}
 		case asks.VerdictDeny:
 			ch.Event, ch.Set = asks.EventDeny, withDecision(decided, string(v.Verdict))
+		case asks.VerdictReply: // a deny whose note the gate returns in place of the tool's result
+			decided["note"] = v.Note
+			ch.Event, ch.Set, ch.Note = asks.EventDeny, withDecision(decided, string(v.Verdict)), v.Note
 		case asks.VerdictNotMine:
 			ch.Event, ch.Set = asks.EventNotMine, withDecision(decided, string(v.Verdict))
 			ch.After = func(tx *gorm.DB, a *asks.Approval) error {

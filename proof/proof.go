@@ -8,8 +8,9 @@
 // where lp(x) is the length of x as a 4-byte big-endian unsigned integer
 // followed by the bytes of x; domain is "countersign/decision/v1";
 // approval_id, payload_sha256 (64 lower-case hex characters) and decision
-// ("approve", "deny", "not_mine", "option:<index>" or "question:<sha256 hex
-// of the question text>") are their UTF-8 bytes; and nonce is the 32 raw
+// ("approve", "deny", "not_mine", "option:<index>", "question:<sha256 hex
+// of the question text>" or "reply:<sha256 hex of the reply>") are their
+// UTF-8 bytes; and nonce is the 32 raw
 // bytes the server issued for this one decision.
 package proof
 
@@ -66,6 +67,14 @@ func AnswerDecision(text string) string {
 	return "answer:" + hex.EncodeToString(sum[:])
 }
 
+// ReplyDecision is the decision string of a deny that answers in place of
+// the tool: its reply is hashed so the signature covers exactly what the
+// tool's caller is told.
+func ReplyDecision(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return "reply:" + hex.EncodeToString(sum[:])
+}
+
 // ValidDecision says whether d is a decision string of the layout.
 func ValidDecision(d string) bool {
 	switch {
@@ -77,7 +86,7 @@ func ValidDecision(d string) bool {
 	case strings.HasPrefix(d, "choice:"):
 		n, err := strconv.Atoi(strings.TrimPrefix(d, "choice:"))
 		return err == nil && n >= 0 && n < 100 && strconv.Itoa(n) == strings.TrimPrefix(d, "choice:")
-	case strings.HasPrefix(d, "question:"), strings.HasPrefix(d, "answer:"):
+	case strings.HasPrefix(d, "question:"), strings.HasPrefix(d, "answer:"), strings.HasPrefix(d, "reply:"):
 		_, h, _ := strings.Cut(d, ":")
 		_, err := hex.DecodeString(h)
 		return err == nil && len(h) == 64 && strings.ToLower(h) == h
@@ -141,6 +150,7 @@ type Unsigned struct {
 	DecidedAt time.Time `json:"decided_at"`
 	Question  string    `json:"question,omitempty"` // the text a question decision hashes
 	Answer    string    `json:"answer,omitempty"`   // the text an answer decision hashes
+	Reply     string    `json:"reply,omitempty"`    // the text a reply decision hashes
 }
 
 // Keys is an export of an account's registered device keys (countersign keys export).
@@ -175,7 +185,7 @@ const ClockSkew = time.Second
 // would also take "Decision" for "decision").
 var (
 	proofMembers    = []string{"format", "domain", "approval_id", "payload_sha256", "payload", "decision", "nonce", "credential_id", "public_key", "rp_id", "authenticator_data", "client_data_json", "signature", "requirement", "unsigned"}
-	unsignedMembers = []string{"person", "account_id", "decided_at", "question", "answer"}
+	unsignedMembers = []string{"person", "account_id", "decided_at", "question", "answer", "reply"}
 	keysMembers     = []string{"format", "account_id", "rp_id", "exported_at", "keys"}
 	deviceMembers   = []string{"credential_id", "public_key", "person", "name", "created_at", "removed", "removed_at"}
 )
@@ -356,7 +366,7 @@ func Verify(p *Proof, want Expect) (*Result, error) {
 		return nil, fail("approval_id", "approval_id is empty")
 	}
 	if !ValidDecision(p.Decision) {
-		return nil, fail("decision", "decision %q is not one of approve, deny, not_mine, option:<index>, question:<sha256>, choice:<index>, answer:<sha256>", p.Decision)
+		return nil, fail("decision", "decision %q is not one of approve, deny, not_mine, option:<index>, question:<sha256>, choice:<index>, answer:<sha256>, reply:<sha256>", p.Decision)
 	}
 	if !isLowerHex(p.PayloadSHA256, 64) {
 		return nil, fail("payload_sha256", "payload_sha256 is not 64 lower-case hex characters")
@@ -388,6 +398,9 @@ func Verify(p *Proof, want Expect) (*Result, error) {
 	}
 	if strings.HasPrefix(p.Decision, "answer:") && p.Unsigned.Answer != "" && AnswerDecision(p.Unsigned.Answer) != p.Decision {
 		return nil, fail("answer", "the answer text beside the proof does not hash to the signed decision")
+	}
+	if strings.HasPrefix(p.Decision, "reply:") && p.Unsigned.Reply != "" && ReplyDecision(p.Unsigned.Reply) != p.Decision {
+		return nil, fail("reply", "the reply text beside the proof does not hash to the signed decision")
 	}
 	origin, err := ExpectedOrigin(p.RPID, want.Origin)
 	if err != nil {

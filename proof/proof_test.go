@@ -96,11 +96,14 @@ func clone(t *testing.T, p *proof.Proof) *proof.Proof {
 var unsigned = proof.Unsigned{Person: "ada", AccountID: "acct_test", DecidedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 
 func TestAProofMadeWithThePasskeyVerifies(t *testing.T) {
-	for _, decision := range []string{"approve", "deny", "not_mine", "option:3", proof.QuestionDecision("Why now?")} {
+	for _, decision := range []string{"approve", "deny", "not_mine", "option:3", proof.QuestionDecision("Why now?"), proof.ReplyDecision("Use the staging bucket instead")} {
 		t.Run(decision, func(t *testing.T) {
 			u := unsigned
 			if strings.HasPrefix(decision, "question:") {
 				u.Question = "Why now?"
+			}
+			if strings.HasPrefix(decision, "reply:") {
+				u.Reply = "Use the staging bucket instead"
 			}
 			s := makeProof(t, "appr_test", decision, u)
 			p := clone(t, s.proof)
@@ -215,6 +218,17 @@ func TestAnyChangedByteMakesVerifyFail(t *testing.T) {
 		p.Unsigned.Question = "Why not now?"
 		if _, err := proof.Verify(p, proof.Expect{Origin: origin}); err == nil {
 			t.Fatalf("a proof verifies beside a question it did not sign")
+		}
+	})
+	t.Run("a reply beside the proof that is not the signed one", func(t *testing.T) {
+		r := makeProof(t, "appr_test", proof.ReplyDecision("Use the staging bucket instead"), proof.Unsigned{Reply: "Use the staging bucket instead"})
+		if _, err := proof.Verify(clone(t, r.proof), proof.Expect{Origin: origin}); err != nil {
+			t.Fatalf("the reply proof does not verify: %v", err)
+		}
+		p := clone(t, r.proof)
+		p.Unsigned.Reply = "Use the production bucket"
+		if _, err := proof.Verify(p, proof.Expect{Origin: origin}); err == nil || !strings.Contains(err.Error(), "reply") {
+			t.Fatalf("a proof beside a reply it did not sign: %v, want the reply check to refuse it", err)
 		}
 	})
 }
@@ -372,6 +386,7 @@ type vectors struct {
 		PayloadSHA256 string `json:"payload_sha256"`
 		Decision      string `json:"decision"`
 		Question      string `json:"question"`
+		Reply         string `json:"reply"`
 		NonceHex      string `json:"nonce_hex"`
 		PreimageHex   string `json:"preimage_hex"`
 		ChallengeHex  string `json:"challenge_hex"`
@@ -401,6 +416,9 @@ func TestChallengeLayoutMatchesTheGoldenVectors(t *testing.T) {
 			}
 			if !proof.ValidDecision(v.Decision) {
 				t.Fatalf("decision %q is not valid", v.Decision)
+			}
+			if v.Reply != "" && proof.ReplyDecision(v.Reply) != v.Decision {
+				t.Fatalf("ReplyDecision(%q) = %q, want %q", v.Reply, proof.ReplyDecision(v.Reply), v.Decision)
 			}
 			if v.Question != "" && proof.QuestionDecision(v.Question) != v.Decision {
 				t.Fatalf("QuestionDecision(%q) = %q, want %q", v.Question, proof.QuestionDecision(v.Question), v.Decision)

@@ -465,7 +465,7 @@ function initDecisions() {
   const decide = async (decision, text, button, checkCode = "") => {
     busy(button, true);
     try {
-      const body = decision === "answer" ? { decision, answer: text } : { decision, question: text };
+      const body = decision === "answer" ? { decision, answer: text } : decision === "reply" ? { decision, reply: text } : { decision, question: text };
       if (checkCode) body.check_code = checkCode;
       const begin = await postJSON(`${base}/challenge`, body);
       const credential = await getAssertion(begin);
@@ -491,6 +491,16 @@ function initDecisions() {
       return;
     }
     decide("question", text, qform.querySelector("button"));
+  });
+  const rform = root.querySelector("form[data-reply]");
+  rform?.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const text = rform.querySelector("textarea").value.trim();
+    if (!text) {
+      showError(root, new Error("Write your reply first."));
+      return;
+    }
+    decide("reply", text, rform.querySelector("button"));
   });
   const aform = root.querySelector("form[data-answer]");
   aform?.addEventListener("submit", (ev) => {

@@ -1,9 +1,9 @@
 (() => {
   // <define:SHELL>
-  var define_SHELL_default = ["/offline.html", "/static/app.fe806c50c655.css", "/static/app.1d60aa799139.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
+  var define_SHELL_default = ["/offline.html", "/static/app.fe806c50c655.css", "/static/app.7c05a76327f3.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
 
   // web/sw.js
-  var CACHE = `countersign-${"7624895333aa1d0c"}`;
+  var CACHE = `countersign-${"f03204faaf6d903a"}`;
   self.addEventListener("install", (event) => {
     event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(define_SHELL_default)).then(() => self.skipWaiting()));
   });

@@ -169,6 +169,13 @@ func (a Ask) Options() []string {
 }
 
 // DecisionText says in words what the person decided.
+// MayReply says whether the person may deny the ask with a reply that the
+// gate returns in place of the tool's result: a tool_call, with no approval
+// rule (a rule's signatures approve or deny).
+func (a Ask) MayReply() bool {
+	return a.CanDecide && a.Kind == ask.KindToolCall && a.Quorum == nil
+}
+
 func (a Ask) DecisionText() string {
 	v := asks.Verdict(a.Decision)
 	switch {
@@ -178,6 +185,8 @@ func (a Ask) DecisionText() string {
 		return "Denied"
 	case v == asks.VerdictNotMine:
 		return "Denied as not mine: the requesting agent was blocked"
+	case v == asks.VerdictReply:
+		return "Denied with a reply, which the agent gets in place of the tool's result"
 	case v.IsAnswer():
 		return "Answered in words (signed as the SHA-256 of the text)"
 	}

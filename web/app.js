@@ -533,13 +533,14 @@ function initDecisions() {
   }, armAfterMs);
   const early = () => !armed;
 
-  // text is the question's words for "question", the answer's for "answer";
+  // text is the question's words for "question", the answer's for "answer",
+  // the reply's for "reply";
   // checkCode is the check code picked to approve one of the riskiest asks:
   // the server refuses a wrong one before any passkey prompt.
   const decide = async (decision, text, button, checkCode = "") => {
     busy(button, true);
     try {
-      const body = decision === "answer" ? { decision, answer: text } : { decision, question: text };
+      const body = decision === "answer" ? { decision, answer: text } : decision === "reply" ? { decision, reply: text } : { decision, question: text };
       if (checkCode) body.check_code = checkCode;
       const begin = await postJSON(`${base}/challenge`, body);
       const credential = await getAssertion(begin);
@@ -567,6 +568,16 @@ function initDecisions() {
       return;
     }
     decide("question", text, qform.querySelector("button"));
+  });
+  const rform = root.querySelector("form[data-reply]");
+  rform?.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const text = rform.querySelector("textarea").value.trim();
+    if (!text) {
+      showError(root, new Error("Write your reply first."));
+      return;
+    }
+    decide("reply", text, rform.querySelector("button"));
   });
   const aform = root.querySelector("form[data-answer]");
   aform?.addEventListener("submit", (ev) => {

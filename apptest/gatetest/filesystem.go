@@ -63,8 +63,9 @@ type Person interface {
 	// Subject is the person's name on the service: the approver in audit
 	// events.
 	Subject() string
-	// Answer answers the pending ask a with "approve" or "deny"; with ""
-	// the person sees it and stays silent.
+	// Answer answers the pending ask a with "approve", "deny" or "reply"
+	// (a deny with ReplyText in place of the tool's result); with "" the
+	// person sees it and stays silent.
 	Answer(t *testing.T, a asks.Approval, answer string)
 	// ApproveLate approves the ask a after the gate withdrew it, and checks
 	// that the service refuses.
@@ -161,6 +162,9 @@ func CheckAudit(t *testing.T, lines []map[string]any, want map[string]any) map[s
 // Written is the content the scenarios write.
 const Written = "written by the test"
 
+// ReplyText is the person's reply in place of the tool's result.
+const ReplyText = "Write it to the staging folder instead."
+
 // RunFilesystemScenarios puts write_file behind a person and checks, each
 // with a gate of its own: an approve writes the file and the audit line
 // names the caller and the approver; a deny does not write it and the caller
@@ -182,7 +186,7 @@ func RunFilesystemScenarios(t *testing.T, s Setup) {
 		name        string
 		tool        string
 		file        string
-		answer      string // approve, deny, "" for silence
+		answer      string // approve, deny, reply, "" for silence
 		lateApprove bool
 		wantText    string
 		wantWritten bool
@@ -194,6 +198,9 @@ func RunFilesystemScenarios(t *testing.T, s Setup) {
 			wantAudit: map[string]any{"tool": "write_file", "caller": "claude", "approver": who, "phase": "allowed", "decision": "allow"}},
 		{name: "the person denies: not written, the caller reads the forbidden JSON",
 			tool: "write_file", file: "denied.txt", answer: "deny", wantText: gate.RefusalText, wantStatus: asks.StatusDenied,
+			wantAudit: map[string]any{"tool": "write_file", "caller": "claude", "approver": who, "phase": "refused", "decision": "deny"}},
+		{name: "the person denies with a reply: not written, the caller reads the reply as the tool's answer, not an error",
+			tool: "write_file", file: "replied.txt", answer: "reply", wantText: ReplyText, wantStatus: asks.StatusDenied,
 			wantAudit: map[string]any{"tool": "write_file", "caller": "claude", "approver": who, "phase": "refused", "decision": "deny"}},
 		{name: "silence for 2 s: refused, not written, the ask withdrawn, and an approve after changes nothing",
 			tool: "write_file", file: "silent.txt", lateApprove: true, wantText: gate.RefusalText, wantStatus: asks.StatusStale,
@@ -237,6 +244,9 @@ func RunFilesystemScenarios(t *testing.T, s Setup) {
 			}
 			if tc.wantText == gate.RefusalText && (text != gate.RefusalText || !res.IsError) {
 				t.Errorf("refusal = %q (isError %t), want exactly %s", text, res.IsError, gate.RefusalText)
+			}
+			if tc.answer == "reply" && (text != ReplyText || res.IsError) {
+				t.Errorf("result = %q (isError %t), want exactly the reply %q, not an error", text, res.IsError, ReplyText)
 			}
 			if tc.tool == "write_file" {
 				if got := waitStatus(t, s.Env, a.ID, tc.wantStatus); got != tc.wantStatus {

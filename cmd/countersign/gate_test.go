@@ -29,7 +29,11 @@ func (p passkeyPerson) Answer(t *testing.T, a asks.Approval, answer string) {
 	if answer == "" {
 		return
 	}
-	if r := p.ada.For(t).Decide(a.ID, answer, ""); r.Status != http.StatusOK {
+	text := ""
+	if answer == "reply" {
+		text = gatetest.ReplyText
+	}
+	if r := p.ada.For(t).Decide(a.ID, answer, text); r.Status != http.StatusOK {
 		t.Fatalf("ada answers %s: %s", answer, r)
 	}
 }

@@ -176,6 +176,9 @@ func verifyProof(raw []byte, file string, opts verifyOptions, out io.Writer) err
 	if strings.HasPrefix(p.Decision, "question:") && p.Unsigned.Question != "" {
 		fmt.Fprintf(out, "\nQuestion text (its SHA-256 is in the signed decision): %q\n", p.Unsigned.Question)
 	}
+	if strings.HasPrefix(p.Decision, "reply:") && p.Unsigned.Reply != "" {
+		fmt.Fprintf(out, "\nDenied, with this reply in place of the tool's result (its SHA-256 is in the signed decision): %q\n", p.Unsigned.Reply)
+	}
 
 	fmt.Fprintln(out, "\nUnsigned claims (NOT covered by the signature: what the server that kept the proof says):")
 	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)

@@ -317,6 +317,9 @@ func (c *Countersign) await(ctx context.Context, id string, late bool) (d Decisi
 		tr := &askTracker{c: c, id: a.ApprovalID, payload: a.Payload}
 		return Approve(a.DecidedBy).WithProof(a.Proof).WithTracker(tr), false, a.Status, nil
 	case "denied":
+		if a.Decision == "reply" { // denied with a reply in place of the tool's result
+			return Reply(a.DecidedBy, a.Note), false, a.Status, nil
+		}
 		return Deny(a.DecidedBy, a.Note), false, a.Status, nil
 	case "in_progress", "done", "failed":
 		return Deny("", "the ask was already acted on (its call ran, or runs, once)"), false, a.Status, nil

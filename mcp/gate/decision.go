@@ -41,6 +41,7 @@ type Decision struct {
 	approved bool
 	by       string
 	reason   string
+	reply    string // a no that answers in place of the tool (Reply)
 	proof    json.RawMessage
 	tracker  Tracker
 }
@@ -52,6 +53,11 @@ func Approve(by string) Decision { return Decision{approved: true, by: by} }
 // Deny is a no, with the person who declined (empty when nobody did, say a
 // ticket was filed instead) and why.
 func Deny(by, reason string) Decision { return Decision{by: by, reason: reason} }
+
+// Reply is a no from the person named by, who answers the caller in place
+// of the tool: the gate returns text as the call's result, not as an error
+// ("use the staging bucket instead").
+func Reply(by, text string) Decision { return Decision{by: by, reason: text, reply: text} }
 
 // WithProof returns d carrying proof of the answer (Countersign's signed
 // assertion, say), for the caller's and the auditor's records.
@@ -147,6 +153,9 @@ type ApprovalRefusedError struct {
 	By     string // the person who declined, or "" (silence, an error, no name)
 	Reason string // one of the Reason constants
 	Detail string // the person's reason or the error text, or ""
+	// Reply is the person's answer in place of the tool's result, on a no
+	// given with one: the call's caller gets it as the result's text.
+	Reply string
 }
 
 func (e *ApprovalRefusedError) Error() string {

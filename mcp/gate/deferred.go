@@ -282,7 +282,9 @@ func (g *governor) settle(ctx context.Context, t Ticket, tool string) deferredOu
 	}
 	switch {
 	case !d.approved:
-		return refuse(d.by, ReasonDenied, d.reason)
+		out := refuse(d.by, ReasonDenied, d.reason)
+		out.refused.Reply = d.reply
+		return out
 	case expired:
 		return refuse("", ReasonLate, "the ask's life ran out before the call came back")
 	case !d.named():

@@ -381,7 +381,7 @@ func (g *governor) call(ctx context.Context, req *mcp.CallToolRequest, run func(
 		refuse := func(refused *ApprovalRefusedError, since time.Time) *mcp.CallToolResult {
 			start = since
 			finish(PhaseRefused, DecisionDeny, refused.By, refused.auditReason())
-			return forbidden(RefusalText, refused, schemas.output)
+			return refusal(refused, schemas.output)
 		}
 		allow := func(d Decision, since time.Time) (*mcp.CallToolResult, error) {
 			start = since
@@ -401,9 +401,24 @@ func (g *governor) call(ctx context.Context, req *mcp.CallToolRequest, run func(
 	}
 	if refused != nil {
 		finish(PhaseRefused, DecisionDeny, refused.By, refused.auditReason())
-		return forbidden(RefusalText, refused, schemas.output), nil
+		return refusal(refused, schemas.output), nil
 	}
 	return allowed(d)
+}
+
+// refusal is the result of a call the gate did not run: the person's reply
+// in place of the tool's result, as an answer and not an error, when they
+// gave one with their no; otherwise RefusalText as an error.
+func refusal(refused *ApprovalRefusedError, output *jsonschema.Resolved) *mcp.CallToolResult {
+	if refused.Reply == "" {
+		return forbidden(RefusalText, refused, output)
+	}
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: refused.Reply}}}
+	var obj map[string]any
+	if json.Unmarshal([]byte(refused.Reply), &obj) == nil && (output == nil || output.Validate(obj) == nil) {
+		res.StructuredContent = json.RawMessage(refused.Reply)
+	}
+	return res
 }
 
 // needsApproval applies a tool's rule; a rule that panics asks, since when
@@ -452,7 +467,9 @@ func (g *governor) ask(ctx context.Context, req ApprovalRequest) (Decision, *App
 		case a.err != nil:
 			return refuse("", ReasonSinkError, a.err.Error())
 		case !a.d.approved:
-			return refuse(a.d.by, ReasonDenied, a.d.reason)
+			d, refused := refuse(a.d.by, ReasonDenied, a.d.reason)
+			refused.Reply = a.d.reply
+			return d, refused
 		case !a.d.named():
 			return refuse("", ReasonAnonymous, "") // an approval that names nobody is not a second pair of eyes
 		}

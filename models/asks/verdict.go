@@ -15,17 +15,21 @@ type Verdict string
 // "option:<index>"; a question's signed form is "question:<sha256 of its
 // text>" (see Decision.Signed). A request's question is answered with
 // "choice:<index>" of its choices, or with free text, signed as
-// "answer:<lower-case hex sha256 of the text>". A new way to answer is added here, and only
-// here: ParseVerdict reads it, Decide records it.
+// "answer:<lower-case hex sha256 of the text>". A tool_call ask may be
+// denied with a reply the gate returns in place of the tool's result, signed
+// as "reply:<sha256 of the reply>". A new way to answer is added here, and
+// only here: ParseVerdict reads it, Decide records it.
 const (
 	VerdictApprove  Verdict = "approve"
 	VerdictDeny     Verdict = "deny"
 	VerdictNotMine  Verdict = "not_mine"
 	VerdictQuestion Verdict = "question"
 	VerdictAnswer   Verdict = "answer" // a free-text answer, before its text is hashed
+	VerdictReply    Verdict = "reply"  // a deny with a reply in place of the tool's result
 	optionPrefix            = "option:"
 	choicePrefix            = "choice:"
 	answerPrefix            = "answer:"
+	replyPrefix             = "reply:"
 )
 
 // AnswerVerdict is the signed verdict of a free-text answer.
@@ -53,8 +57,8 @@ func (v Verdict) index(prefix string) (int, bool) {
 
 // Decision is a person's answer, with the proof that they gave it.
 type Decision struct {
-	Verdict Verdict // approve, deny, not_mine, question, option:<index>, choice:<index> or answer:<sha256>
-	Note    string  // the question's text for question; the chosen option's or choice's text; the answer's text; optional otherwise
+	Verdict Verdict // approve, deny, not_mine, question, reply, option:<index>, choice:<index> or answer:<sha256>
+	Note    string  // the question's or reply's text; the chosen option's or choice's text; the answer's text; optional otherwise
 	// The signature, already verified by the caller: the nonce it covered is
 	// spent and the passkey's counter moves in the decision's transaction.
 	Proof        []byte // the proof, kept whole (JSON)
@@ -69,8 +73,11 @@ type Decision struct {
 
 // Signed is the decision string a signature over this decision covers.
 func (d Decision) Signed() string {
-	if d.Verdict == VerdictQuestion {
+	switch d.Verdict {
+	case VerdictQuestion:
 		return proof.QuestionDecision(d.Note)
+	case VerdictReply:
+		return proof.ReplyDecision(d.Note)
 	}
 	return string(d.Verdict)
 }
@@ -113,6 +120,17 @@ func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
 			return d, core.Invalid("answer", "the answer's text does not hash to the signed decision %q", choice)
 		}
 	case choice == VerdictDeny, choice == VerdictNotMine:
+	case choice == VerdictReply || strings.HasPrefix(string(choice), replyPrefix):
+		if a.Kind != ask.KindToolCall {
+			return d, core.Invalid("decision", "only a tool_call ask is denied with a reply in place of the tool's result")
+		}
+		d.Verdict, d.Note = VerdictReply, strings.TrimSpace(text)
+		if d.Note == "" {
+			return d, core.Invalid("reply", "write the reply the tool's caller gets in place of its result")
+		}
+		if choice != VerdictReply && string(choice) != d.Signed() {
+			return d, core.Invalid("reply", "the reply's text does not hash to the signed decision %q", choice)
+		}
 	case choice == VerdictQuestion:
 		d.Note = strings.TrimSpace(text)
 		if d.Note == "" {
@@ -126,7 +144,7 @@ func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
 		}
 		d.Note = opts[idx]
 	default:
-		return d, core.Invalid("decision", "must be approve, deny, not_mine, question, option:<index>, choice:<index> or answer, not %q", choice)
+		return d, core.Invalid("decision", "must be approve, deny, not_mine, question, reply, option:<index>, choice:<index> or answer, not %q", choice)
 	}
 	if n := core.RuneCount(d.Note); n > NoteLimit {
 		field := "note"
@@ -135,6 +153,8 @@ func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
 			field = "question"
 		case d.Verdict.IsAnswer():
 			field = "answer"
+		case d.Verdict == VerdictReply:
+			field = "reply"
 		}
 		return d, core.Invalid(field, "at most %d characters (got %d)", NoteLimit, n)
 	}

@@ -15,6 +15,8 @@ domain = "countersign/decision/v1"
 h1 = hashlib.sha256(b'{"pull_request":{"head":"abcdef1234567","number":900,"repo":"acme/web","title":"Fix login redirect"}}').hexdigest()
 h2 = hashlib.sha256(b'{"decision":{"options":["Ship today","Wait for Monday"]}}').hexdigest()
 q = "Does this touch the session cookie?"
+r = "Use the staging bucket instead"
+h3 = hashlib.sha256(b'{"tool_call":{"arguments":{"content":"hello","path":"/srv/prod/notes.txt"},"server":"filesystem","tool":"write_file"}}').hexdigest()
 cases = [
     ("approve", "appr_aaaaaaaaaaaaaaaa", h1, "approve", bytes(range(32))),
     ("deny", "appr_aaaaaaaaaaaaaaaa", h1, "deny", bytes(range(32))),
@@ -22,6 +24,7 @@ cases = [
     ("option", "appr_cccccccccccccccc", h2, "option:1", bytes([0] * 32)),
     ("question", "appr_dddddddddddddddd", h1, "question:" + hashlib.sha256(q.encode()).hexdigest(), bytes(range(100, 132))),
     ("utf-8 approval id", "appr_é", h1, "approve", bytes(range(32))),
+    ("reply", "appr_eeeeeeeeeeeeeeee", h3, "reply:" + hashlib.sha256(r.encode()).hexdigest(), bytes(range(200, 232))),
 ]
 out = []
 for name, aid, h, d, nonce in cases:
@@ -30,5 +33,7 @@ for name, aid, h, d, nonce in cases:
          "nonce_hex": nonce.hex(), "preimage_hex": msg.hex(), "challenge_hex": ch}
     if d.startswith("question:"):
         v["question"] = q
+    if d.startswith("reply:"):
+        v["reply"] = r
     out.append(v)
 print(json.dumps({"comment": "Decision challenges of countersign/decision/v1: SHA-256 over lp(domain) || lp(approval_id) || lp(payload_sha256) || lp(decision) || lp(nonce), lp(x) = 4-byte big-endian length of x, then x. Computed with Python's hashlib and struct.pack('>I', len), not with the Go code.", "vectors": out}, indent=2, ensure_ascii=False))
