@@ -558,3 +558,36 @@ func TestVerifyRefusesAPhishedCrossOriginAssertion(t *testing.T) {
 		t.Fatalf("verify --origin https://phish.example: %s; want exit 1", r)
 	}
 }
+
+// countersign verify shows a reply decision's words beside the proof, and
+// refuses words that are not the signed ones.
+func TestVerifyShowsTheReplyOfADenyWithAReply(t *testing.T) {
+	dir := t.TempDir()
+	key := prooftest.NewKey()
+	const rpID = "approvals.example.com"
+	payload := []byte(`{"tool_call":{"arguments":{"path":"/srv/prod/notes.txt"},"server":"filesystem","tool":"write_file"}}`)
+	sum := sha256.Sum256(payload)
+	reply := "Write it to the staging folder instead."
+	signed := func(name, claimed string) string {
+		p := &proof.Proof{Format: proof.Format, Domain: proof.Domain, ApprovalID: "appr_test", PayloadSHA256: fmt.Sprintf("%x", sum),
+			Payload: payload, Decision: proof.ReplyDecision(reply), Nonce: bytes.Repeat([]byte{9}, proof.NonceSize), CredentialID: []byte("a passkey of sixteen bytes or more"), RPID: rpID,
+			Unsigned: proof.Unsigned{Person: "ada", AccountID: "acct_test", DecidedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), Reply: claimed}}
+		key.Sign(p, prooftest.Assertion{Counter: 1})
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	r := mustCLI(t, nil, "verify", signed("reply.json", reply), "--rp-id", rpID, "--allow-self-asserted")
+	if !strings.Contains(r.stdout, "VALID:") || !strings.Contains(r.stdout, "in place of the tool's result") || !strings.Contains(r.stdout, reply) {
+		t.Fatalf("verify of a reply proof: %s; want it valid, with the reply's words", r)
+	}
+	if r := cli(t, nil, "verify", signed("other.json", "Write it to production."), "--rp-id", rpID, "--allow-self-asserted"); r.code != 1 || !strings.Contains(r.stderr, "reply") {
+		t.Fatalf("verify of a reply proof beside other words: %s; want exit 1 on the reply check", r)
+	}
+}
