@@ -2,6 +2,7 @@ package apptest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/models/asks"
+	"github.com/countersign/countersign/models/core"
+	"github.com/countersign/countersign/models/people"
 )
 
 // StartWeb runs the service on db for browser-like tests: it listens first,
@@ -57,6 +60,21 @@ type Browser struct {
 func (e *Env) Browser() *Browser {
 	b := NewBrowser(e.t, e.URL)
 	b.CheckCode = e.CheckCode
+	return b
+}
+
+// Owner is a browser of a new owner of the default account, named subject,
+// who joined through an invite with a software passkey and is signed in.
+func (e *Env) Owner(subject string) *Browser {
+	e.t.Helper()
+	invite, _, err := e.Store.CreateInvite(context.Background(), people.NewInvite{AccountID: e.Account.ID, Role: core.RoleOwner, By: people.OperatorInviter("test")})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	b := e.Browser()
+	if r := b.AcceptInvite(invite, subject); r.Status != http.StatusOK {
+		e.t.Fatalf("%s accepts the invite: %s", subject, r)
+	}
 	return b
 }
 

@@ -13,8 +13,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models/core"
-	"github.com/countersign/countersign/models/people"
 )
 
 // waitWorld is a service with ada, an owner who answers with her passkey
@@ -28,16 +26,8 @@ type waitWorld struct {
 func newWaitWorld(t *testing.T, db apptest.Database) *waitWorld {
 	t.Helper()
 	env := apptest.StartWeb(t, db, nil)
-	invite, _, err := env.Store.CreateInvite(context.Background(), people.NewInvite{AccountID: env.Account.ID, Role: core.RoleOwner, By: people.OperatorInviter("test")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ada := env.Browser()
-	if r := ada.AcceptInvite(invite, "ada"); r.Status != http.StatusOK {
-		t.Fatalf("ada accepts the invite: %s", r)
-	}
 	_, token := env.Agent(env.Account.ID, "bot")
-	return &waitWorld{env: env, ada: ada, token: token}
+	return &waitWorld{env: env, ada: env.Owner("ada"), token: token}
 }
 
 // approve has ada approve the ask with her passkey.

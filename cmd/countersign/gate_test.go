@@ -14,8 +14,6 @@ import (
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/apptest/gatetest"
 	"github.com/countersign/countersign/models/asks"
-	"github.com/countersign/countersign/models/core"
-	"github.com/countersign/countersign/models/people"
 )
 
 // passkeyPerson is ada answering with apptest's software passkey, over the
@@ -66,15 +64,7 @@ func serviceWithAda(t *testing.T) (*apptest.Env, *apptest.Browser) {
 func serviceWithAdaAnd(t *testing.T, settings map[string]string) (*apptest.Env, *apptest.Browser) {
 	t.Helper()
 	env := apptest.StartWeb(t, apptest.SQLite, settings)
-	invite, _, err := env.Store.CreateInvite(context.Background(), people.NewInvite{AccountID: env.Account.ID, Role: core.RoleOwner, By: people.OperatorInviter("test")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ada := env.Browser()
-	if r := ada.AcceptInvite(invite, "ada"); r.Status != http.StatusOK {
-		t.Fatalf("ada accepts the invite: %s", r)
-	}
-	return env, ada
+	return env, env.Owner("ada")
 }
 
 // A gate whose token the service refuses says the service's reason, not

@@ -17,7 +17,6 @@ import (
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/mcp/gate"
 	"github.com/countersign/countersign/models/asks"
-	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/people"
 )
 
@@ -32,16 +31,8 @@ type service struct {
 func startService(t *testing.T, db apptest.Database) *service {
 	t.Helper()
 	env := apptest.StartWeb(t, db, nil)
-	invite, _, err := env.Store.CreateInvite(context.Background(), people.NewInvite{AccountID: env.Account.ID, Role: core.RoleOwner, By: people.OperatorInviter("test")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ada := env.Browser()
-	if r := ada.AcceptInvite(invite, "ada"); r.Status != http.StatusOK {
-		t.Fatalf("ada accepts the invite: %s", r)
-	}
 	_, token := env.Agent(env.Account.ID, "gate")
-	return &service{env: env, ada: ada, token: token}
+	return &service{env: env, ada: env.Owner("ada"), token: token}
 }
 
 // openAsk waits for the one open ask and returns it.
