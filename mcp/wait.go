@@ -21,7 +21,8 @@ import (
 //     as long as it lives. On 2026-07-28 the answer is an input_required
 //     result whose request state is the ask's id; the client calls again
 //     with it, and gets the ask once it is answered (a call while it is open
-//     is held plainWait at most, then answered with the same elicitation).
+//     is held plainWait at most, then answered with the same elicitation; a
+//     call whose host declined the elicitation gets the ask as it stands).
 //     On 2025-11-25 the answer is the URLElicitationRequired error (-32042);
 //     once the ask is answered or ends, the session hears
 //     notifications/elicitation/complete, and the same call again gets the
@@ -29,6 +30,8 @@ import (
 //   - Any other client is held plainWait at most and gets the ask as it then
 //     stands: answered, or still pending (then it subscribes to the ask, or
 //     polls approvals_get).
+//
+// An ask a policy approves as it is filed comes back at once, to any client.
 //
 // A call that comes back is matched to its ask by what only it can know: on
 // 2026-07-28 the request state names an ask this agent filed with exactly
