@@ -253,16 +253,19 @@ func TestCreateWithWaitHoldsAPlainClient45Seconds(t *testing.T) {
 			ctx := context.Background()
 			t.Run("answered", func(t *testing.T) {
 				title := "Answered on " + revision
-				go func() {
-					for range 100 {
+				go func() { // the person answers once the ask is filed, while the call is held
+					for range 400 {
 						var ids []string
 						w.env.Store.DB().Table("approvals").Where("title = ?", title).Pluck("id", &ids)
 						if len(ids) == 1 {
-							w.approve(t, ids[0])
+							if r := w.ada.For(t).Decide(ids[0], "approve", ""); r.Status != http.StatusOK {
+								t.Errorf("ada approves %s: %s", ids[0], r)
+							}
 							return
 						}
 						time.Sleep(50 * time.Millisecond)
 					}
+					t.Errorf("no ask titled %q was filed within 20 s", title)
 				}()
 				res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: "approvals_create", Arguments: waitingAsk(title)})
 				if err != nil {
