@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -169,9 +170,16 @@ func TestCreateWithWaitReturnsTheApprovedAskToAnAutomaticHost(t *testing.T) {
 	opened := make(chan string, 1)
 	client := sdk.NewClient(&sdk.Implementation{Name: "host", Version: "1"}, &sdk.ClientOptions{
 		Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}},
+		// The host opens the page and the person approves there; this runs
+		// on the client's goroutine, so it reports by its error, not t.Fatal.
 		ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-			id := w.theURLElicitation(t, r.Params, "Ship the release")
-			w.approve(t, id)
+			id, ok := strings.CutPrefix(r.Params.URL, w.env.URL+"/approvals/")
+			if r.Params.Mode != "url" || !ok || id != r.Params.ElicitationID {
+				return nil, fmt.Errorf("elicitation %+v is not the URL of the ask's page", r.Params)
+			}
+			if resp := w.ada.For(t).Decide(id, "approve", ""); resp.Status != http.StatusOK {
+				return nil, fmt.Errorf("ada approves %s: %s", id, resp)
+			}
 			opened <- id
 			return &sdk.ElicitResult{Action: "accept"}, nil
 		},
