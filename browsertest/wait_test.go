@@ -35,7 +35,9 @@ func (s *service) urlHost(t *testing.T, token, revision string, completed chan<-
 			return &sdk.ElicitResult{Action: "accept"}, nil
 		},
 		ElicitationCompleteHandler: func(_ context.Context, r *sdk.ElicitationCompleteNotificationRequest) {
-			completed <- r.Params.ElicitationID
+			if completed != nil {
+				completed <- r.Params.ElicitationID
+			}
 		},
 	})
 	session, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: s.env.URL + "/mcp", HTTPClient: apptest.BearerClient(token), MaxRetries: -1},
