@@ -47,6 +47,10 @@ func (h *Handlers) Inbox(c echo.Context) error {
 		rows[i].KeptAsking = kept[rows[i].ID]
 		a := &open[i]
 		if a.Requirement == nil {
+			if v.member.MayDecide(a) {
+				rows[i].NotBatched = asks.WhyNotBatched(a)
+				rows[i].Batchable = rows[i].NotBatched == ""
+			}
 			view.Asks = append(view.Asks, rows[i])
 			continue
 		}

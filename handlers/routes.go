@@ -138,6 +138,8 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	person.GET("/approvals/:id/receipt", h.ApprovalReceipt)
 	person.POST("/approvals/:id/challenge", h.DecisionChallenge)
 	person.POST("/approvals/:id/decide", h.Decide)
+	person.POST("/batch/challenge", h.BatchChallenge)
+	person.POST("/batch/decide", h.BatchDecide)
 	person.GET("/work", h.WorkBoard)
 	person.POST("/work/items", h.WorkItemAdd)
 	person.GET("/work/items/:id", h.WorkItemShow)

@@ -103,8 +103,10 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *people.Memb
 			if err := s.SpendChallenge(tx, a, m.ID, d.Signed(), d.Nonce); err != nil {
 				return nil, err
 			}
-			if err := s.UseDeviceKeyTx(tx, m.ID, d.CredentialID, d.SignCount, d.Credential); err != nil {
-				return nil, err
+			if !d.KeyUsed {
+				if err := s.UseDeviceKeyTx(tx, m.ID, d.CredentialID, d.SignCount, d.Credential); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if d.PushLink != "" {

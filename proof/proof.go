@@ -137,7 +137,10 @@ type Proof struct {
 	// Requirement is the approval rule's requirement the signature binds,
 	// on an ask a rule covers (domain DomainRequirement); absent otherwise.
 	Requirement *Requirement `json:"requirement,omitempty"`
-	Unsigned    Unsigned     `json:"unsigned"`
+	// Batch is the list of decisions one assertion signed, when this proof's
+	// decision is one of a batch (domain countersign/batch/v1).
+	Batch    []BatchItem `json:"batch,omitempty"`
+	Unsigned Unsigned    `json:"unsigned"`
 }
 
 // Format names the proof layout.
@@ -184,7 +187,7 @@ const ClockSkew = time.Second
 // The member names a reader accepts, exactly as written (encoding/json alone
 // would also take "Decision" for "decision").
 var (
-	proofMembers    = []string{"format", "domain", "approval_id", "payload_sha256", "payload", "decision", "nonce", "credential_id", "public_key", "rp_id", "authenticator_data", "client_data_json", "signature", "requirement", "unsigned"}
+	proofMembers    = []string{"format", "domain", "approval_id", "payload_sha256", "payload", "decision", "nonce", "credential_id", "public_key", "rp_id", "authenticator_data", "client_data_json", "signature", "requirement", "batch", "unsigned"}
 	unsignedMembers = []string{"person", "account_id", "decided_at", "question", "answer", "reply"}
 	keysMembers     = []string{"format", "account_id", "rp_id", "exported_at", "keys"}
 	deviceMembers   = []string{"credential_id", "public_key", "person", "name", "created_at", "removed", "removed_at"}
@@ -357,6 +360,10 @@ func Verify(p *Proof, want Expect) (*Result, error) {
 		return nil, fail("format", "format is %q, want %q", p.Format, Format)
 	}
 	switch {
+	case p.Batch != nil:
+		if err := checkBatch(p); err != nil {
+			return nil, err
+		}
 	case p.Requirement == nil && p.Domain != Domain:
 		return nil, fail("domain", "domain is %q, want %q", p.Domain, Domain)
 	case p.Requirement != nil && p.Domain != DomainRequirement:
@@ -406,7 +413,12 @@ func Verify(p *Proof, want Expect) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	challenge, err := DecisionChallenge(p.ApprovalID, p.PayloadSHA256, p.Decision, p.Requirement, p.Nonce)
+	var challenge []byte
+	if p.Batch != nil {
+		challenge, err = BatchChallenge(p.Batch, p.Nonce)
+	} else {
+		challenge, err = DecisionChallenge(p.ApprovalID, p.PayloadSHA256, p.Decision, p.Requirement, p.Nonce)
+	}
 	if err != nil {
 		return nil, fail("requirement", "%v", err)
 	}

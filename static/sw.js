@@ -1,9 +1,9 @@
 (() => {
   // <define:SHELL>
-  var define_SHELL_default = ["/offline.html", "/static/app.fe806c50c655.css", "/static/app.7c05a76327f3.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
+  var define_SHELL_default = ["/offline.html", "/static/app.72dcc8a50b75.css", "/static/app.0d13f03ded7f.js", "/static/icons/icon-192.png", "/manifest.webmanifest"];
 
   // web/sw.js
-  var CACHE = `countersign-${"f03204faaf6d903a"}`;
+  var CACHE = `countersign-${"78aeaef5970fa7b0"}`;
   self.addEventListener("install", (event) => {
     event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(define_SHELL_default)).then(() => self.skipWaiting()));
   });

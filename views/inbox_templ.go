@@ -80,6 +80,12 @@ func Inbox(p Page, v InboxView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
+					if v.Batchable() > 0 {
+						templ_7745c5c3_Err = batchBar().Render(ctx, templ_7745c5c3_Buffer)
+						if templ_7745c5c3_Err != nil {
+							return templ_7745c5c3_Err
+						}
+					}
 				}
 				if v.More {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<p class=\"muted\">More asks wait than fit here: answer these, or <a href=\"/history?status=open\">see every open ask</a>.</p>")
@@ -109,6 +115,32 @@ func Inbox(p Page, v InboxView) templ.Component {
 			return nil
 		})
 		templ_7745c5c3_Err = Layout(p).Render(templ.WithChildren(ctx, templ_7745c5c3_Var2), templ_7745c5c3_Buffer)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		return nil
+	})
+}
+
+// batchBar answers the asks picked in the inbox with one passkey prompt.
+func batchBar() templ.Component {
+	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
+		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
+		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
+			return templ_7745c5c3_CtxErr
+		}
+		templ_7745c5c3_Buffer, templ_7745c5c3_IsBuffer := templruntime.GetBuffer(templ_7745c5c3_W)
+		if !templ_7745c5c3_IsBuffer {
+			defer func() {
+				templ_7745c5c3_BufErr := templruntime.ReleaseBuffer(templ_7745c5c3_Buffer)
+				if templ_7745c5c3_Err == nil {
+					templ_7745c5c3_Err = templ_7745c5c3_BufErr
+				}
+			}()
+		}
+		ctx = templ.InitializeContext(ctx)
+		ctx = templ.ClearChildren(ctx)
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "<div class=\"batch-bar\" data-batch-bar data-testid=\"batch-bar\"><p data-batch-count aria-live=\"polite\">Pick asks to answer them together.</p><button type=\"button\" class=\"primary\" data-batch-decision=\"approve\" data-testid=\"batch-approve\" disabled>Approve picked</button> <button type=\"button\" data-batch-decision=\"deny\" data-testid=\"batch-deny\" disabled>Deny picked</button><p class=\"muted\">One passkey prompt signs the list of the asks you picked and your answer; each ask keeps a proof of its own. At most 50 at once. Asks that need a check code, more than one person or a pick of an answer are answered on their page.</p><p class=\"error\" data-error hidden role=\"alert\"></p></div>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -30,6 +30,10 @@ type AskRow struct {
 	NeedsCode bool
 	// People is how many people its rule needs, 0 when no rule covers it.
 	People int
+	// Batchable: the viewer may answer it with others in one passkey
+	// prompt; NotBatched says why not, for an ask they answer on its page.
+	Batchable  bool
+	NotBatched string
 }
 
 // Who names who asks, as the ask's page does (see whoAsks).
@@ -46,6 +50,17 @@ func (r AskRow) Agent() string {
 func (r AskRow) Open() bool { return asks.Status(r.Status).Open() }
 
 // InboxView is the list of open asks waiting for the viewer.
+// Batchable counts the asks the viewer may answer in one batch.
+func (v InboxView) Batchable() int {
+	n := 0
+	for _, a := range v.Asks {
+		if a.Batchable {
+			n++
+		}
+	}
+	return n
+}
+
 type InboxView struct {
 	Asks    []AskRow
 	Now     time.Time

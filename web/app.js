@@ -591,6 +591,37 @@ function initDecisions() {
   });
 }
 
+// The inbox's batch: the picked asks are answered with one passkey prompt
+// over their list (decision.Service.BeginBatch), then the inbox reloads.
+function initBatch() {
+  const bar = document.querySelector("[data-batch-bar]");
+  if (!bar) return;
+  const picks = () => [...document.querySelectorAll("input[data-batch]:checked")].map((p) => p.value);
+  const count = bar.querySelector("[data-batch-count]");
+  const buttons = bar.querySelectorAll("[data-batch-decision]");
+  const update = () => {
+    const n = picks().length;
+    count.textContent = n === 0 ? "Pick asks to answer them together." : `${n} picked`;
+    buttons.forEach((b) => (b.disabled = n === 0 || n > 50));
+  };
+  document.querySelectorAll("input[data-batch]").forEach((p) => p.addEventListener("change", update));
+  buttons.forEach((button) => {
+    button.addEventListener("click", async () => {
+      busy(button, true);
+      try {
+        const begin = await postJSON("/batch/challenge", { approval_ids: picks(), decision: button.dataset.batchDecision });
+        const credential = await getAssertion(begin);
+        const done = await postJSON("/batch/decide", { ceremony: begin.ceremony, credential: credential.toJSON() });
+        location.assign(localPath(done.redirect || "/"));
+      } catch (err) {
+        showError(bar, err);
+        busy(button, false);
+      }
+    });
+  });
+  update();
+}
+
 // The live timeline of an ask.
 function initLive() {
   const root = document.querySelector("[data-live]");
@@ -762,6 +793,7 @@ initHomeScreenStep();
 initCopy();
 initRuleExamples();
 initDecisions();
+initBatch();
 initLive();
 initCountdowns();
 initLocalTimes();

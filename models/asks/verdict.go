@@ -69,6 +69,27 @@ type Decision struct {
 	// PushLink is the id of the one-time push link the decision was made
 	// with, "" for one made in a session: it is spent in the same transaction.
 	PushLink string
+	// KeyUsed says the passkey's counter already moved in this transaction,
+	// for an earlier ask of the same batch: one assertion moves it once.
+	KeyUsed bool
+}
+
+// WhyNotBatched says why the ask is answered one by one and not in a batch
+// (one passkey prompt over a list of asks), or "" when it may be batched.
+func WhyNotBatched(a *Approval) string {
+	switch {
+	case a.Status != StatusPending:
+		return "it is not pending"
+	case a.Requirement != nil:
+		return "it needs more than one person"
+	case ask.NeedsCheckCode(a.Kind, a.Payload):
+		return "it needs the agent's check code"
+	case a.Kind == ask.KindDecision || a.IsRequest():
+		return "it asks you to pick an answer"
+	case a.Kind == ask.KindAutoApprove || a.Kind == ask.KindRuleChange || a.Kind == ask.KindMemberChange:
+		return "it changes a policy, a rule or who decides"
+	}
+	return ""
 }
 
 // Signed is the decision string a signature over this decision covers.
