@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 
@@ -128,17 +127,9 @@ func (s *Service) CompleteBatch(ctx context.Context, m *people.Member, ceremonyI
 	if err != nil {
 		return nil, err
 	}
-	assertion, err := s.rp.FinishDecision(u, st.Session, credential, challenge)
+	assertion, publicKey, err := s.signed(ctx, u, st.Session, credential, challenge)
 	if err != nil {
 		return nil, err
-	}
-	key, err := s.store.DeviceKeyByID(ctx, assertion.CredentialID)
-	if err != nil {
-		return nil, err
-	}
-	publicKey, err := base64.RawURLEncoding.DecodeString(key.PublicKey)
-	if err != nil {
-		return nil, fmt.Errorf("passkey %s public key: %w", key.ID, err)
 	}
 	decisions := make([]asks.Decision, len(st.Items))
 	for i, it := range st.Items {

@@ -203,17 +203,9 @@ func (s *Service) complete(ctx context.Context, m *people.Member, approvalID, ce
 	if err != nil {
 		return nil, err
 	}
-	assertion, err := s.rp.FinishDecision(u, st.Session, credential, challenge)
+	assertion, publicKey, err := s.signed(ctx, u, st.Session, credential, challenge)
 	if err != nil {
 		return nil, err
-	}
-	key, err := s.store.DeviceKeyByID(ctx, assertion.CredentialID)
-	if err != nil {
-		return nil, err
-	}
-	publicKey, err := base64.RawURLEncoding.DecodeString(key.PublicKey)
-	if err != nil {
-		return nil, fmt.Errorf("passkey %s public key: %w", key.ID, err)
 	}
 	d := asks.Decision{Verdict: asks.Verdict(st.Decision), Nonce: st.Nonce, CredentialID: assertion.CredentialID,
 		SignCount: assertion.SignCount, Credential: assertion.Credential, PushLink: st.Link}
@@ -237,6 +229,25 @@ func (s *Service) complete(ctx context.Context, m *people.Member, approvalID, ce
 		return nil, fmt.Errorf("decision proof: %w", err)
 	}
 	return s.store.Decide(ctx, m.AccountID, a.ID, m, d)
+}
+
+// signed checks credential, the assertion a passkey of u made over
+// challenge in the session begun for it, and returns it with that passkey's
+// public key, for the proof.
+func (s *Service) signed(ctx context.Context, u *passkey.User, session json.RawMessage, credential, challenge []byte) (*passkey.Assertion, []byte, error) {
+	assertion, err := s.rp.FinishDecision(u, session, credential, challenge)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := s.store.DeviceKeyByID(ctx, assertion.CredentialID)
+	if err != nil {
+		return nil, nil, err
+	}
+	publicKey, err := base64.RawURLEncoding.DecodeString(key.PublicKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("passkey %s public key: %w", key.ID, err)
+	}
+	return assertion, publicKey, nil
 }
 
 // user is m as WebAuthn sees them, with their live passkeys.

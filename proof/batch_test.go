@@ -10,9 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/countersign/countersign/apptest"
-	"github.com/countersign/countersign/models/people"
-	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/proof"
 )
 
@@ -20,25 +17,7 @@ import (
 // returns the proof of each.
 func signBatch(t *testing.T, n int) []*proof.Proof {
 	t.Helper()
-	rp, err := passkey.New(origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth := apptest.NewAuthenticator()
-	u := &passkey.User{ID: "per_test", Subject: "ada", DisplayName: "Ada"}
-	options, session, err := rp.BeginRegistration(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	credential, err := auth.Register(origin, options)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := rp.FinishRegistration(u, session, credential, "test passkey")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Keys = []people.DeviceKey{*key}
+	rp, u, auth, key := withPasskey(t)
 	items := make([]proof.BatchItem, n)
 	for i := range items {
 		items[i] = proof.BatchItem{ApprovalID: fmt.Sprintf("appr_batch%02d", i), PayloadSHA256: strings.Repeat(fmt.Sprintf("%x", i%16), 64), Decision: "approve"}
@@ -51,7 +30,7 @@ func signBatch(t *testing.T, n int) []*proof.Proof {
 	if err != nil {
 		t.Fatal(err)
 	}
-	options, session, err = rp.BeginDecision(u, challenge)
+	options, session, err := rp.BeginDecision(u, challenge)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,9 @@ type signed struct {
 	auth  *apptest.Authenticator
 }
 
-func makeProof(t *testing.T, approvalID, decision string, unsigned proof.Unsigned) signed {
+// withPasskey is a relying party at origin and ada, who registered a
+// software passkey with it.
+func withPasskey(t *testing.T) (*passkey.RP, *passkey.User, *apptest.Authenticator, *people.DeviceKey) {
 	t.Helper()
 	rp, err := passkey.New(origin)
 	if err != nil {
@@ -52,6 +54,12 @@ func makeProof(t *testing.T, approvalID, decision string, unsigned proof.Unsigne
 		t.Fatalf("the relying party refused the software passkey: %v", err)
 	}
 	u.Keys = []people.DeviceKey{*key}
+	return rp, u, auth, key
+}
+
+func makeProof(t *testing.T, approvalID, decision string, unsigned proof.Unsigned) signed {
+	t.Helper()
+	rp, u, auth, key := withPasskey(t)
 
 	payload := sha256.Sum256([]byte(`{"review":{"url":"https://example.com/r/1"}}`))
 	payloadSHA256 := hex.EncodeToString(payload[:])
@@ -60,7 +68,7 @@ func makeProof(t *testing.T, approvalID, decision string, unsigned proof.Unsigne
 		t.Fatal(err)
 	}
 	challenge := proof.Challenge(proof.Domain, approvalID, payloadSHA256, decision, nonce)
-	options, session, err = rp.BeginDecision(u, challenge)
+	options, session, err := rp.BeginDecision(u, challenge)
 	if err != nil {
 		t.Fatal(err)
 	}
