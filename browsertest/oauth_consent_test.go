@@ -35,12 +35,14 @@ func newConsentRig(t *testing.T) *consentRig {
 	s.signUp("ada", core.RoleOwner)
 	r := &consentRig{s: s, landed: make(chan url.Values, 4)}
 	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.URL.Path != "/callback" { // the browser asks for a favicon too
+		if req.URL.Path != "/callback" {
 			http.NotFound(w, req)
 			return
 		}
 		r.landed <- req.URL.Query()
-		fmt.Fprint(w, "<!doctype html><title>Back at the host</title><h1>Back at the host</h1>")
+		// An icon of its own, so the browser asks the host for no /favicon.ico
+		// (whose 404 the console would report).
+		fmt.Fprint(w, `<!doctype html><title>Back at the host</title><link rel="icon" href="data:,"><h1>Back at the host</h1>`)
 	}))
 	t.Cleanup(host.Close)
 	r.redirect = host.URL + "/callback"

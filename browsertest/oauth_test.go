@@ -38,9 +38,14 @@ func TestAnOAuthHostConnectsWithAPasskeyInChromium(t *testing.T) {
 	type landing struct{ code, state, iss string }
 	landed := make(chan landing, 1)
 	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/callback" {
+			http.NotFound(w, r)
+			return
+		}
 		q := r.URL.Query()
 		landed <- landing{q.Get("code"), q.Get("state"), q.Get("iss")}
-		fmt.Fprint(w, "<!doctype html><title>Connected</title><h1>Connected</h1>")
+		// An icon of its own, so the browser asks the host for no /favicon.ico.
+		fmt.Fprint(w, `<!doctype html><title>Connected</title><link rel="icon" href="data:,"><h1>Connected</h1>`)
 	}))
 	t.Cleanup(host.Close)
 	redirect := host.URL + "/callback"

@@ -82,6 +82,9 @@ func (h *Handlers) staticRoutes(e *echo.Echo) {
 	})
 	e.Match(getOrHead, "/manifest.webmanifest", func(c echo.Context) error { return serve("manifest.webmanifest", c) })
 	e.Match(getOrHead, "/offline.html", func(c echo.Context) error { return serve("offline.html", c) })
+	// Pages name their icon, but browsers, bookmarks and feed readers still
+	// ask for /favicon.ico; a PNG there is read by all of them.
+	e.Match(getOrHead, "/favicon.ico", func(c echo.Context) error { return serve("icons/icon-192.png", c) })
 }
 
 // assetType is the Content-Type of a front-end file, by its extension.

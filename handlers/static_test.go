@@ -30,6 +30,7 @@ func TestTheFrontEndIsServedFromTheBinary(t *testing.T) {
 		{http.MethodGet, "/static/app.css", "text/css", http.StatusOK},
 		{http.MethodGet, "/static/icons/icon-512.png", "image/png", http.StatusOK},
 		{http.MethodGet, "/offline.html", "text/html", http.StatusOK},
+		{http.MethodGet, "/favicon.ico", "image/png", http.StatusOK},
 		{http.MethodGet, "/static/static.go", "", http.StatusNotFound},
 		{http.MethodGet, "/static/../go.mod", "", http.StatusNotFound},
 		{http.MethodGet, "/static/nothing.js", "", http.StatusNotFound},
