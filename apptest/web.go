@@ -337,6 +337,32 @@ func (b *Browser) Challenge(approvalID, decision, question string) Response {
 	return b.Post("/approvals/"+approvalID+"/challenge", body)
 }
 
+// ChallengeEdited asks for the signature prompt of an approve of the ask's
+// payload as the person edited it.
+func (b *Browser) ChallengeEdited(approvalID string, edited any) Response {
+	b.t.Helper()
+	body := map[string]any{"decision": string(asks.VerdictApproveEdited), "edited_payload": edited}
+	if b.CheckCode != nil {
+		if code := b.CheckCode(approvalID); code != "" {
+			body["check_code"] = code
+		}
+	}
+	return b.Post("/approvals/"+approvalID+"/challenge", body)
+}
+
+// DecideEdited approves the ask's payload as edited: challenge, signature,
+// decide. The answer is that of the decide call, or of the challenge when
+// it refused.
+func (b *Browser) DecideEdited(approvalID string, edited any) Response {
+	b.t.Helper()
+	ch := b.ChallengeEdited(approvalID, edited)
+	if ch.Status != http.StatusOK {
+		return ch
+	}
+	id, options := ch.Ceremony()
+	return b.DecideWith(approvalID, id, b.Sign(options))
+}
+
 // Sign answers request options with the browser's passkey.
 func (b *Browser) Sign(options json.RawMessage) json.RawMessage {
 	b.t.Helper()

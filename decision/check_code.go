@@ -12,7 +12,7 @@ import (
 // signs nothing. A deny, a question or an ask of any other kind needs no
 // code. The code adds nothing to what is signed: the hash already covers it.
 func checkCodePicked(a *asks.Approval, v asks.Verdict, picked string) error {
-	if v != asks.VerdictApprove || !ask.NeedsCheckCode(a.Kind, a.Payload) {
+	if v != asks.VerdictApprove && v != asks.VerdictApproveEdited || !ask.NeedsCheckCode(a.Kind, a.Payload) {
 		return nil
 	}
 	if picked == "" {

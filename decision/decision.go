@@ -43,6 +43,8 @@ type Choice struct {
 	Answer    string
 	Reply     string // for reply: what the tool's caller gets in place of its result
 	CheckCode string
+	// Edited is the payload as the person edited it, for approve_edited.
+	Edited json.RawMessage
 }
 
 // ceremonyKind names a decision's ceremonies in the store.
@@ -55,6 +57,7 @@ type ceremony struct {
 	Question   string          `json:"question,omitempty"`
 	Answer     string          `json:"answer,omitempty"`
 	Reply      string          `json:"reply,omitempty"`
+	Edited     proof.B64       `json:"edited,omitempty"` // the edited payload's RFC 8785 bytes, for approve_edited
 	Nonce      proof.B64       `json:"nonce"`
 	Session    json.RawMessage `json:"session"`
 	Link       string          `json:"link,omitempty"` // the push link it was begun with; "" in a session
@@ -113,6 +116,13 @@ func (s *Service) begin(ctx context.Context, m *people.Member, approvalID string
 	if err != nil {
 		return "", nil, err
 	}
+	if d.Verdict == asks.VerdictApproveEdited {
+		edited, err := asks.CheckEdit(a, c.Edited, s.store.Now())
+		if err != nil {
+			return "", nil, err
+		}
+		d.Edited = edited.Canonical
+	}
 	if err := checkCodePicked(a, d.Verdict, c.CheckCode); err != nil {
 		return "", nil, err
 	}
@@ -145,7 +155,7 @@ func (s *Service) begin(ctx context.Context, m *people.Member, approvalID string
 	if c.Verdict == asks.VerdictAnswer {
 		answer = d.Note
 	}
-	state, err := json.Marshal(ceremony{ApprovalID: a.ID, Decision: d.Signed(), Question: question, Answer: answer, Reply: reply, Nonce: nonce, Session: session, Link: link})
+	state, err := json.Marshal(ceremony{ApprovalID: a.ID, Decision: d.Signed(), Question: question, Answer: answer, Reply: reply, Edited: d.Edited, Nonce: nonce, Session: session, Link: link})
 	if err != nil {
 		return "", nil, fmt.Errorf("decision ceremony: %w", err)
 	}
@@ -218,10 +228,14 @@ func (s *Service) complete(ctx context.Context, m *people.Member, approvalID, ce
 	if st.Reply != "" {
 		d.Verdict, d.Note = asks.VerdictReply, st.Reply
 	}
+	if st.Edited != nil {
+		d.Verdict, d.Edited = asks.VerdictApproveEdited, st.Edited // its hash is in st.Decision, checked when the nonce is spent
+	}
 	p := s.rp.Proof(assertion, publicKey, a.ID, a.PayloadSHA256, st.Decision, st.Nonce, proof.Unsigned{
 		Person: m.Subject, AccountID: m.AccountID, DecidedAt: s.store.Now(), Question: st.Question, Answer: st.Answer, Reply: st.Reply,
 	})
 	p.Payload = proof.B64(a.Payload) // the canonical bytes payload_sha256 covers, so a verifier needs no server
+	p.EditedPayload = st.Edited      // and, on approve_edited, the bytes the decision's hash covers
 	if requirement != nil {
 		p.Domain, p.Requirement = proof.DomainRequirement, requirement
 	}

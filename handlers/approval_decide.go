@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -13,10 +14,12 @@ import (
 )
 
 type challengeRequest struct {
-	Decision string `json:"decision"` // approve, deny, not_mine, question, reply, option:<index>, choice:<index> or answer
+	Decision string `json:"decision"` // approve, approve_edited, deny, not_mine, question, reply, option:<index>, choice:<index> or answer
 	Question string `json:"question"` // the question's text, for question
 	Answer   string `json:"answer"`   // the answer's text, for answer
 	Reply    string `json:"reply"`    // the reply's text, for reply
+	// Edited is the payload as the person edited it, for approve_edited.
+	Edited json.RawMessage `json:"edited_payload"`
 	// CheckCode is the check code the person picked, to approve one of the riskiest asks.
 	CheckCode string `json:"check_code"`
 }
@@ -24,7 +27,7 @@ type challengeRequest struct {
 // choice is the request as the decision service reads it, the same whether a
 // session or a push link is its authority.
 func (r challengeRequest) choice() decision.Choice {
-	return decision.Choice{Verdict: asks.Verdict(r.Decision), Question: r.Question, Answer: r.Answer, Reply: r.Reply, CheckCode: r.CheckCode}
+	return decision.Choice{Verdict: asks.Verdict(r.Decision), Question: r.Question, Answer: r.Answer, Reply: r.Reply, CheckCode: r.CheckCode, Edited: r.Edited}
 }
 
 // DecisionChallenge answers the WebAuthn options of one decision by the

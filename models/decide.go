@@ -13,6 +13,7 @@ import (
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/proof"
 	"gorm.io/gorm"
 )
 
@@ -56,7 +57,7 @@ func (s *Store) AddProgress(ctx context.Context, agent *people.Agent, id string,
 		case "started":
 			ch.Event = asks.EventStarted
 			ch.Data = map[string]string{"observed_sha256": observedHash}
-			if observedHash != a.PayloadSHA256 && a.Status == asks.StatusApproved {
+			if observedHash != a.ActedOnSHA256() && a.Status == asks.StatusApproved {
 				ch.Event = asks.EventObservedChanged
 				ch.Set = map[string]any{"note": "observed payload differs from the approved one"}
 			}
@@ -99,6 +100,15 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *people.Memb
 		if err != nil {
 			return nil, err
 		}
+		var edited *asks.Edited
+		if v.Verdict == asks.VerdictApproveEdited {
+			if d.Nonce == nil {
+				return nil, core.Refuse(core.PermissionDenied, "proof", "an edited payload is approved only with a device-key signature over its hash")
+			}
+			if edited, err = asks.CheckEdit(a, d.Edited, s.Now()); err != nil {
+				return nil, err
+			}
+		}
 		if d.Nonce != nil {
 			if err := s.SpendChallenge(tx, a, m.ID, d.Signed(), d.Nonce); err != nil {
 				return nil, err
@@ -134,6 +144,10 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *people.Memb
 				// approval, which update opened after checking the stored deadline.
 				ch.After = func(tx *gorm.DB, a *asks.Approval) error { return s.ExecuteRequest(tx, a, m.Subject) }
 			}
+		case asks.VerdictApproveEdited: // the signed decision binds the edited payload's hash (SpendChallenge above)
+			decided["edited_payload"], decided["edited_payload_sha256"] = string(edited.Canonical), edited.SHA256
+			ch.Event, ch.Set = asks.EventApprove, withDecision(decided, string(v.Verdict))
+			ch.Data = map[string]string{"edited_payload_sha256": edited.SHA256, "edited": editedPaths(edited.Edits)}
 		case asks.VerdictDeny:
 			ch.Event, ch.Set = asks.EventDeny, withDecision(decided, string(v.Verdict))
 		case asks.VerdictReply: // a deny whose note the gate returns in place of the tool's result
@@ -159,6 +173,15 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *people.Memb
 		return ch, nil
 	})
 	return a, err
+}
+
+// editedPaths names the members a person edited, for the timeline.
+func editedPaths(edits []proof.Edit) string {
+	paths := make([]string, len(edits))
+	for i, e := range edits {
+		paths[i] = e.Path
+	}
+	return strings.Join(paths, ", ")
 }
 
 func withDecision(m map[string]any, decision string) map[string]any {

@@ -139,7 +139,7 @@ SELECT (SELECT seq FROM a), (SELECT seq FROM e), (SELECT count(*) FROM j),
 // policyMayApprove says whether an auto-approve policy could approve the ask
 // at once, before any policy is read (see policy.AutoApprove).
 func (s *Store) policyMayApprove(a *asks.Approval) bool {
-	if slices.Contains(ask.NeverAutoApproved, a.Kind) {
+	if slices.Contains(ask.NeverAutoApproved, a.Kind) || a.OffersEdits() {
 		return false
 	}
 	return !a.IsRequest() || work.RequestAutoApprovable(a)

@@ -32,6 +32,9 @@ type NewAsk struct {
 	Links        []string
 	// CheckCodeShownIn is where the requester shows the check code (see Approval).
 	CheckCodeShownIn string
+	// Editable marks members of the payload the person may change before
+	// they sign (ask.ParseEditable reads it).
+	Editable json.RawMessage
 }
 
 // CreateApproval validates and files an ask for the requesting agent. The
@@ -56,6 +59,14 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*asks.Approval, 
 		return nil, err
 	}
 	payload, err := ask.ParsePayload(in.Kind, in.Payload, now)
+	if err != nil {
+		return nil, err
+	}
+	editable, err := ask.ParseEditable(in.Kind, in.Editable, payload.Canonical)
+	if err != nil {
+		return nil, err
+	}
+	editableJSON, err := asks.EditableJSON(editable)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +113,7 @@ func (s *Store) CreateApproval(ctx context.Context, in NewAsk) (*asks.Approval, 
 		Title: in.Title, Summary: in.Summary, ApproveMeans: in.ApproveMeans, DenyMeans: in.DenyMeans,
 		Payload: string(payload.Canonical), PayloadSHA256: payload.SHA256,
 		Context: core.NullableJSON(actx.Canonical), Links: asks.LinksJSON(in.Links),
-		AgentLabel: in.AgentLabel, CheckCodeShownIn: strings.TrimSpace(in.CheckCodeShownIn), RequesterID: agent.ID, RequesterSubject: agent.Subject, AskedOf: askedOf,
+		AgentLabel: in.AgentLabel, CheckCodeShownIn: strings.TrimSpace(in.CheckCodeShownIn), Editable: editableJSON, RequesterID: agent.ID, RequesterSubject: agent.Subject, AskedOf: askedOf,
 		Status: asks.StatusPending, Supersedes: in.Supersedes,
 		RepoKey: strings.ToLower(payload.Repo), PRNumber: payload.Number, Head: payload.Head, JobID: actx.JobID,
 		RunnerID: runnerID, Version: 1, ExpiresAt: expires, CreatedAt: now, UpdatedAt: now,

@@ -9,8 +9,8 @@
 // followed by the bytes of x; domain is "countersign/decision/v1";
 // approval_id, payload_sha256 (64 lower-case hex characters) and decision
 // ("approve", "deny", "not_mine", "option:<index>", "question:<sha256 hex
-// of the question text>" or "reply:<sha256 hex of the reply>") are their
-// UTF-8 bytes; and nonce is the 32 raw
+// of the question text>", "reply:<sha256 hex of the reply>" or
+// "approve_edited:<sha256 hex of the edited payload>") are their UTF-8 bytes; and nonce is the 32 raw
 // bytes the server issued for this one decision.
 package proof
 
@@ -86,7 +86,7 @@ func ValidDecision(d string) bool {
 	case strings.HasPrefix(d, "choice:"):
 		n, err := strconv.Atoi(strings.TrimPrefix(d, "choice:"))
 		return err == nil && n >= 0 && n < 100 && strconv.Itoa(n) == strings.TrimPrefix(d, "choice:")
-	case strings.HasPrefix(d, "question:"), strings.HasPrefix(d, "answer:"), strings.HasPrefix(d, "reply:"):
+	case strings.HasPrefix(d, "question:"), strings.HasPrefix(d, "answer:"), strings.HasPrefix(d, "reply:"), strings.HasPrefix(d, editedPrefix):
 		_, h, _ := strings.Cut(d, ":")
 		_, err := hex.DecodeString(h)
 		return err == nil && len(h) == 64 && strings.ToLower(h) == h
@@ -121,11 +121,14 @@ func (b *B64) UnmarshalJSON(data []byte) error {
 // Unsigned rides along for people to read; no signature covers it.
 // docs/proof.md specifies every member.
 type Proof struct {
-	Format            string `json:"format"` // "countersign-proof/v1"
-	Domain            string `json:"domain"`
-	ApprovalID        string `json:"approval_id"`
-	PayloadSHA256     string `json:"payload_sha256"`
-	Payload           B64    `json:"payload,omitempty"` // RFC 8785 (JCS) bytes; absent in proofs made before it was added
+	Format        string `json:"format"` // "countersign-proof/v1"
+	Domain        string `json:"domain"`
+	ApprovalID    string `json:"approval_id"`
+	PayloadSHA256 string `json:"payload_sha256"`
+	Payload       B64    `json:"payload,omitempty"` // RFC 8785 (JCS) bytes; absent in proofs made before it was added
+	// EditedPayload is the payload as the person edited and approved it
+	// (RFC 8785 bytes), on an approve_edited decision, which signs its hash.
+	EditedPayload     B64    `json:"edited_payload,omitempty"`
 	Decision          string `json:"decision"`
 	Nonce             B64    `json:"nonce"`
 	CredentialID      B64    `json:"credential_id"`
@@ -187,7 +190,7 @@ const ClockSkew = time.Second
 // The member names a reader accepts, exactly as written (encoding/json alone
 // would also take "Decision" for "decision").
 var (
-	proofMembers    = []string{"format", "domain", "approval_id", "payload_sha256", "payload", "decision", "nonce", "credential_id", "public_key", "rp_id", "authenticator_data", "client_data_json", "signature", "requirement", "batch", "unsigned"}
+	proofMembers    = []string{"format", "domain", "approval_id", "payload_sha256", "payload", "edited_payload", "decision", "nonce", "credential_id", "public_key", "rp_id", "authenticator_data", "client_data_json", "signature", "requirement", "batch", "unsigned"}
 	unsignedMembers = []string{"person", "account_id", "decided_at", "question", "answer", "reply"}
 	keysMembers     = []string{"format", "account_id", "rp_id", "exported_at", "keys"}
 	deviceMembers   = []string{"credential_id", "public_key", "person", "name", "created_at", "removed", "removed_at"}
@@ -314,7 +317,12 @@ type Result struct {
 	Decision      string
 	CredentialID  string // base64url
 	Origin        string
-	PayloadTold   bool   // the proof carries the payload and it hashes to payload_sha256
+	PayloadTold   bool // the proof carries the payload and it hashes to payload_sha256
+	// EditedSHA256 is the hash of the payload as the person edited it, on an
+	// approve_edited decision; Edits are the members they changed, when the
+	// proof carries both payloads.
+	EditedSHA256  string
+	Edits         []Edit
 	KeyRegistered bool   // true only when checked against a key export
 	KeyPerson     string // the person the export names for the key
 	SignCount     uint32
@@ -373,7 +381,7 @@ func Verify(p *Proof, want Expect) (*Result, error) {
 		return nil, fail("approval_id", "approval_id is empty")
 	}
 	if !ValidDecision(p.Decision) {
-		return nil, fail("decision", "decision %q is not one of approve, deny, not_mine, option:<index>, question:<sha256>, choice:<index>, answer:<sha256>, reply:<sha256>", p.Decision)
+		return nil, fail("decision", "decision %q is not one of approve, deny, not_mine, option:<index>, question:<sha256>, choice:<index>, answer:<sha256>, reply:<sha256>, approve_edited:<sha256>", p.Decision)
 	}
 	if !isLowerHex(p.PayloadSHA256, 64) {
 		return nil, fail("payload_sha256", "payload_sha256 is not 64 lower-case hex characters")
@@ -390,6 +398,10 @@ func Verify(p *Proof, want Expect) (*Result, error) {
 		if sum := sha256.Sum256(p.Payload); hex.EncodeToString(sum[:]) != p.PayloadSHA256 {
 			return nil, fail("payload", "the payload does not hash to payload_sha256: its SHA-256 is %x", sum)
 		}
+	}
+	edits, err := checkEdited(p)
+	if err != nil {
+		return nil, err
 	}
 	if len(p.Nonce) != NonceSize {
 		return nil, fail("nonce", "nonce has %d bytes, want %d", len(p.Nonce), NonceSize)
@@ -467,9 +479,10 @@ func Verify(p *Proof, want Expect) (*Result, error) {
 	}
 
 	res := &Result{
-		ApprovalID: p.ApprovalID, PayloadSHA256: p.PayloadSHA256, Decision: p.Decision, PayloadTold: told,
+		ApprovalID: p.ApprovalID, PayloadSHA256: p.PayloadSHA256, Decision: p.Decision, PayloadTold: told, Edits: edits,
 		CredentialID: base64.RawURLEncoding.EncodeToString(p.CredentialID), Origin: cd.Origin, SignCount: ad.Counter,
 	}
+	res.EditedSHA256, _ = EditedSHA256(p.Decision)
 	if keys := want.Keys; keys != nil {
 		if keys.Format != KeysFormat {
 			return nil, fail("keys", "keys format is %q, want %q", keys.Format, KeysFormat)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -123,7 +124,7 @@ func TestAProofMadeWithThePasskeyVerifies(t *testing.T) {
 				ApprovalID: "appr_test", PayloadSHA256: p.PayloadSHA256, Decision: decision,
 				CredentialID: s.auth.CredentialIDString(), Origin: origin, SignCount: s.auth.Counter,
 			}
-			if *res != want {
+			if !reflect.DeepEqual(*res, want) {
 				t.Fatalf("result %+v, want %+v", *res, want)
 			}
 			if p.Format != proof.Format || p.Domain != proof.Domain || p.RPID != "localhost" ||
@@ -395,6 +396,7 @@ type vectors struct {
 		Decision      string `json:"decision"`
 		Question      string `json:"question"`
 		Reply         string `json:"reply"`
+		EditedPayload string `json:"edited_payload"`
 		NonceHex      string `json:"nonce_hex"`
 		PreimageHex   string `json:"preimage_hex"`
 		ChallengeHex  string `json:"challenge_hex"`
@@ -424,6 +426,9 @@ func TestChallengeLayoutMatchesTheGoldenVectors(t *testing.T) {
 			}
 			if !proof.ValidDecision(v.Decision) {
 				t.Fatalf("decision %q is not valid", v.Decision)
+			}
+			if sum := sha256.Sum256([]byte(v.EditedPayload)); v.EditedPayload != "" && proof.EditedDecision(hex.EncodeToString(sum[:])) != v.Decision {
+				t.Fatalf("EditedDecision(SHA-256 of %s) = %q, want %q", v.EditedPayload, proof.EditedDecision(hex.EncodeToString(sum[:])), v.Decision)
 			}
 			if v.Reply != "" && proof.ReplyDecision(v.Reply) != v.Decision {
 				t.Fatalf("ReplyDecision(%q) = %q, want %q", v.Reply, proof.ReplyDecision(v.Reply), v.Decision)

@@ -1,6 +1,8 @@
 package asks
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 
 	"github.com/countersign/countersign/ask"
@@ -17,7 +19,9 @@ type Verdict string
 // "choice:<index>" of its choices, or with free text, signed as
 // "answer:<lower-case hex sha256 of the text>". A tool_call ask may be
 // denied with a reply the gate returns in place of the tool's result, signed
-// as "reply:<sha256 of the reply>". A new way to answer is added here, and
+// as "reply:<sha256 of the reply>". An ask that marks members editable may
+// be approved as the person edited it, signed as "approve_edited:<sha256 of
+// the edited payload>". A new way to answer is added here, and
 // only here: ParseVerdict reads it, Decide records it.
 const (
 	VerdictApprove  Verdict = "approve"
@@ -26,10 +30,14 @@ const (
 	VerdictQuestion Verdict = "question"
 	VerdictAnswer   Verdict = "answer" // a free-text answer, before its text is hashed
 	VerdictReply    Verdict = "reply"  // a deny with a reply in place of the tool's result
-	optionPrefix            = "option:"
-	choicePrefix            = "choice:"
-	answerPrefix            = "answer:"
-	replyPrefix             = "reply:"
+	// VerdictApproveEdited approves the payload as the person edited it,
+	// signed as "approve_edited:<sha256 of the edited payload>".
+	VerdictApproveEdited Verdict = "approve_edited"
+	optionPrefix                 = "option:"
+	choicePrefix                 = "choice:"
+	answerPrefix                 = "answer:"
+	replyPrefix                  = "reply:"
+	editedPrefix                 = "approve_edited:"
 )
 
 // AnswerVerdict is the signed verdict of a free-text answer.
@@ -72,6 +80,9 @@ type Decision struct {
 	// KeyUsed says the passkey's counter already moved in this transaction,
 	// for an earlier ask of the same batch: one assertion moves it once.
 	KeyUsed bool
+	// Edited is the payload as the person edited it (RFC 8785 bytes), on
+	// approve_edited: its hash is in the signed decision.
+	Edited []byte
 }
 
 // WhyNotBatched says why the ask is answered one by one and not in a batch
@@ -82,6 +93,8 @@ func WhyNotBatched(a *Approval) string {
 		return "it is not pending"
 	case a.Requirement != nil:
 		return "it needs more than one person"
+	case a.OffersEdits():
+		return "you may edit it before you sign"
 	case ask.NeedsCheckCode(a.Kind, a.Payload):
 		return "it needs the agent's check code"
 	case a.Kind == ask.KindDecision || a.IsRequest():
@@ -99,6 +112,9 @@ func (d Decision) Signed() string {
 		return proof.QuestionDecision(d.Note)
 	case VerdictReply:
 		return proof.ReplyDecision(d.Note)
+	case VerdictApproveEdited:
+		sum := sha256.Sum256(d.Edited)
+		return proof.EditedDecision(hex.EncodeToString(sum[:]))
 	}
 	return string(d.Verdict)
 }
@@ -140,6 +156,14 @@ func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
 		if choice != VerdictAnswer && choice != d.Verdict {
 			return d, core.Invalid("answer", "the answer's text does not hash to the signed decision %q", choice)
 		}
+	case choice == VerdictApproveEdited || strings.HasPrefix(string(choice), editedPrefix):
+		if !a.OffersEdits() {
+			return d, core.Invalid("decision", "approval %s marks no member editable: approve or deny it as filed", a.ID)
+		}
+		if a.Requirement != nil {
+			return d, core.Invalid("decision", "approval %s needs more than one person, who each sign the payload as filed: it cannot be edited", a.ID)
+		}
+		d.Verdict = VerdictApproveEdited
 	case choice == VerdictDeny, choice == VerdictNotMine:
 	case choice == VerdictReply || strings.HasPrefix(string(choice), replyPrefix):
 		if a.Kind != ask.KindToolCall {
@@ -165,7 +189,7 @@ func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
 		}
 		d.Note = opts[idx]
 	default:
-		return d, core.Invalid("decision", "must be approve, deny, not_mine, question, reply, option:<index>, choice:<index> or answer, not %q", choice)
+		return d, core.Invalid("decision", "must be approve, approve_edited, deny, not_mine, question, reply, option:<index>, choice:<index> or answer, not %q", choice)
 	}
 	if n := core.RuneCount(d.Note); n > NoteLimit {
 		field := "note"

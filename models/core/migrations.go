@@ -559,6 +559,14 @@ ALTER TABLE invites ADD COLUMN held BOOLEAN NOT NULL DEFAULT FALSE
 	{29, "approvals: where the requester shows the check code", `
 ALTER TABLE approvals ADD COLUMN check_code_shown_in TEXT NOT NULL DEFAULT ''
 `},
+	// The members of a payload the person may change before they sign
+	// (the canonical JSON of the ask's editable list, '' for none), and the
+	// payload as they edited and approved it, with its hash.
+	{30, "approvals: editable members, and the payload as the person edited it", `
+ALTER TABLE approvals ADD COLUMN editable TEXT NOT NULL DEFAULT '';
+ALTER TABLE approvals ADD COLUMN edited_payload TEXT NOT NULL DEFAULT '';
+ALTER TABLE approvals ADD COLUMN edited_payload_sha256 TEXT NOT NULL DEFAULT ''
+`},
 }
 
 // migrationSteps are the steps in Go that a migration runs after its SQL, in

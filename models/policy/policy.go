@@ -287,8 +287,8 @@ func (s *Policies) AutoApprove(tx *gorm.DB, a *asks.Approval) (bool, error) {
 	if a.Kind == ask.KindAutoApprove {
 		return false, s.noteRequest(tx, a)
 	}
-	if slices.Contains(ask.NeverAutoApproved, a.Kind) {
-		return false, nil
+	if slices.Contains(ask.NeverAutoApproved, a.Kind) || a.OffersEdits() {
+		return false, nil // an ask the person may edit is answered by that person
 	}
 	if a.IsRequest() && !work.RequestAutoApprovable(a) {
 		return false, nil // a question is answered, and a command approved, only by a person

@@ -124,7 +124,10 @@ CREATE TABLE public.approvals (
     requirement text,
     escalated_at timestamp with time zone,
     reminded_at timestamp with time zone,
-    check_code_shown_in text DEFAULT ''::text NOT NULL
+    check_code_shown_in text DEFAULT ''::text NOT NULL,
+    editable text DEFAULT ''::text NOT NULL,
+    edited_payload text DEFAULT ''::text NOT NULL,
+    edited_payload_sha256 text DEFAULT ''::text NOT NULL
 );
 
 CREATE SEQUENCE public.approvals_seq_seq

@@ -290,7 +290,7 @@ CREATE TABLE approvals (
 	expires_at TIMESTAMP NOT NULL,
 	created_at TIMESTAMP NOT NULL,
 	updated_at TIMESTAMP NOT NULL
-, runner_id TEXT NOT NULL DEFAULT '', requirement TEXT, escalated_at TIMESTAMP, reminded_at TIMESTAMP, check_code_shown_in TEXT NOT NULL DEFAULT '');
+, runner_id TEXT NOT NULL DEFAULT '', requirement TEXT, escalated_at TIMESTAMP, reminded_at TIMESTAMP, check_code_shown_in TEXT NOT NULL DEFAULT '', editable TEXT NOT NULL DEFAULT '', edited_payload TEXT NOT NULL DEFAULT '', edited_payload_sha256 TEXT NOT NULL DEFAULT '');
 -- table audit_chain on audit_chain
 CREATE TABLE audit_chain (
 	seq BIGINT PRIMARY KEY,

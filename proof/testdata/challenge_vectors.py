@@ -17,6 +17,7 @@ h2 = hashlib.sha256(b'{"decision":{"options":["Ship today","Wait for Monday"]}}'
 q = "Does this touch the session cookie?"
 r = "Use the staging bucket instead"
 h3 = hashlib.sha256(b'{"tool_call":{"arguments":{"content":"hello","path":"/srv/prod/notes.txt"},"server":"filesystem","tool":"write_file"}}').hexdigest()
+e = b'{"tool_call":{"arguments":{"content":"hello, edited","path":"/srv/prod/notes.txt"},"server":"filesystem","tool":"write_file"}}'
 cases = [
     ("approve", "appr_aaaaaaaaaaaaaaaa", h1, "approve", bytes(range(32))),
     ("deny", "appr_aaaaaaaaaaaaaaaa", h1, "deny", bytes(range(32))),
@@ -25,6 +26,7 @@ cases = [
     ("question", "appr_dddddddddddddddd", h1, "question:" + hashlib.sha256(q.encode()).hexdigest(), bytes(range(100, 132))),
     ("utf-8 approval id", "appr_é", h1, "approve", bytes(range(32))),
     ("reply", "appr_eeeeeeeeeeeeeeee", h3, "reply:" + hashlib.sha256(r.encode()).hexdigest(), bytes(range(200, 232))),
+    ("approve_edited", "appr_ffffffffffffffff", h3, "approve_edited:" + hashlib.sha256(e).hexdigest(), bytes(range(7, 39))),
 ]
 out = []
 for name, aid, h, d, nonce in cases:
@@ -35,5 +37,7 @@ for name, aid, h, d, nonce in cases:
         v["question"] = q
     if d.startswith("reply:"):
         v["reply"] = r
+    if d.startswith("approve_edited:"):
+        v["edited_payload"] = e.decode()
     out.append(v)
 print(json.dumps({"comment": "Decision challenges of countersign/decision/v1: SHA-256 over lp(domain) || lp(approval_id) || lp(payload_sha256) || lp(decision) || lp(nonce), lp(x) = 4-byte big-endian length of x, then x. Computed with Python's hashlib and struct.pack('>I', len), not with the Go code.", "vectors": out}, indent=2, ensure_ascii=False))
