@@ -46,6 +46,23 @@ func (p chromiumPerson) Answer(t *testing.T, a asks.Approval, answer string) {
 		if tl := page.Text("[data-timeline]"); !strings.Contains(tl, "started") || !strings.Contains(tl, "done") {
 			page.Fatalf("the timeline does not show the call running:\n%s", tl)
 		}
+	case "edit":
+		// Set at once, as a paste would, with the input event the page listens for.
+		Eval[bool](page, `(() => { const f = document.querySelector("[data-testid=edit-content]"); f.value = `+jsString(gatetest.EditedText)+`; f.dispatchEvent(new Event("input")); return true })()`)
+		if diff := page.Text("[data-testid=edit-diff]"); !strings.Contains(diff, gatetest.Written) || !strings.Contains(diff, gatetest.EditedText) {
+			page.Fatalf("the page shows the change as %q, want the content as asked and as edited", diff)
+		}
+		if note := page.Text("[data-testid=edit-note]"); !strings.Contains(note, "1 change") {
+			page.Fatalf("the answer bar says %q, want that approving signs the change", note)
+		}
+		s.answer(a.ID, "[data-testid=approve]")
+		page.WaitFor("the status done", statusIs("done"))
+		if box := page.Text("[data-testid=decision]"); !strings.Contains(box, "Approved with changes") {
+			page.Fatalf("the decision box says %q", box)
+		}
+		if made := page.Text("[data-testid=edits-made]"); !strings.Contains(made, gatetest.EditedText) {
+			page.Fatalf("the settled ask shows the changes as %q", made)
+		}
 	case "deny":
 		s.answer(a.ID, "[data-testid=deny]")
 		s.checkDecided("denied", "Denied", "ada")

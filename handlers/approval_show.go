@@ -183,6 +183,10 @@ func (h *Handlers) askView(a *asks.Approval, events []asks.TimelineEvent, m *peo
 		CheckCodeShownIn: a.CheckCodeShownIn, Decision: a.Decision, DecidedBy: a.DecidedBy, DecidedAt: a.DecidedAt, Note: a.Note, HasProof: a.Proof != nil,
 		Supersedes: a.Supersedes, SupersededBy: a.SupersededBy, CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, Now: now,
 		CanDecide: a.Status == asks.StatusPending && now.Before(a.ExpiresAt) && m.MayDecide(a),
+		Editable:  views.EditFields(a.EditableMembers(), []byte(a.Payload)),
+	}
+	if a.EditedPayload != "" {
+		out.EditsMade = views.EditsMade([]byte(a.Payload), []byte(a.EditedPayload))
 	}
 	for _, e := range events {
 		out.Timeline = append(out.Timeline, eventView(e))

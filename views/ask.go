@@ -64,6 +64,10 @@ type Ask struct {
 	// OpenAsksOfAgent is how many open asks the requesting agent has, this
 	// one among them: what "Not mine" cancels.
 	OpenAsksOfAgent int
+	// Editable are the members the person may change before they approve;
+	// EditsMade, on an ask approved with changes, what they changed.
+	Editable  []EditField
+	EditsMade []EditMade
 }
 
 // Request is what the page says of an ask filed with approval_request: its
@@ -187,6 +191,8 @@ func (a Ask) DecisionText() string {
 		return "Denied as not mine: the requesting agent was blocked"
 	case v == asks.VerdictReply:
 		return "Denied with a reply, which the agent gets in place of the tool's result"
+	case v == asks.VerdictApproveEdited:
+		return "Approved with changes: the signature covers the ask as changed, beside the hash of what was asked"
 	case v.IsAnswer():
 		return "Answered in words (signed as the SHA-256 of the text)"
 	}

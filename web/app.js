@@ -542,6 +542,10 @@ function initDecisions() {
     try {
       const body = decision === "answer" ? { decision, answer: text } : decision === "reply" ? { decision, reply: text } : { decision, question: text };
       if (checkCode) body.check_code = checkCode;
+      // An approve after the person changed editable members signs the
+      // ask as they changed it.
+      const edited = decision === "approve" && editedPayload();
+      if (edited) Object.assign(body, { decision: "approve_edited", edited_payload: edited });
       const begin = await postJSON(`${base}/challenge`, body);
       const credential = await getAssertion(begin);
       const done = await postJSON(`${base}/decide`, { ceremony: begin.ceremony, credential: credential.toJSON() });
@@ -589,6 +593,83 @@ function initDecisions() {
     }
     decide("answer", text, aform.querySelector("button"));
   });
+}
+
+// The fields of the members an ask lets the person change (views/edit.templ).
+const editFields = () => [...document.querySelectorAll("[data-edit] [data-edit-path]")];
+
+// editValue is a field's value as JSON has it, or undefined when it does not read.
+function editValue(field) {
+  switch (field.dataset.editType) {
+    case "boolean":
+      return field.checked;
+    case "number":
+    case "integer": {
+      const n = field.value.trim() === "" ? NaN : Number(field.value);
+      return Number.isFinite(n) ? n : undefined;
+    }
+    default:
+      return field.value;
+  }
+}
+
+// changedFields are the fields whose value differs from the ask's.
+const changedFields = () => editFields().filter((f) => String(editValue(f)) !== f.dataset.original);
+
+// editedPayload is the ask's payload with the person's changes, or null
+// when they changed nothing.
+function editedPayload() {
+  const root = document.querySelector("[data-edit]");
+  const changed = changedFields();
+  if (!root || changed.length === 0) return null;
+  const payload = JSON.parse(root.dataset.payload);
+  for (const f of changed) {
+    const tokens = f.dataset.editPath.split("/").slice(1).map((t) => t.replaceAll("~1", "/").replaceAll("~0", "~"));
+    let node = payload;
+    for (const t of tokens.slice(0, -1)) node = node[t];
+    node[tokens[tokens.length - 1]] = editValue(f);
+  }
+  return payload;
+}
+
+// The edit card: each change is listed against what was asked, and the
+// answer bar says an approve signs the changes.
+function initEdits() {
+  const root = document.querySelector("[data-edit]");
+  if (!root) return;
+  const diff = root.querySelector("[data-edit-diff]");
+  const list = root.querySelector("[data-edit-changes]");
+  const note = document.querySelector("[data-edit-note]");
+  const update = () => {
+    const changed = changedFields();
+    list.replaceChildren(
+      ...changed.map((f) => {
+        const li = document.createElement("li");
+        const name = document.createElement("code");
+        name.textContent = root.querySelector(`label[for="${f.id}"]`)?.textContent ?? f.dataset.editPath;
+        const was = document.createElement("del");
+        was.textContent = f.dataset.original;
+        const now = document.createElement("ins");
+        now.textContent = String(editValue(f) ?? "(not a number)");
+        li.append(name, " was ", was, " now ", now);
+        return li;
+      }),
+    );
+    diff.hidden = changed.length === 0;
+    if (note) {
+      note.hidden = changed.length === 0;
+      note.textContent = changed.length === 1 ? "Approving signs your 1 change." : `Approving signs your ${changed.length} changes.`;
+    }
+  };
+  editFields().forEach((f) => f.addEventListener("input", update));
+  root.querySelector("[data-edit-undo]")?.addEventListener("click", () => {
+    for (const f of editFields()) {
+      if (f.dataset.editType === "boolean") f.checked = f.dataset.original === "true";
+      else f.value = f.dataset.original;
+    }
+    update();
+  });
+  update();
 }
 
 // The inbox's batch: the picked asks are answered with one passkey prompt
@@ -793,6 +874,7 @@ initHomeScreenStep();
 initCopy();
 initRuleExamples();
 initDecisions();
+initEdits();
 initBatch();
 initLive();
 initCountdowns();

@@ -63,9 +63,10 @@ type Person interface {
 	// Subject is the person's name on the service: the approver in audit
 	// events.
 	Subject() string
-	// Answer answers the pending ask a with "approve", "deny" or "reply"
-	// (a deny with ReplyText in place of the tool's result); with "" the
-	// person sees it and stays silent.
+	// Answer answers the pending ask a with "approve", "deny", "reply"
+	// (a deny with ReplyText in place of the tool's result) or "edit" (an
+	// approve of the call with its content changed to EditedText); with ""
+	// the person sees it and stays silent.
 	Answer(t *testing.T, a asks.Approval, answer string)
 	// ApproveLate approves the ask a after the gate withdrew it, and checks
 	// that the service refuses.
@@ -86,7 +87,13 @@ type Setup struct {
 // The session closes when the test ends.
 func Start(t *testing.T, s Setup, token, rules, root, auditLog string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(s.Binary, "gate", "--rules", rules, "--timeout", "2s", "--caller", "claude", "--audit-log", auditLog, "--", FilesystemServer(t), root)
+	return StartWaiting(t, s, token, rules, root, auditLog, "2s")
+}
+
+// StartWaiting is Start with the gate's timeout, a Go duration.
+func StartWaiting(t *testing.T, s Setup, token, rules, root, auditLog, timeout string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(s.Binary, "gate", "--rules", rules, "--timeout", timeout, "--caller", "claude", "--audit-log", auditLog, "--", FilesystemServer(t), root)
 	cmd.Env = append(os.Environ(), "COUNTERSIGN_URL="+s.Env.URL, "COUNTERSIGN_TOKEN="+token)
 	cmd.Stderr = os.Stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -165,17 +172,24 @@ const Written = "written by the test"
 // ReplyText is the person's reply in place of the tool's result.
 const ReplyText = "Write it to the staging folder instead."
 
+// EditedText is the content the person writes in place of Written before
+// they approve.
+const EditedText = "written by the test, as the person edited it"
+
 // RunFilesystemScenarios puts write_file behind a person and checks, each
 // with a gate of its own: an approve writes the file and the audit line
 // names the caller and the approver; a deny does not write it and the caller
 // reads the forbidden JSON; silence for the 2 s timeout refuses, does not
 // write, and withdraws the ask (stale), and an approve after that changes
-// nothing; read_text_file passes straight through.
+// nothing; read_text_file passes straight through. write_file's content is
+// editable: a person who edits it approves the call as edited, the file
+// holds their content, and countersign verify shows both hashes and the
+// member they changed.
 func RunFilesystemScenarios(t *testing.T, s Setup) {
 	_, token := s.Env.Agent(s.Env.Account.ID, "gate")
 	root := t.TempDir()
 	rules := filepath.Join(t.TempDir(), "gate.json")
-	if err := os.WriteFile(rules, []byte(`{"server": "filesystem", "tools": {"write_file": {"approval": true}}}`), 0o600); err != nil {
+	if err := os.WriteFile(rules, []byte(`{"server": "filesystem", "tools": {"write_file": {"approval": true, "editable": ["content"]}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(root, "seed.txt"), []byte("seeded"), 0o600); err != nil {
@@ -186,8 +200,9 @@ func RunFilesystemScenarios(t *testing.T, s Setup) {
 		name        string
 		tool        string
 		file        string
-		answer      string // approve, deny, reply, "" for silence
+		answer      string // approve, deny, reply, edit, "" for silence
 		lateApprove bool
+		timeout     string // the gate's; "" for 2 s
 		wantText    string
 		wantWritten bool
 		wantStatus  asks.Status
@@ -195,6 +210,9 @@ func RunFilesystemScenarios(t *testing.T, s Setup) {
 	}{
 		{name: "the person approves: the file is written and the audit line names both people",
 			tool: "write_file", file: "approved.txt", answer: "approve", wantWritten: true, wantStatus: asks.StatusDone,
+			wantAudit: map[string]any{"tool": "write_file", "caller": "claude", "approver": who, "phase": "allowed", "decision": "allow"}},
+		{name: "the person edits the content, then approves: the file holds their content and verify shows the edit",
+			tool: "write_file", file: "edited.txt", answer: "edit", timeout: "20s", wantWritten: true, wantStatus: asks.StatusDone,
 			wantAudit: map[string]any{"tool": "write_file", "caller": "claude", "approver": who, "phase": "allowed", "decision": "allow"}},
 		{name: "the person denies: not written, the caller reads the forbidden JSON",
 			tool: "write_file", file: "denied.txt", answer: "deny", wantText: gate.RefusalText, wantStatus: asks.StatusDenied,
@@ -210,7 +228,11 @@ func RunFilesystemScenarios(t *testing.T, s Setup) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			auditLog := filepath.Join(t.TempDir(), "audit.jsonl")
-			session := Start(t, s, token, rules, root, auditLog)
+			timeout := tc.timeout
+			if timeout == "" {
+				timeout = "2s"
+			}
+			session := StartWaiting(t, s, token, rules, root, auditLog, timeout)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			path := filepath.Join(root, tc.file)
@@ -263,12 +285,22 @@ func RunFilesystemScenarios(t *testing.T, s Setup) {
 				if written := err == nil; written != tc.wantWritten {
 					t.Errorf("file written = %t, want %t", written, tc.wantWritten)
 				}
-				if tc.wantWritten && string(b) != Written {
-					t.Errorf("file holds %q", b)
+				want := Written
+				if tc.answer == "edit" {
+					want = EditedText
+				}
+				if tc.wantWritten && string(b) != want {
+					t.Errorf("file holds %q, want %q", b, want)
+				}
+				if tc.answer == "edit" {
+					verifyEdit(t, s, a.ID)
 				}
 			}
 			session.Close()
 			line := CheckAudit(t, AuditLines(t, auditLog), tc.wantAudit)
+			if edited, _ := line["editedArgumentsSha256"].(string); (tc.answer == "edit") != (edited != "" && edited != line["argumentsSha256"]) {
+				t.Errorf("the audit line's edited arguments hash is %q beside %v; want one of its own exactly when the person edited", edited, line["argumentsSha256"])
+			}
 			if tc.lateApprove {
 				if ms, _ := line["durationMs"].(float64); ms < 2000 {
 					t.Errorf("durationMs = %v, want the 2 s wait covered", line["durationMs"])
@@ -291,4 +323,38 @@ func waitStatus(t *testing.T, env *apptest.Env, id string, want asks.Status) ask
 			return got.Status
 		}
 	}
+}
+
+// verifyEdit runs countersign verify on the proof of the ask id, approved
+// as edited, against the account's keys: it is valid and shows the hash of
+// the call as asked, the hash of the call as edited, and the content as the
+// member changed.
+func verifyEdit(t *testing.T, s Setup, id string) {
+	t.Helper()
+	a, err := s.Env.Store.GetApproval(context.Background(), s.Env.Account.ID, id)
+	if err != nil || a.Proof == nil || a.Decision != string(asks.VerdictApproveEdited) {
+		t.Fatalf("the ask is decided %q with proof %v (%v), want approve_edited with a proof", a.Decision, a.Proof != nil, err)
+	}
+	dir := t.TempDir()
+	proofFile, keys := filepath.Join(dir, "proof.json"), filepath.Join(dir, "keys.json")
+	if err := os.WriteFile(proofFile, []byte(*a.Proof), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keys, s.Env.KeysExport(s.Env.Account.ID), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(s.Binary, "verify", proofFile, "--keys", keys, "--origin", s.Env.URL).CombinedOutput()
+	if err != nil {
+		t.Fatalf("countersign verify: %v\n%s", err, out)
+	}
+	for _, want := range []string{"VALID:", a.PayloadSHA256, a.EditedPayloadSHA256, "/tool_call/arguments/content: " + strconvQuote(Written) + " -> " + strconvQuote(EditedText)} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("countersign verify does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+func strconvQuote(s string) string {
+	raw, _ := json.Marshal(s)
+	return string(raw)
 }

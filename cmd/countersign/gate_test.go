@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,6 +26,17 @@ func (p passkeyPerson) Subject() string { return "ada" }
 func (p passkeyPerson) Answer(t *testing.T, a asks.Approval, answer string) {
 	t.Helper()
 	if answer == "" {
+		return
+	}
+	if answer == "edit" {
+		var edited map[string]map[string]any
+		if err := json.Unmarshal([]byte(a.Payload), &edited); err != nil {
+			t.Fatal(err)
+		}
+		edited["tool_call"]["arguments"].(map[string]any)["content"] = gatetest.EditedText
+		if r := p.ada.For(t).DecideEdited(a.ID, edited); r.Status != http.StatusOK {
+			t.Fatalf("ada approves her edit: %s", r)
+		}
 		return
 	}
 	text := ""

@@ -179,6 +179,20 @@ func verifyProof(raw []byte, file string, opts verifyOptions, out io.Writer) err
 	if strings.HasPrefix(p.Decision, "reply:") && p.Unsigned.Reply != "" {
 		fmt.Fprintf(out, "\nDenied, with this reply in place of the tool's result (its SHA-256 is in the signed decision): %q\n", p.Unsigned.Reply)
 	}
+	if res.EditedSHA256 != "" {
+		fmt.Fprintln(out, "\nApproved with changes: the person edited the payload and signed both hashes.")
+		fmt.Fprintf(out, "  asked (payload_sha256)  %s\n", res.PayloadSHA256)
+		fmt.Fprintf(out, "  approved as edited      %s\n", res.EditedSHA256)
+		switch {
+		case len(res.Edits) > 0:
+			fmt.Fprintln(out, "  Edited members (the edited payload was recomputed against its signed hash):")
+			for _, e := range res.Edits {
+				fmt.Fprintf(out, "    %s: %s -> %s\n", e.Path, editSide(e.Before), editSide(e.After))
+			}
+		default:
+			fmt.Fprintln(out, "  The proof does not carry both payloads, so what was edited could not be shown; only the hashes are signed.")
+		}
+	}
 
 	fmt.Fprintln(out, "\nUnsigned claims (NOT covered by the signature: what the server that kept the proof says):")
 	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -194,6 +208,14 @@ func verifyProof(raw []byte, file string, opts verifyOptions, out io.Writer) err
 		return errors.New("the proof in " + file + " is NOT accepted: " + strings.Join(refusals, "; and "))
 	}
 	return nil
+}
+
+// editSide is one side of an edited member: its JSON, or "(absent)".
+func editSide(v json.RawMessage) string {
+	if v == nil {
+		return "(absent)"
+	}
+	return string(v)
 }
 
 // originHint is what a refusal adds when the proof failed on its origin

@@ -591,3 +591,45 @@ func TestVerifyShowsTheReplyOfADenyWithAReply(t *testing.T) {
 		t.Fatalf("verify of a reply proof beside other words: %s; want exit 1 on the reply check", r)
 	}
 }
+
+// verify of an edited approve shows both hashes and each edited member
+// with its value before and after; an edited payload other than the one
+// signed fails.
+func TestVerifyShowsWhatAnEditedApproveChanged(t *testing.T) {
+	dir := t.TempDir()
+	key := prooftest.NewKey()
+	const rpID = "approvals.example.com"
+	payload := []byte(`{"tool_call":{"arguments":{"content":"v1.4 ships on Monday","path":"/srv/notes.txt"},"server":"filesystem","tool":"write_file"}}`)
+	edited := []byte(`{"tool_call":{"arguments":{"content":"v1.4 ships on Tuesday","path":"/srv/notes.txt"},"server":"filesystem","tool":"write_file"}}`)
+	sum, editedSum := sha256.Sum256(payload), sha256.Sum256(edited)
+	signed := func(name string, carried []byte) string {
+		p := &proof.Proof{Format: proof.Format, Domain: proof.Domain, ApprovalID: "appr_test", PayloadSHA256: fmt.Sprintf("%x", sum),
+			Payload: payload, EditedPayload: carried, Decision: proof.EditedDecision(fmt.Sprintf("%x", editedSum)), Nonce: bytes.Repeat([]byte{9}, proof.NonceSize),
+			CredentialID: []byte("a passkey of sixteen bytes or more"), RPID: rpID,
+			Unsigned: proof.Unsigned{Person: "ada", AccountID: "acct_test", DecidedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}}
+		key.Sign(p, prooftest.Assertion{Counter: 1})
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	r := mustCLI(t, nil, "verify", signed("edited.json", edited), "--rp-id", rpID, "--allow-self-asserted")
+	for _, want := range []string{"VALID:", "Approved with changes", fmt.Sprintf("%x", sum), fmt.Sprintf("%x", editedSum),
+		`/tool_call/arguments/content: "v1.4 ships on Monday" -> "v1.4 ships on Tuesday"`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("verify of an edited approve: %s; want it to say %q", r, want)
+		}
+	}
+	if strings.Contains(r.stdout, "/tool_call/arguments/path") {
+		t.Errorf("verify names a member that did not change: %s", r.stdout)
+	}
+	other := []byte(`{"tool_call":{"arguments":{"content":"rm -rf /","path":"/srv/notes.txt"},"server":"filesystem","tool":"write_file"}}`)
+	if r := cli(t, nil, "verify", signed("other.json", other), "--rp-id", rpID, "--allow-self-asserted"); r.code != 1 || !strings.Contains(r.stderr, "edited_payload") {
+		t.Fatalf("verify of a proof carrying another edited payload: %s; want exit 1 on the edited_payload check", r)
+	}
+}

@@ -39,7 +39,10 @@ type AuditEvent struct {
 	// 8785 canonical form (ArgumentsHash): what ran, or would have, exactly
 	// as sent; "" only for arguments that are not I-JSON, which are refused.
 	ArgumentsSHA256 string `json:"argumentsSha256"`
-	DurationMs      int64  `json:"durationMs"` // from arrival to the end, the wait for a person included
+	// EditedArgumentsSHA256 is the hash, taken alike, of the arguments the
+	// call ran with when the approver edited them; "" when it ran as sent.
+	EditedArgumentsSHA256 string `json:"editedArgumentsSha256,omitempty"`
+	DurationMs            int64  `json:"durationMs"` // from arrival to the end, the wait for a person included
 }
 
 // ArgumentsHash is the lower-case hex SHA-256 of a call's arguments in RFC

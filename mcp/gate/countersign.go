@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -146,8 +147,10 @@ type approval struct {
 	Note       string          `json:"note"`
 	Proof      json.RawMessage `json:"proof"`
 	Payload    json.RawMessage `json:"payload"`
-	CreatedAt  time.Time       `json:"created_at"`
-	ExpiresAt  time.Time       `json:"expires_at"`
+	// EditedPayload is the payload as the person edited it, on approve_edited.
+	EditedPayload json.RawMessage `json:"edited_payload"`
+	CreatedAt     time.Time       `json:"created_at"`
+	ExpiresAt     time.Time       `json:"expires_at"`
 }
 
 // RequestApproval files the call as a tool_call ask and waits for the
@@ -286,6 +289,19 @@ func (c *Countersign) file(ctx context.Context, req ApprovalRequest) (approval, 
 	if c.opts.AskedOf != "" {
 		create["asked_of"] = c.opts.AskedOf
 	}
+	if len(req.Editable) > 0 {
+		var editable []string
+		for _, name := range req.Editable {
+			// Only a string, number or boolean the call has: the ask refuses
+			// a member its payload lacks, or a list or an object.
+			if v, ok := askedArgument(req.Arguments, name); ok && !bytes.HasPrefix(v, []byte("{")) && !bytes.HasPrefix(v, []byte("[")) && string(v) != "null" {
+				editable = append(editable, "/tool_call/arguments/"+strings.NewReplacer("~", "~0", "/", "~1").Replace(name))
+			}
+		}
+		if len(editable) > 0 {
+			create["editable"] = editable
+		}
+	}
 	if req.ShownIn != "" {
 		create["check_code_shown_in"] = req.ShownIn
 	}
@@ -298,6 +314,20 @@ func (c *Countersign) file(ctx context.Context, req ApprovalRequest) (approval, 
 	slog.Info("countersign: a person is asked to approve the call", "tool", req.Tool, "server", server,
 		"approval", filed.ApprovalID, "check_code", filed.CheckCode)
 	return filed, nil
+}
+
+// editedArguments reads the arguments out of the tool_call payload a
+// person edited.
+func editedArguments(payload json.RawMessage) (json.RawMessage, error) {
+	var p struct {
+		ToolCall *struct {
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"tool_call"`
+	}
+	if err := json.Unmarshal(payload, &p); err != nil || p.ToolCall == nil || len(p.ToolCall.Arguments) == 0 {
+		return nil, errors.New("countersign sink: an approve_edited ask without an edited tool call")
+	}
+	return p.ToolCall.Arguments, nil
 }
 
 // await waits until ctx ends for the ask id to be decided, through its
@@ -313,6 +343,14 @@ func (c *Countersign) await(ctx context.Context, id string, late bool) (d Decisi
 	case "approved":
 		if late && ctx.Err() != nil { // decided, but after the caller was told no
 			return Decision{}, true, a.Status, ctx.Err()
+		}
+		if a.Decision == "approve_edited" { // the call runs with the arguments as the person edited them
+			edited, err := editedArguments(a.EditedPayload)
+			if err != nil {
+				return Decision{}, false, a.Status, err
+			}
+			tr := &askTracker{c: c, id: a.ApprovalID, payload: a.EditedPayload}
+			return Approve(a.DecidedBy).WithArguments(edited).WithProof(a.Proof).WithTracker(tr), false, a.Status, nil
 		}
 		tr := &askTracker{c: c, id: a.ApprovalID, payload: a.Payload}
 		return Approve(a.DecidedBy).WithProof(a.Proof).WithTracker(tr), false, a.Status, nil
@@ -506,4 +544,15 @@ func clipText(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// askedArgument reads the argument name of a call, and whether the call
+// has it.
+func askedArgument(args json.RawMessage, name string) (json.RawMessage, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return nil, false
+	}
+	v, ok := m[name]
+	return bytes.TrimSpace(v), ok
 }

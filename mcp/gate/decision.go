@@ -5,8 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 	"unicode"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // ApprovalRequest is what a sink is asked: who is calling, which tool, its
@@ -23,6 +29,10 @@ type ApprovalRequest struct {
 	// caller's host by its name, or "this chat"; the sink tells the person
 	// (check_code_shown_in). "" says nothing.
 	ShownIn string
+	// Editable names the arguments the person may change before they
+	// approve (the tool's declaration); a yes may then carry the arguments
+	// as they edited them (Decision.WithArguments).
+	Editable []string
 	// Filed, when set, is told the ask once the sink has filed it, so that
 	// the gate shows the caller its check code and page while the call
 	// waits. A sink that files no ask does not call it.
@@ -44,6 +54,7 @@ type Decision struct {
 	reply    string // a no that answers in place of the tool (Reply)
 	proof    json.RawMessage
 	tracker  Tracker
+	edited   json.RawMessage // the arguments as the approver edited them; nil: as called
 }
 
 // Approve is a yes from the person named by, who is the approver on the
@@ -65,6 +76,18 @@ func (d Decision) WithProof(proof json.RawMessage) Decision {
 	d.proof = bytes.Clone(proof)
 	return d
 }
+
+// WithArguments returns the yes d for the call with args: the arguments as
+// the approver edited them. The gate runs the call with them only when they
+// differ from the caller's in the tool's editable arguments alone, and
+// still meet its input schema; otherwise it refuses the call.
+func (d Decision) WithArguments(args json.RawMessage) Decision {
+	d.edited = bytes.Clone(args)
+	return d
+}
+
+// Arguments are the arguments the approver edited, or nil.
+func (d Decision) Arguments() json.RawMessage { return d.edited }
 
 // WithTracker returns d with a tracker the gate tells, after an approval,
 // that the call starts and how it ended.
@@ -141,6 +164,7 @@ const (
 	ReasonPermissionDenied  = "permission_denied"
 	ReasonInvalidArguments  = "invalid_arguments"
 	ReasonToolError         = "tool_error"
+	ReasonEditRefused       = "edit_refused"
 	refusalReasonForCallers = "approval_refused"
 )
 
@@ -175,4 +199,64 @@ func (e *ApprovalRefusedError) auditReason() string {
 		return e.Reason
 	}
 	return e.Reason + ": " + e.Detail
+}
+
+// checkEdit refuses a yes whose edited arguments change more than the
+// tool's editable arguments, or no longer meet its input schema (when the
+// gate knows it): the approver may change what the tool lets them, and
+// nothing else, whatever the sink says. A yes with the arguments as called
+// passes.
+func checkEdit(t *governed, called json.RawMessage, d Decision, input *jsonschema.Resolved) *ApprovalRefusedError {
+	if d.edited == nil {
+		return nil
+	}
+	refuse := func(format string, args ...any) *ApprovalRefusedError {
+		return &ApprovalRefusedError{Tool: t.name, By: d.by, Reason: ReasonEditRefused, Detail: fmt.Sprintf(format, args...)}
+	}
+	var before, after map[string]any
+	if len(bytes.TrimSpace(called)) > 0 {
+		if err := json.Unmarshal(called, &before); err != nil {
+			return refuse("the call's arguments are not an object")
+		}
+	}
+	if err := json.Unmarshal(d.edited, &after); err != nil || after == nil {
+		return refuse("the edited arguments are not an object")
+	}
+	for _, name := range unionKeys(before, after) {
+		b, inB := before[name]
+		a, inA := after[name]
+		if inB == inA && reflect.DeepEqual(a, b) {
+			continue
+		}
+		if !slices.Contains(t.editable, name) {
+			return refuse("argument %q changed, but %s lets a person edit only %s", name, t.name, editableNames(t.editable))
+		}
+	}
+	if input != nil {
+		if err := input.Validate(after); err != nil {
+			return refuse("the edited arguments do not meet %s's input schema: %v", t.name, err)
+		}
+	}
+	return nil
+}
+
+func unionKeys(a, b map[string]any) []string {
+	var out []string
+	for k := range a {
+		out = append(out, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func editableNames(names []string) string {
+	if len(names) == 0 {
+		return "none of its arguments"
+	}
+	return strings.Join(names, ", ")
 }

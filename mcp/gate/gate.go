@@ -178,6 +178,7 @@ type governed struct {
 	// means they do not read against the tool's input schema.
 	needsApproval func(args json.RawMessage, input *jsonschema.Resolved) (bool, error)
 	asks          bool
+	editable      []string // arguments a person may change before they approve
 }
 
 // governor applies the rules to calls on one server.
@@ -339,6 +340,10 @@ func (g *governor) call(ctx context.Context, req *mcp.CallToolRequest, run func(
 	// allowed runs a call let through (by d, or by the rule when d is the
 	// zero Decision), tells d's tracker how it ended and audits it.
 	allowed := func(d Decision) (*mcp.CallToolResult, error) {
+		if d.edited != nil {
+			req.Params.Arguments = d.edited
+			ev.EditedArgumentsSHA256, _ = ArgumentsHash(d.edited)
+		}
 		res, err := run(ctx)
 		failed := callError(res, err)
 		if d.tracker != nil {
@@ -377,7 +382,7 @@ func (g *governor) call(ctx context.Context, req *mcp.CallToolRequest, run func(
 		return allowed(Decision{})
 	}
 	if mode := elicitationMode(req); g.opts.Deferred != nil && mode != elicitNone {
-		ar := ApprovalRequest{Server: g.opts.Server, Caller: caller.Name, Tool: t.name, Label: ev.Label, Arguments: args, ShownIn: shownIn(req, true)}
+		ar := ApprovalRequest{Server: g.opts.Server, Caller: caller.Name, Tool: t.name, Label: ev.Label, Arguments: args, ShownIn: shownIn(req, true), Editable: t.editable}
 		refuse := func(refused *ApprovalRefusedError, since time.Time) *mcp.CallToolResult {
 			start = since
 			finish(PhaseRefused, DecisionDeny, refused.By, refused.auditReason())
@@ -385,6 +390,10 @@ func (g *governor) call(ctx context.Context, req *mcp.CallToolRequest, run func(
 		}
 		allow := func(d Decision, since time.Time) (*mcp.CallToolResult, error) {
 			start = since
+			if refused := checkEdit(t, args, d, schemas.input); refused != nil {
+				finish(PhaseRefused, DecisionDeny, d.by, refused.auditReason())
+				return refusal(refused, schemas.output), nil
+			}
 			return allowed(d)
 		}
 		return g.deferred(ctx, req, mode, ar, argsHash, refuse, allow)
@@ -392,8 +401,15 @@ func (g *governor) call(ctx context.Context, req *mcp.CallToolRequest, run func(
 	d, refused := g.ask(ctx, ApprovalRequest{
 		Server: g.opts.Server, Caller: caller.Name, Tool: t.name, Label: ev.Label,
 		Arguments: args, Deadline: start.Add(g.opts.ApprovalTimeout),
-		ShownIn: shownIn(req, false), Filed: func(tk Ticket) { showTicket(ctx, req, tk) },
+		ShownIn: shownIn(req, false), Filed: func(tk Ticket) { showTicket(ctx, req, tk) }, Editable: t.editable,
 	})
+	if refused == nil {
+		if refused = checkEdit(t, args, d, schemas.input); refused != nil {
+			if w, ok := d.tracker.(withdrawer); ok {
+				w.Withdraw(context.WithoutCancel(ctx)) // a yes the gate refuses: the approver sees it did not run
+			}
+		}
+	}
 	if refused == nil && d.tracker != nil {
 		if err := d.tracker.Started(ctx); err != nil {
 			refused = &ApprovalRefusedError{Tool: t.name, Reason: ReasonStartRefused, Detail: err.Error()}

@@ -21,6 +21,9 @@ type Declaration[In any] struct {
 	Audit func(In) string
 	// Approval says which calls wait for a person; the zero Rule, none.
 	Approval Rule[In]
+	// Editable names the arguments the person may change before they
+	// approve (see ApprovalRequest.Editable).
+	Editable []string
 }
 
 // Tool is a tool declared with Define, ready for NewServer.
@@ -34,7 +37,7 @@ type Tool struct {
 // arguments exactly as the handler will: validated against the input schema,
 // with its defaults applied.
 func Define[In, Out any](t *mcp.Tool, h mcp.ToolHandlerFor[In, Out], d Declaration[In]) Tool {
-	gov := &governed{name: t.Name, permission: d.Permission, asks: d.Approval.Asks(), needsApproval: d.Approval.need}
+	gov := &governed{name: t.Name, permission: d.Permission, asks: d.Approval.Asks(), needsApproval: d.Approval.need, editable: d.Editable}
 	if d.Audit != nil {
 		gov.label = labeller(d.Audit)
 	}
@@ -104,6 +107,9 @@ type Rules struct {
 	Permissions map[string]string
 	Approval    map[string]Rule[Args]
 	Labels      map[string]func(Args) string
+	// Editable names, per tool, the arguments a person may change before
+	// they approve.
+	Editable map[string][]string
 }
 
 // Gate puts rules and opts in front of the tools srv already has: putting a
@@ -128,6 +134,9 @@ func Gate(ctx context.Context, srv *mcp.Server, opts Options, rules Rules) error
 	for name, rule := range rules.Approval {
 		e := entry(name)
 		e.asks, e.needsApproval = rule.Asks(), rule.need
+	}
+	for name, args := range rules.Editable {
+		entry(name).editable = args
 	}
 	g, err := newGovernor("", opts, byName)
 	if err != nil {

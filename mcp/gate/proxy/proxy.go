@@ -128,7 +128,7 @@ func Start(ctx context.Context, t mcp.Transport, opts Options) (*Proxy, error) {
 		if g.AskLife == 0 {
 			g.AskLife = opts.Rules.AskLife
 		}
-		if err := gate.Gate(ctx, p.Server, g, gate.Rules{Approval: opts.Rules.Approval}); err != nil {
+		if err := gate.Gate(ctx, p.Server, g, gate.Rules{Approval: opts.Rules.Approval, Editable: opts.Rules.Editable}); err != nil {
 			return fail(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -32,7 +33,10 @@ import (
 //	 "paths": {"roots": ["/srv/fs"]},
 //	 "tools": {"write_file": {"approval": "path.within(args.path, '/srv/fs/secret')"},
 //	           "move_file": {"approval": "!path.within(args.destination, '/srv/fs/public')"},
-//	           "edit_file": {"approval": true}}}
+//	           "edit_file": {"approval": true, "editable": ["edits"]}}}
+//
+// editable names the arguments of a tool the person may change before
+// they approve: the call runs with their values.
 type RulesFile struct {
 	Server  string              `json:"server"`
 	Timeout string              `json:"timeout"`
@@ -51,9 +55,11 @@ type PathsFile struct {
 	Home  string   `json:"home"`
 }
 
-// ToolRule is one tool's rule: approval is true, false, or a CEL expression.
+// ToolRule is one tool's rule: approval is true, false, or a CEL
+// expression; editable names the arguments a person may change.
 type ToolRule struct {
 	Approval json.RawMessage `json:"approval"`
+	Editable []string        `json:"editable"`
 }
 
 // Rules are a rules file, compiled.
@@ -63,6 +69,8 @@ type Rules struct {
 	AskLife  time.Duration // 0 when the file does not say
 	Paths    PathOptions
 	Approval map[string]gate.Rule[gate.Args]
+	// Editable names, per tool, the arguments a person may change.
+	Editable map[string][]string
 	// Warnings are the rules that compare a path argument as a raw
 	// string, in the order of their tools' names.
 	Warnings []RuleWarning
@@ -80,7 +88,7 @@ func ParseRules(b []byte, home string) (*Rules, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("rules: %w", err)
 	}
-	r := &Rules{Server: f.Server, Approval: map[string]gate.Rule[gate.Args]{}}
+	r := &Rules{Server: f.Server, Approval: map[string]gate.Rule[gate.Args]{}, Editable: map[string][]string{}}
 	var err error
 	if f.Timeout != "" {
 		d, err := time.ParseDuration(f.Timeout)
@@ -128,6 +136,20 @@ func ParseRules(b []byte, home string) (*Rules, error) {
 			r.Warnings = append(r.Warnings, rawPathComparisons(name, expr, ast)...)
 		default:
 			return nil, fmt.Errorf("rules: tool %s: approval must be true, false or a CEL predicate over args, not %s", name, raw)
+		}
+		if editable := f.Tools[name].Editable; len(editable) > 0 {
+			if !r.Approval[name].Asks() {
+				return nil, fmt.Errorf("rules: tool %s: editable arguments need approval: a call nobody approves has nobody to edit it", name)
+			}
+			for i, arg := range editable {
+				if strings.TrimSpace(arg) == "" || slices.Contains(editable[:i], arg) {
+					return nil, fmt.Errorf("rules: tool %s: editable[%d] %q is empty or named twice", name, i, arg)
+				}
+			}
+			if len(editable) > ask.MaxEditable {
+				return nil, fmt.Errorf("rules: tool %s: at most %d editable arguments", name, ask.MaxEditable)
+			}
+			r.Editable[name] = editable
 		}
 	}
 	return r, nil
