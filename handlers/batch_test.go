@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/models/asks"
@@ -27,6 +29,10 @@ func TestABatchIsAnsweredWholeOrNotAtAll(t *testing.T) {
 		}
 		tool := bot.OK("approvals_create", map[string]any{"kind": "tool_call", "title": "Call write_file", "approve_means": "Runs", "deny_means": "Nothing runs",
 			"payload": map[string]any{"tool_call": map[string]any{"server": "filesystem", "tool": "write_file", "arguments": map[string]any{"path": "/tmp/x"}}}})["approval_id"].(string)
+		runner := env.EnrollRunner(env.Account.ID, "host-1")
+		run := runner.Ask("ada", apptest.ScriptSHA256([]byte("echo hi")), []string{"hi.sh", "eu"}, "read_only", 30*time.Minute)
+		run["editable"] = []string{"run.argv[1]"}
+		editable := bot.OK("approvals_create", run)["approval_id"].(string)
 		a, b, c := review(1), review(2), review(3)
 		many := make([]string, 51)
 		for i := range many {
@@ -46,6 +52,11 @@ func TestABatchIsAnsweredWholeOrNotAtAll(t *testing.T) {
 			if r := ada.Post("/batch/challenge", tc.body); r.Status != tc.status {
 				t.Errorf("%s: %s, want %d", name, r, tc.status)
 			}
+		}
+		// A run that needs no check code, but whose argument the person may edit.
+		if r := ada.Post("/batch/challenge", map[string]any{"approval_ids": []string{a, editable}, "decision": "approve"}); r.Status != http.StatusConflict ||
+			!strings.Contains(fmt.Sprint(r.Body["message"]), "you may edit it before you sign") {
+			t.Errorf("an ask the person may edit: %s, want 409 saying why it is answered alone", r)
 		}
 
 		// b is withdrawn by its agent between the prompt and the signature.

@@ -691,3 +691,25 @@ func TestAPolicyApprovesAnAdvisoryRequestOfAKindItNames(t *testing.T) {
 		}
 	})
 }
+
+// An ask the person may edit is answered by that person: a policy that
+// covers its kind approves the same call filed without editable members,
+// and never the one with them.
+func TestAPolicyNeverApprovesAnAskThePersonMayEdit(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		w := newPolicyWorld(t, db)
+		w.enable(t, map[string]any{"until": until(time.Hour), "scope": map[string]any{"ask_kinds": []string{"tool_call"}}})
+		search := func(query string) map[string]any {
+			return map[string]any{
+				"kind": "tool_call", "title": "Search the notes", "approve_means": "I search the notes once", "deny_means": "Nothing is searched",
+				"payload": map[string]any{"tool_call": map[string]any{"server": "notes", "tool": "search_notes", "arguments": map[string]any{"query": query}}},
+			}
+		}
+		if out := w.bot.OK("approvals_create", search("onboarding")); out["status"] != "approved" {
+			t.Fatalf("the policy left a plain tool_call %v, want approved (else this test shows nothing): %v", out["status"], out["timeline"])
+		}
+		editable := search("glossary")
+		editable["editable"] = []string{"tool_call.arguments.query"}
+		mustStayPending(t, w.bot, editable, "a tool_call the person may edit")
+	})
+}

@@ -116,13 +116,20 @@ func (h *Host) Check(a *Approval, origin string, now time.Time) (*Plan, error) {
 		return nil, refuse("no decision proof: nobody's device signed an approve of this run")
 	}
 	var signers []string
+	var edited []byte
 	if proof.IsBundle(a.Proof) || a.Quorum != nil {
 		signers, err = checkBundle(a, payloadSHA, h.Trusted, origin)
 	} else {
-		signers, err = checkProof(a, payloadSHA, pin.AskedOf, h.Trusted, origin)
+		signers, edited, err = checkProof(a, payloadSHA, pin.AskedOf, h.Trusted, origin)
 	}
 	if err != nil {
 		return nil, err
+	}
+	argv := pin.Argv
+	if edited != nil {
+		if argv, err = editedArgv(a.Payload, edited); err != nil {
+			return nil, err
+		}
 	}
 	secs, err := strconv.ParseInt(pin.ExpiresAt.String(), 10, 64)
 	if err != nil {
@@ -148,7 +155,7 @@ func (h *Host) Check(a *Approval, origin string, now time.Time) (*Plan, error) {
 		return nil, refuse("the script %s changed: its SHA-256 is %s, the approved one %s", pin.Argv[0], got, pin.ScriptSHA256)
 	}
 	return &Plan{ApprovalID: a.ApprovalID, PayloadSHA256: payloadSHA, RunnerID: pin.RunnerID, Script: script, Code: code,
-		Argv: pin.Argv, ExpiresAt: expires, Effect: pin.Effect, Signers: signers}, nil
+		Argv: argv, ExpiresAt: expires, Effect: pin.Effect, Signers: signers}, nil
 }
 
 // resolve finds argv[0] inside the scripts folder: a relative path with no
@@ -207,27 +214,57 @@ func readScript(path string) ([]byte, error) {
 
 // checkProof checks the single-signer proof of a run no rule covers: it
 // verifies against the pinned keys and approves exactly this run, signed by
-// a key of the person asked, who is its one signer.
-func checkProof(a *Approval, payloadSHA, askedOf string, trusted *proof.Keys, origin string) ([]string, error) {
+// a key of the person asked, who is its one signer. On an approve of the
+// run as the person edited it, it returns the edited payload the proof
+// carries, whose hash the signature covers.
+func checkProof(a *Approval, payloadSHA, askedOf string, trusted *proof.Keys, origin string) ([]string, []byte, error) {
 	p, err := proof.Parse(a.Proof)
 	if err != nil {
-		return nil, refuse("the decision proof is not a countersign proof: %v", err)
+		return nil, nil, refuse("the decision proof is not a countersign proof: %v", err)
 	}
 	res, err := proof.Verify(p, proof.Expect{RPID: trusted.RPID, Origin: origin, Keys: trusted})
 	if err != nil {
-		return nil, refuse("the decision proof does not verify against the pinned device keys: %v", err)
+		return nil, nil, refuse("the decision proof does not verify against the pinned device keys: %v", err)
 	}
+	var edited []byte
 	switch {
 	case res.ApprovalID != a.ApprovalID:
-		return nil, refuse("the decision proof is for approval %s, not %s", res.ApprovalID, a.ApprovalID)
+		return nil, nil, refuse("the decision proof is for approval %s, not %s", res.ApprovalID, a.ApprovalID)
 	case res.PayloadSHA256 != payloadSHA:
-		return nil, refuse("the decision proof signs another payload (%s) than this run's (%s)", res.PayloadSHA256, payloadSHA)
+		return nil, nil, refuse("the decision proof signs another payload (%s) than this run's (%s)", res.PayloadSHA256, payloadSHA)
+	case res.EditedSHA256 != "" && p.EditedPayload == nil:
+		return nil, nil, refuse("the decision proof approves an edited run but does not carry the edited payload, so the runner cannot know what was approved")
+	case res.EditedSHA256 != "":
+		edited = p.EditedPayload
 	case res.Decision != "approve":
-		return nil, refuse("the decision proof signs %q, not approve", res.Decision)
-	case res.KeyPerson != askedOf:
-		return nil, refuse("the decision was signed by a key of %s, but the run was asked of %s", res.KeyPerson, askedOf)
+		return nil, nil, refuse("the decision proof signs %q, not approve", res.Decision)
 	}
-	return []string{res.KeyPerson}, nil
+	if res.KeyPerson != askedOf {
+		return nil, nil, refuse("the decision was signed by a key of %s, but the run was asked of %s", res.KeyPerson, askedOf)
+	}
+	return []string{res.KeyPerson}, edited, nil
+}
+
+// editedArgv is the argv of a run as the person edited it, when the edit
+// is one the pin allows: arguments after argv[0] changed, and nothing else
+// of the pin (the script, its hash, the runner, its key, the effect, the
+// expiry, the person asked, the number of arguments).
+func editedArgv(payload, edited []byte) ([]string, error) {
+	edits, err := proof.Edits(payload, edited)
+	if err != nil {
+		return nil, refuse("the edited run does not read: %v", err)
+	}
+	for _, e := range edits {
+		tokens, err := ask.PathTokens(e.Path)
+		if err != nil || len(tokens) != 3 || tokens[0] != "run" || tokens[1] != "argv" || tokens[2] == "0" || e.Before == nil || e.After == nil {
+			return nil, refuse("the person's edit changes %s, which the pin does not allow: only the arguments after argv[0] may change", e.Path)
+		}
+	}
+	pin, err := ReadPin(edited)
+	if err != nil {
+		return nil, refuse("the edited run: %v", err)
+	}
+	return pin.Argv, nil
 }
 
 // checkBundle checks the proof of a run an approval rule covers: a bundle

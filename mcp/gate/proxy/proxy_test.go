@@ -294,6 +294,8 @@ func TestTheProxyRefusesToStart(t *testing.T) {
 		{"a root under ~ with no home", `{"paths": {"roots": ["~/notes"]}, "tools": {}}`, `paths.roots: "~/notes" is not an absolute path or one under the home directory`},
 		{"a relative home", `{"paths": {"home": "ada"}, "tools": {}}`, `paths.home "ada" is not an absolute path`},
 		{"a path function called with the wrong arguments", `{"tools": {"move_file": {"approval": "path.within(args.destination)"}}}`, "tool move_file: approval predicate"},
+		{"editable arguments without approval", `{"tools": {"write_file": {"approval": false, "editable": ["content"]}}}`, "tool write_file: editable arguments need approval"},
+		{"an editable argument named twice", `{"tools": {"write_file": {"approval": true, "editable": ["content", "content"]}}}`, `tool write_file: editable[1] "content" is empty or named twice`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
