@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/countersign/countersign/proof"
@@ -138,5 +140,36 @@ func TestEditsNameEachChangedMemberByItsPointer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// docs/proof.md shows the approve_edited vector as the testdata has it.
+func TestTheProofDocumentShowsTheEditedVector(t *testing.T) {
+	raw, err := os.ReadFile("testdata/challenge_vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs vectors
+	if err := json.Unmarshal(raw, &vs); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../docs/proof.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, v := range vs.Vectors {
+		if v.EditedPayload == "" {
+			continue
+		}
+		found = true
+		for _, want := range []string{v.Decision, v.ChallengeHex, v.NonceHex, v.PayloadSHA256, v.EditedPayload} {
+			if !strings.Contains(string(doc), want) {
+				t.Errorf("docs/proof.md does not show the approve_edited vector's %q", want)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no approve_edited vector in testdata/challenge_vectors.json")
 	}
 }
