@@ -38,6 +38,7 @@ type Approval struct {
 	// ("this chat"), "" when it did not say: a hint for the ask page, never
 	// hashed or signed.
 	CheckCodeShownIn string
+
 	// Editable lists the members of the payload the person may change
 	// before they sign (the canonical JSON of []ask.Editable), "" for none.
 	Editable string
@@ -45,23 +46,24 @@ type Approval struct {
 	// (RFC 8785 bytes) with its hash, on a decision approve_edited; "" otherwise.
 	EditedPayload       string `gorm:"column:edited_payload"`
 	EditedPayloadSHA256 string `gorm:"column:edited_payload_sha256"`
-	RequesterID         string
-	RequesterSubject    string
-	AskedOf             string
-	Status              Status
-	Decision            string
-	DecidedBy           string
-	DecidedAt           *time.Time
-	Note                string
-	Proof               *string
-	Supersedes          string
-	SupersededBy        string
-	RepoKey             string
-	PRNumber            int64 `gorm:"column:pr_number"`
-	Head                string
-	JobID               string
-	RunnerID            string // the runner a pinned run names; "" for every other ask
-	Priority            int
+
+	RequesterID      string
+	RequesterSubject string
+	AskedOf          string
+	Status           Status
+	Decision         string
+	DecidedBy        string
+	DecidedAt        *time.Time
+	Note             string
+	Proof            *string
+	Supersedes       string
+	SupersededBy     string
+	RepoKey          string
+	PRNumber         int64 `gorm:"column:pr_number"`
+	Head             string
+	JobID            string
+	RunnerID         string // the runner a pinned run names; "" for every other ask
+	Priority         int
 	// Requirement is the approval rule's requirement frozen at filing (the
 	// canonical JSON of a proof.Requirement), nil when no rule covers the
 	// ask. Every signature on the ask binds it; see RequirementOf.
