@@ -13,7 +13,6 @@ import (
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/people"
-	"github.com/countersign/countersign/proof"
 	"gorm.io/gorm"
 )
 
@@ -147,7 +146,7 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *people.Memb
 		case asks.VerdictApproveEdited: // the signed decision binds the edited payload's hash (SpendChallenge above)
 			decided["edited_payload"], decided["edited_payload_sha256"] = string(edited.Canonical), edited.SHA256
 			ch.Event, ch.Set = asks.EventApprove, withDecision(decided, string(v.Verdict))
-			ch.Data = map[string]string{"edited_payload_sha256": edited.SHA256, "edited": editedPaths(edited.Edits)}
+			ch.Data = map[string]string{"edited_payload_sha256": edited.SHA256, "edited": edited.Paths()}
 		case asks.VerdictDeny:
 			ch.Event, ch.Set = asks.EventDeny, withDecision(decided, string(v.Verdict))
 		case asks.VerdictReply: // a deny whose note the gate returns in place of the tool's result
@@ -173,15 +172,6 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *people.Memb
 		return ch, nil
 	})
 	return a, err
-}
-
-// editedPaths names the members a person edited, for the timeline.
-func editedPaths(edits []proof.Edit) string {
-	paths := make([]string, len(edits))
-	for i, e := range edits {
-		paths[i] = e.Path
-	}
-	return strings.Join(paths, ", ")
 }
 
 func withDecision(m map[string]any, decision string) map[string]any {

@@ -102,6 +102,15 @@ func CheckEdit(a *Approval, edited json.RawMessage, now time.Time) (*Edited, err
 	return &Edited{Canonical: p.Canonical, SHA256: p.SHA256, Edits: edits}, nil
 }
 
+// Paths names the members the person edited, for the timeline.
+func (e *Edited) Paths() string {
+	paths := make([]string, len(e.Edits))
+	for i, x := range e.Edits {
+		paths[i] = x.Path
+	}
+	return strings.Join(paths, ", ")
+}
+
 func editablePaths(list []ask.Editable) string {
 	paths := make([]string, len(list))
 	for i, e := range list {
