@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -254,6 +255,11 @@ func TestCreateWithWaitCompletesA20251125URLElicitation(t *testing.T) {
 // returns the ask still pending after 45 s.
 func TestCreateWithWaitHoldsAPlainClient45Seconds(t *testing.T) {
 	w := newWaitWorld(t, apptest.SQLite)
+	// The two revisions run at once, and ada has one passkey: her answers
+	// go one at a time, so the passkey's counter reaches the service in the
+	// order it signed (two signatures crossing on the way look like a
+	// cloned passkey, and the second is refused).
+	var answering sync.Mutex
 	for _, revision := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(revision, func(t *testing.T) {
 			t.Parallel()
@@ -266,6 +272,8 @@ func TestCreateWithWaitHoldsAPlainClient45Seconds(t *testing.T) {
 						var ids []string
 						w.env.Store.DB().Table("approvals").Where("title = ?", title).Pluck("id", &ids)
 						if len(ids) == 1 {
+							answering.Lock()
+							defer answering.Unlock()
 							if r := w.ada.For(t).Decide(ids[0], "approve", ""); r.Status != http.StatusOK {
 								t.Errorf("ada approves %s: %s", ids[0], r)
 							}
