@@ -179,6 +179,9 @@ func verifyProof(raw []byte, file string, opts verifyOptions, out io.Writer) err
 	if strings.HasPrefix(p.Decision, "reply:") && p.Unsigned.Reply != "" {
 		fmt.Fprintf(out, "\nDenied, with this reply in place of the tool's result (its SHA-256 is in the signed decision): %q\n", p.Unsigned.Reply)
 	}
+	if strings.HasPrefix(p.Decision, "approve_for:") && p.Unsigned.ApproveFor != "" {
+		fmt.Fprintf(out, "\nApproved, and the same for a while: the asks of this agent, kind and target, for these minutes (its SHA-256 is in the signed decision):\n  %s\n", p.Unsigned.ApproveFor)
+	}
 
 	fmt.Fprintln(out, "\nUnsigned claims (NOT covered by the signature: what the server that kept the proof says):")
 	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
