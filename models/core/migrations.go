@@ -559,6 +559,14 @@ ALTER TABLE invites ADD COLUMN held BOOLEAN NOT NULL DEFAULT FALSE
 	{29, "approvals: where the requester shows the check code", `
 ALTER TABLE approvals ADD COLUMN check_code_shown_in TEXT NOT NULL DEFAULT ''
 `},
+	// A window is a policy a person makes from an ask ("Approve, and the
+	// same for 30 minutes"): its target is the RFC 8785 JSON of what the ask
+	// is about, '' on the account's auto-approve policy. Several are on at
+	// once; filing an ask reads the ones not yet revoked or expired.
+	{30, "policies: windows, with their target, and an index of the policies still on", `
+ALTER TABLE policies ADD COLUMN target TEXT NOT NULL DEFAULT '';
+CREATE INDEX policies_on ON policies (account_id, expires_at) WHERE revoked_at IS NULL
+`},
 }
 
 // migrationSteps are the steps in Go that a migration runs after its SQL, in
