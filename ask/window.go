@@ -117,6 +117,17 @@ func ReadWindow(text string) (Window, error) {
 	return w, nil
 }
 
+// WindowLength says a window's minutes in words: "30 minutes", "1 hour", "8 hours".
+func WindowLength(minutes int) string {
+	switch {
+	case minutes == 60:
+		return "1 hour"
+	case minutes%60 == 0:
+		return strconv.Itoa(minutes/60) + " hours"
+	}
+	return strconv.Itoa(minutes) + " minutes"
+}
+
 // CheckWindowMinutes refuses a window length not on the menu.
 func CheckWindowMinutes(minutes int) error {
 	if slices.Contains(WindowMinutes, minutes) {

@@ -96,4 +96,9 @@ func TestAWindowLastsALengthFromTheMenu(t *testing.T) {
 		err := CheckWindowMinutes(m)
 		wantRefusal(t, err, InvalidArgument, "minutes")
 	}
+	for m, want := range map[int]string{15: "15 minutes", 30: "30 minutes", 60: "1 hour", 120: "2 hours", 480: "8 hours"} {
+		if got := WindowLength(m); got != want {
+			t.Errorf("WindowLength(%d) = %q, want %q", m, got, want)
+		}
+	}
 }

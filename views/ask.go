@@ -64,6 +64,9 @@ type Ask struct {
 	// OpenAsksOfAgent is how many open asks the requesting agent has, this
 	// one among them: what "Not mine" cancels.
 	OpenAsksOfAgent int
+	// Window is "Approve, and the same for…", set when the viewer may
+	// decide the ask and a window may cover it.
+	Window *WindowChoice
 }
 
 // Request is what the page says of an ask filed with approval_request: its

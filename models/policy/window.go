@@ -74,22 +74,11 @@ func (s *Policies) OpenWindow(tx *gorm.DB, a *asks.Approval, m *people.Member, c
 	if err := tx.Table("policies").Create(pol).Error; err != nil {
 		return fmt.Errorf("store window: %w", err)
 	}
-	note := fmt.Sprintf("approved, and the same for %s: window %s on until %s", WindowLength(w.Minutes), pol.ID, pol.ExpiresAt.UTC().Format(time.RFC3339))
+	note := fmt.Sprintf("approved, and the same for %s: window %s on until %s", ask.WindowLength(w.Minutes), pol.ID, pol.ExpiresAt.UTC().Format(time.RFC3339))
 	if pol.Replaces != "" {
 		note += ", replacing " + pol.Replaces
 	}
 	return s.NoteOn(tx, a, asks.ActorPerson, m.Subject, StepPolicyEnabled, note)
-}
-
-// WindowLength says a window's minutes in words: "30 minutes", "1 hour", "8 hours".
-func WindowLength(minutes int) string {
-	switch {
-	case minutes == 60:
-		return "1 hour"
-	case minutes%60 == 0:
-		return fmt.Sprintf("%d hours", minutes/60)
-	}
-	return fmt.Sprintf("%d minutes", minutes)
 }
 
 // RevokeWindow turns the account's window id off now; off twice is
