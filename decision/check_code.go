@@ -9,10 +9,11 @@ import (
 // checkCodePicked refuses to begin an approval of one of the riskiest asks
 // (ask.NeedsCheckCode) unless the person picked its check code, the two
 // digits the agent shows where it runs: a person approving out of habit
-// signs nothing. A deny, a question or an ask of any other kind needs no
+// signs nothing; an approve "and the same for a while" is an approval too.
+// A deny, a question or an ask of any other kind needs no
 // code. The code adds nothing to what is signed: the hash already covers it.
 func checkCodePicked(a *asks.Approval, v asks.Verdict, picked string) error {
-	if v != asks.VerdictApprove && v != asks.VerdictApproveEdited || !ask.NeedsCheckCode(a.Kind, a.Payload) {
+	if v != asks.VerdictApprove && v != asks.VerdictApproveEdited && v != asks.VerdictApproveFor || !ask.NeedsCheckCode(a.Kind, a.Payload) {
 		return nil
 	}
 	if picked == "" {

@@ -18,6 +18,7 @@ import (
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/outbox"
 	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/policy"
 	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/proof"
 )
@@ -34,14 +35,16 @@ func New(store *models.Store, rp *passkey.RP) *Service {
 }
 
 // Choice is what a person picked on an ask: a verdict (approve, deny,
-// not_mine, question, option:<index>, choice:<index> or answer) and, for a
-// question, its text, or for a free-text answer, the answer's; CheckCode is
-// the check code picked before approving one of the riskiest asks.
+// not_mine, question, reply, approve_for, option:<index>, choice:<index> or
+// answer) and, for a question, its text, or for a free-text answer, the
+// answer's; CheckCode is the check code picked before approving one of the
+// riskiest asks.
 type Choice struct {
 	Verdict   asks.Verdict
 	Question  string
 	Answer    string
 	Reply     string // for reply: what the tool's caller gets in place of its result
+	Minutes   int    // for approve_for: how long the same is approved (ask.WindowMinutes)
 	CheckCode string
 	// Edited is the payload as the person edited it, for approve_edited.
 	Edited json.RawMessage
@@ -53,11 +56,12 @@ const ceremonyKind = "decision"
 // ceremony is kept server-side between the challenge and the signature.
 type ceremony struct {
 	ApprovalID string          `json:"approval_id"`
-	Decision   string          `json:"decision"` // as signed: question:<sha256> for a question, answer:<sha256> for an answer, reply:<sha256> for a reply
+	Decision   string          `json:"decision"` // as signed: question:<sha256> for a question, answer:<sha256> for an answer, reply:<sha256> for a reply, approve_for:<sha256> for a window
 	Question   string          `json:"question,omitempty"`
 	Answer     string          `json:"answer,omitempty"`
 	Reply      string          `json:"reply,omitempty"`
-	Edited     proof.B64       `json:"edited,omitempty"` // the edited payload's RFC 8785 bytes, for approve_edited
+	Edited     proof.B64       `json:"edited,omitempty"`      // the edited payload's RFC 8785 bytes, for approve_edited
+	ApproveFor string          `json:"approve_for,omitempty"` // the window's JSON`
 	Nonce      proof.B64       `json:"nonce"`
 	Session    json.RawMessage `json:"session"`
 	Link       string          `json:"link,omitempty"` // the push link it was begun with; "" in a session
@@ -111,6 +115,15 @@ func (s *Service) begin(ctx context.Context, m *people.Member, approvalID string
 		text = c.Answer
 	case asks.VerdictReply:
 		text = c.Reply
+	case asks.VerdictApproveFor:
+		if err := policy.CheckWindow(a); err != nil {
+			return "", nil, err
+		}
+		w, err := asks.WindowOf(a, c.Minutes)
+		if err != nil {
+			return "", nil, err
+		}
+		text = w.JSON()
 	}
 	d, err := asks.ParseVerdict(a, c.Verdict, text)
 	if err != nil {
@@ -155,7 +168,8 @@ func (s *Service) begin(ctx context.Context, m *people.Member, approvalID string
 	if c.Verdict == asks.VerdictAnswer {
 		answer = d.Note
 	}
-	state, err := json.Marshal(ceremony{ApprovalID: a.ID, Decision: d.Signed(), Question: question, Answer: answer, Reply: reply, Edited: d.Edited, Nonce: nonce, Session: session, Link: link})
+	state, err := json.Marshal(ceremony{ApprovalID: a.ID, Decision: d.Signed(), Question: question, Answer: answer, Reply: reply, Edited: d.Edited, ApproveFor: d.Window,
+		Nonce: nonce, Session: session, Link: link})
 	if err != nil {
 		return "", nil, fmt.Errorf("decision ceremony: %w", err)
 	}
@@ -231,8 +245,10 @@ func (s *Service) complete(ctx context.Context, m *people.Member, approvalID, ce
 	if st.Edited != nil {
 		d.Verdict, d.Edited = asks.VerdictApproveEdited, st.Edited // its hash is in st.Decision, checked when the nonce is spent
 	}
+	d.Window = st.ApproveFor // the verdict is approve_for:<sha256>, which Decide checks against it
 	p := s.rp.Proof(assertion, publicKey, a.ID, a.PayloadSHA256, st.Decision, st.Nonce, proof.Unsigned{
 		Person: m.Subject, AccountID: m.AccountID, DecidedAt: s.store.Now(), Question: st.Question, Answer: st.Answer, Reply: st.Reply,
+		ApproveFor: st.ApproveFor,
 	})
 	p.Payload = proof.B64(a.Payload) // the canonical bytes payload_sha256 covers, so a verifier needs no server
 	p.EditedPayload = st.Edited      // and, on approve_edited, the bytes the decision's hash covers

@@ -14,10 +14,11 @@ import (
 )
 
 type challengeRequest struct {
-	Decision string `json:"decision"` // approve, approve_edited, deny, not_mine, question, reply, option:<index>, choice:<index> or answer
+	Decision string `json:"decision"` // approve, approve_edited, deny, not_mine, question, reply, approve_for, option:<index>, choice:<index> or answer
 	Question string `json:"question"` // the question's text, for question
 	Answer   string `json:"answer"`   // the answer's text, for answer
 	Reply    string `json:"reply"`    // the reply's text, for reply
+	Minutes  int    `json:"minutes"`  // for approve_for: how long the same is approved
 	// Edited is the payload as the person edited it, for approve_edited.
 	Edited json.RawMessage `json:"edited_payload"`
 	// CheckCode is the check code the person picked, to approve one of the riskiest asks.
@@ -27,7 +28,7 @@ type challengeRequest struct {
 // choice is the request as the decision service reads it, the same whether a
 // session or a push link is its authority.
 func (r challengeRequest) choice() decision.Choice {
-	return decision.Choice{Verdict: asks.Verdict(r.Decision), Question: r.Question, Answer: r.Answer, Reply: r.Reply, CheckCode: r.CheckCode, Edited: r.Edited}
+	return decision.Choice{Verdict: asks.Verdict(r.Decision), Question: r.Question, Answer: r.Answer, Reply: r.Reply, Minutes: r.Minutes, CheckCode: r.CheckCode, Edited: r.Edited}
 }
 
 // DecisionChallenge answers the WebAuthn options of one decision by the

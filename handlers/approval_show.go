@@ -8,9 +8,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/models/policy"
 	"github.com/countersign/countersign/models/work"
 	"github.com/countersign/countersign/views"
 )
@@ -190,6 +192,10 @@ func (h *Handlers) askView(a *asks.Approval, events []asks.TimelineEvent, m *peo
 	}
 	for _, e := range events {
 		out.Timeline = append(out.Timeline, eventView(e))
+	}
+	if out.CanDecide && policy.CheckWindow(a) == nil {
+		target, _ := ask.TargetOf(a.Kind, a.Payload)
+		out.Window = &views.WindowChoice{Agent: a.RequesterSubject, Kind: a.Kind, Target: target, Minutes: ask.WindowMinutes, Default: ask.DefaultWindowMinutes}
 	}
 	return out
 }

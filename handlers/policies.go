@@ -15,8 +15,9 @@ import (
 const policyAsksShown = 50
 
 // Policies is a person's auto-approve page: the account's newest policy
-// with its countdown, count and revoke form, the asks it approved, and the
-// auto_approve requests that wait for a signature.
+// with its countdown, count and revoke form, the asks it approved, the
+// windows on now with their revoke buttons, and the auto_approve requests
+// that wait for a signature.
 func (h *Handlers) Policies(c echo.Context) error {
 	return h.policiesPage(c, http.StatusOK, views.PoliciesView{})
 }
@@ -27,7 +28,7 @@ func (h *Handlers) policiesPage(c echo.Context, status int, view views.PoliciesV
 	ctx := c.Request().Context()
 	v := viewerOf(c)
 	view.Now, view.IsAdmin = h.store.Now(), v.isAdmin()
-	newest, _, err := h.store.PolicyList(ctx, v.account.ID, policy.PolicyFilter{PageSize: 1})
+	newest, _, err := h.store.PolicyList(ctx, v.account.ID, policy.PolicyFilter{Covers: policy.CoversAccount, PageSize: 1})
 	if err != nil {
 		return err
 	}
@@ -42,6 +43,13 @@ func (h *Handlers) policiesPage(c echo.Context, status int, view views.PoliciesV
 			view.Approved = append(view.Approved, views.PolicyAskRow{ID: a.ApprovalID, Title: a.Title, Kind: a.Kind,
 				Requester: a.Requester, Status: string(a.Status), At: a.At})
 		}
+	}
+	windows, _, err := h.store.PolicyList(ctx, v.account.ID, policy.PolicyFilter{Covers: policy.CoversWindow, State: policy.PolicyActive, PageSize: policyAsksShown})
+	if err != nil {
+		return err
+	}
+	for _, w := range windows {
+		view.Windows = append(view.Windows, policyView(w))
 	}
 	requests, err := h.store.PendingPolicyRequests(ctx, v.account.ID, policyAsksShown)
 	if err != nil {
@@ -71,8 +79,13 @@ func (h *Handlers) policiesPage(c echo.Context, status int, view views.PoliciesV
 // policyView reads a policy into what the policy screens show.
 func policyView(r policy.PolicyRow) views.PolicyView {
 	sc := r.ScopeOf()
+	var window *views.PolicyWindow
+	if r.IsWindow() && len(sc.AskKinds) == 1 {
+		window = &views.PolicyWindow{Kind: sc.AskKinds[0], Target: r.TargetOf()}
+	}
 	return views.PolicyView{
-		ID: r.ID, ApprovalID: r.ApprovalID, Requester: r.Requester, Device: r.Device,
+		Window: window,
+		ID:     r.ID, ApprovalID: r.ApprovalID, Requester: r.Requester, Device: r.Device,
 		Scope:    views.PolicyScope{AskKinds: sc.AskKinds, MaxPriority: json.Number(strconv.Itoa(sc.MaxPriority)), Requesters: sc.Requesters},
 		SignedBy: r.SignerSubject, CredentialID: r.CredentialID, SignedAt: r.SignedAt, ExpiresAt: r.ExpiresAt,
 		State: r.State(), Why: r.Why, ApprovedCount: r.ApprovedCount, SkippedCount: r.SkippedCount, LastApprovedAt: r.LastApprovedAt,

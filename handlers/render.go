@@ -54,6 +54,7 @@ var flashes = map[string]string{
 	"runner-disabled":     "Runner disabled: its token stops working and its runs that had not ended failed.",
 	"client-disconnected": "Client disconnected: its tokens stop working and its open asks are cancelled.",
 	"policy-revoked":      "Auto-approve is off: asks wait for you again.",
+	"window-revoked":      "Window turned off: its asks wait for you again.",
 	"work-item-added":     "Item added.",
 	"work-item-renamed":   "Item saved.",
 	"work-item-moved":     "Item moved.",

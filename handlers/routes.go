@@ -151,6 +151,7 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	person.GET("/sessions", h.Sessions)
 	person.GET("/policies", h.Policies)
 	person.POST("/policies/revoke", h.PolicyRevoke)
+	person.POST("/policies/:id/revoke", h.WindowRevoke)
 	person.GET("/devices", h.Devices)
 	person.POST("/devices/authorise/begin", h.DeviceAuthoriseBegin)
 	person.POST("/devices/authorise/finish", h.DeviceAuthoriseFinish)

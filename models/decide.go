@@ -95,9 +95,16 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *people.Memb
 		if d.Verdict == asks.VerdictQuestion && strings.TrimSpace(d.Note) == "" {
 			return nil, core.Invalid("note", "a question needs its text")
 		}
-		v, err := asks.ParseVerdict(a, d.Verdict, d.Note)
+		text := d.Note
+		if d.Window != "" {
+			text = d.Window // approve_for: the window its signature hashes
+		}
+		v, err := asks.ParseVerdict(a, d.Verdict, text)
 		if err != nil {
 			return nil, err
+		}
+		if v.Verdict == asks.VerdictApproveFor && d.Nonce == nil {
+			return nil, core.Refuse(core.PermissionDenied, "proof", "a window is opened only with a device-key signature")
 		}
 		var edited *asks.Edited
 		if v.Verdict == asks.VerdictApproveEdited {
@@ -127,8 +134,8 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *people.Memb
 		ch := &asks.StatusChange{ActorKind: asks.ActorPerson, Actor: m.Subject, Note: d.Note}
 		decided := map[string]any{"decided_by": m.Subject, "decided_at": now, "note": d.Note, "proof": core.NullableJSON(d.Proof)}
 		switch v.Verdict {
-		case asks.VerdictApprove:
-			ch.Event, ch.Set = asks.EventApprove, withDecision(decided, string(v.Verdict))
+		case asks.VerdictApprove, asks.VerdictApproveFor: // approve_for is an approve that also opens a window
+			ch.Event, ch.Set = asks.EventApprove, withDecision(decided, string(asks.VerdictApprove))
 			if a.Kind == ask.KindAutoApprove {
 				ch.After = func(tx *gorm.DB, a *asks.Approval) error { return s.EnablePolicy(tx, a, m, d.CredentialID) }
 			}
@@ -142,6 +149,17 @@ func (s *Store) Decide(ctx context.Context, accountID, id string, m *people.Memb
 				// A command executes in the transaction that records the
 				// approval, which update opened after checking the stored deadline.
 				ch.After = func(tx *gorm.DB, a *asks.Approval) error { return s.ExecuteRequest(tx, a, m.Subject) }
+			}
+			if v.Verdict == asks.VerdictApproveFor {
+				then := ch.After
+				ch.After = func(tx *gorm.DB, a *asks.Approval) error {
+					if then != nil {
+						if err := then(tx, a); err != nil {
+							return err
+						}
+					}
+					return s.OpenWindow(tx, a, m, d.CredentialID, v.Window)
+				}
 			}
 		case asks.VerdictApproveEdited: // the signed decision binds the edited payload's hash (SpendChallenge above)
 			decided["edited_payload"], decided["edited_payload_sha256"] = string(edited.Canonical), edited.SHA256

@@ -5,15 +5,12 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/outbox"
-	"github.com/countersign/countersign/models/work"
 )
 
 // fileInOneStatement files a new ask on PostgreSQL in one statement, one
@@ -23,9 +20,9 @@ import (
 // other instances' senders. A transaction at READ COMMITTED made five round
 // trips for the same reads and writes, which see one snapshot here.
 //
-// It files nothing and answers false when the account's newest auto-approve
-// policy looks on: then the ask goes through fileTx, which locks the policy
-// and decides. With checkRules it also files nothing when the account keeps
+// It files nothing and answers false when a policy of the account looks on
+// (its auto-approve policy or a window, not revoked and not expired): then
+// the ask goes through fileTx, which locks the policy and decides. With checkRules it also files nothing when the account keeps
 // an approval rule of its own in force (a row of approval_rules not removed),
 // and then says so (ownRules): the caller has made sure that no built-in
 // rule covers the ask, so with no such row no rule does. It handles neither
@@ -54,9 +51,9 @@ func (s *Store) fileInOneStatement(ctx context.Context, a *asks.Approval, checkR
 	}
 	approvalVals := approvalShape.Values(a, arg)
 	var guards []string
-	if s.policyMayApprove(a) {
-		guards = append(guards, `NOT EXISTS (SELECT 1 FROM (SELECT revoked_at, expires_at FROM policies WHERE account_id = `+arg(a.AccountID, "text")+`
-		ORDER BY created_at DESC, id DESC LIMIT 1) p WHERE p.revoked_at IS NULL AND p.expires_at > `+arg(now, "timestamptz")+`)`)
+	if a.PolicyMayCover() { // a policy could approve it: see policy.AutoApprove
+		guards = append(guards, `NOT EXISTS (SELECT 1 FROM policies WHERE account_id = `+arg(a.AccountID, "text")+`
+		AND revoked_at IS NULL AND expires_at > `+arg(now, "timestamptz")+`)`)
 	}
 	rules := "FALSE"
 	if checkRules {
@@ -134,13 +131,4 @@ SELECT (SELECT seq FROM a), (SELECT seq FROM e), (SELECT count(*) FROM j),
 		s.Changes().Publish([]core.Change{{Kind: core.PushesQueued}})
 	}
 	return true, false, nil
-}
-
-// policyMayApprove says whether an auto-approve policy could approve the ask
-// at once, before any policy is read (see policy.AutoApprove).
-func (s *Store) policyMayApprove(a *asks.Approval) bool {
-	if slices.Contains(ask.NeverAutoApproved, a.Kind) || a.OffersEdits() {
-		return false
-	}
-	return !a.IsRequest() || work.RequestAutoApprovable(a)
 }

@@ -10,7 +10,8 @@
 // approval_id, payload_sha256 (64 lower-case hex characters) and decision
 // ("approve", "deny", "not_mine", "option:<index>", "question:<sha256 hex
 // of the question text>", "reply:<sha256 hex of the reply>" or
-// "approve_edited:<sha256 hex of the edited payload>") are their UTF-8 bytes; and nonce is the 32 raw
+// "approve_edited:<sha256 hex of the edited payload>" or "approve_for:<sha256
+// hex of the window's canonical JSON>") are their UTF-8 bytes; and nonce is the 32 raw
 // bytes the server issued for this one decision.
 package proof
 
@@ -75,6 +76,15 @@ func ReplyDecision(text string) string {
 	return "reply:" + hex.EncodeToString(sum[:])
 }
 
+// WindowDecision is the decision string of an approve that also approves,
+// for a while, the asks of the same agent, kind and target: window is the
+// RFC 8785 JSON of that window (docs/proof.md §3), hashed so the signature
+// covers exactly what is approved ahead.
+func WindowDecision(window string) string {
+	sum := sha256.Sum256([]byte(window))
+	return "approve_for:" + hex.EncodeToString(sum[:])
+}
+
 // ValidDecision says whether d is a decision string of the layout.
 func ValidDecision(d string) bool {
 	switch {
@@ -86,7 +96,7 @@ func ValidDecision(d string) bool {
 	case strings.HasPrefix(d, "choice:"):
 		n, err := strconv.Atoi(strings.TrimPrefix(d, "choice:"))
 		return err == nil && n >= 0 && n < 100 && strconv.Itoa(n) == strings.TrimPrefix(d, "choice:")
-	case strings.HasPrefix(d, "question:"), strings.HasPrefix(d, "answer:"), strings.HasPrefix(d, "reply:"), strings.HasPrefix(d, editedPrefix):
+	case strings.HasPrefix(d, "question:"), strings.HasPrefix(d, "answer:"), strings.HasPrefix(d, "reply:"), strings.HasPrefix(d, editedPrefix), strings.HasPrefix(d, "approve_for:"):
 		_, h, _ := strings.Cut(d, ":")
 		_, err := hex.DecodeString(h)
 		return err == nil && len(h) == 64 && strings.ToLower(h) == h
@@ -157,6 +167,9 @@ type Unsigned struct {
 	Question  string    `json:"question,omitempty"` // the text a question decision hashes
 	Answer    string    `json:"answer,omitempty"`   // the text an answer decision hashes
 	Reply     string    `json:"reply,omitempty"`    // the text a reply decision hashes
+	// ApproveFor is the window's JSON an approve_for decision hashes: the
+	// agent, kind and target whose asks are approved, and for how many minutes.
+	ApproveFor string `json:"approve_for,omitempty"`
 }
 
 // Keys is an export of an account's registered device keys (countersign keys export).
@@ -191,7 +204,7 @@ const ClockSkew = time.Second
 // would also take "Decision" for "decision").
 var (
 	proofMembers    = []string{"format", "domain", "approval_id", "payload_sha256", "payload", "edited_payload", "decision", "nonce", "credential_id", "public_key", "rp_id", "authenticator_data", "client_data_json", "signature", "requirement", "batch", "unsigned"}
-	unsignedMembers = []string{"person", "account_id", "decided_at", "question", "answer", "reply"}
+	unsignedMembers = []string{"person", "account_id", "decided_at", "question", "answer", "reply", "approve_for"}
 	keysMembers     = []string{"format", "account_id", "rp_id", "exported_at", "keys"}
 	deviceMembers   = []string{"credential_id", "public_key", "person", "name", "created_at", "removed", "removed_at"}
 )
@@ -381,7 +394,7 @@ func Verify(p *Proof, want Expect) (*Result, error) {
 		return nil, fail("approval_id", "approval_id is empty")
 	}
 	if !ValidDecision(p.Decision) {
-		return nil, fail("decision", "decision %q is not one of approve, deny, not_mine, option:<index>, question:<sha256>, choice:<index>, answer:<sha256>, reply:<sha256>, approve_edited:<sha256>", p.Decision)
+		return nil, fail("decision", "decision %q is not one of approve, deny, not_mine, option:<index>, question:<sha256>, choice:<index>, answer:<sha256>, reply:<sha256>, approve_edited:<sha256>, approve_for:<sha256>", p.Decision)
 	}
 	if !isLowerHex(p.PayloadSHA256, 64) {
 		return nil, fail("payload_sha256", "payload_sha256 is not 64 lower-case hex characters")
@@ -420,6 +433,9 @@ func Verify(p *Proof, want Expect) (*Result, error) {
 	}
 	if strings.HasPrefix(p.Decision, "reply:") && p.Unsigned.Reply != "" && ReplyDecision(p.Unsigned.Reply) != p.Decision {
 		return nil, fail("reply", "the reply text beside the proof does not hash to the signed decision")
+	}
+	if strings.HasPrefix(p.Decision, "approve_for:") && p.Unsigned.ApproveFor != "" && WindowDecision(p.Unsigned.ApproveFor) != p.Decision {
+		return nil, fail("approve_for", "the window beside the proof does not hash to the signed decision")
 	}
 	origin, err := ExpectedOrigin(p.RPID, want.Origin)
 	if err != nil {

@@ -104,8 +104,12 @@ func clone(t *testing.T, p *proof.Proof) *proof.Proof {
 
 var unsigned = proof.Unsigned{Person: "ada", AccountID: "acct_test", DecidedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 
+// window is the JSON of a window as the service writes it: bot's write_file
+// calls on filesystem, approved for 30 minutes.
+const window = `{"agent":"agent:bot","kind":"tool_call","minutes":30,"target":{"server":"filesystem","tool":"write_file"}}`
+
 func TestAProofMadeWithThePasskeyVerifies(t *testing.T) {
-	for _, decision := range []string{"approve", "deny", "not_mine", "option:3", proof.QuestionDecision("Why now?"), proof.ReplyDecision("Use the staging bucket instead")} {
+	for _, decision := range []string{"approve", "deny", "not_mine", "option:3", proof.QuestionDecision("Why now?"), proof.ReplyDecision("Use the staging bucket instead"), proof.WindowDecision(window)} {
 		t.Run(decision, func(t *testing.T) {
 			u := unsigned
 			if strings.HasPrefix(decision, "question:") {
@@ -113,6 +117,9 @@ func TestAProofMadeWithThePasskeyVerifies(t *testing.T) {
 			}
 			if strings.HasPrefix(decision, "reply:") {
 				u.Reply = "Use the staging bucket instead"
+			}
+			if strings.HasPrefix(decision, "approve_for:") {
+				u.ApproveFor = window
 			}
 			s := makeProof(t, "appr_test", decision, u)
 			p := clone(t, s.proof)
@@ -238,6 +245,28 @@ func TestAnyChangedByteMakesVerifyFail(t *testing.T) {
 		p.Unsigned.Reply = "Use the production bucket"
 		if _, err := proof.Verify(p, proof.Expect{Origin: origin}); err == nil || !strings.Contains(err.Error(), "reply") {
 			t.Fatalf("a proof beside a reply it did not sign: %v, want the reply check to refuse it", err)
+		}
+	})
+	t.Run("a window beside the proof that is not the signed one", func(t *testing.T) {
+		w := makeProof(t, "appr_test", proof.WindowDecision(window), proof.Unsigned{ApproveFor: window})
+		if _, err := proof.Verify(clone(t, w.proof), proof.Expect{Origin: origin}); err != nil {
+			t.Fatalf("the window proof does not verify: %v", err)
+		}
+		for name, other := range map[string]string{
+			"eight hours":  strings.Replace(window, `"minutes":30`, `"minutes":480`, 1),
+			"another tool": strings.Replace(window, `"write_file"`, `"delete_file"`, 1),
+			"white space":  strings.Replace(window, `,"kind"`, `, "kind"`, 1),
+		} {
+			p := clone(t, w.proof)
+			p.Unsigned.ApproveFor = other
+			if _, err := proof.Verify(p, proof.Expect{Origin: origin}); err == nil || !strings.Contains(err.Error(), "approve_for") {
+				t.Errorf("a proof beside a window it did not sign (%s): %v, want the approve_for check to refuse it", name, err)
+			}
+		}
+		p := clone(t, w.proof)
+		p.Decision = "approve"
+		if _, err := proof.Verify(p, proof.Expect{Origin: origin}); err == nil {
+			t.Errorf("a window's signature verifies as a plain approve")
 		}
 	})
 }
@@ -397,6 +426,7 @@ type vectors struct {
 		Question      string `json:"question"`
 		Reply         string `json:"reply"`
 		EditedPayload string `json:"edited_payload"`
+		ApproveFor    string `json:"approve_for"`
 		NonceHex      string `json:"nonce_hex"`
 		PreimageHex   string `json:"preimage_hex"`
 		ChallengeHex  string `json:"challenge_hex"`
@@ -433,6 +463,9 @@ func TestChallengeLayoutMatchesTheGoldenVectors(t *testing.T) {
 			if v.Reply != "" && proof.ReplyDecision(v.Reply) != v.Decision {
 				t.Fatalf("ReplyDecision(%q) = %q, want %q", v.Reply, proof.ReplyDecision(v.Reply), v.Decision)
 			}
+			if v.ApproveFor != "" && proof.WindowDecision(v.ApproveFor) != v.Decision {
+				t.Fatalf("WindowDecision(%q) = %q, want %q", v.ApproveFor, proof.WindowDecision(v.ApproveFor), v.Decision)
+			}
 			if v.Question != "" && proof.QuestionDecision(v.Question) != v.Decision {
 				t.Fatalf("QuestionDecision(%q) = %q, want %q", v.Question, proof.QuestionDecision(v.Question), v.Decision)
 			}
@@ -457,6 +490,36 @@ func TestRequestDecisionsAreOfTheLayout(t *testing.T) {
 		if got := proof.ValidDecision(d); got != want {
 			t.Errorf("ValidDecision(%q) = %t, want %t", d, got, want)
 		}
+	}
+}
+
+// An approve_for decision is the SHA-256 of its window in lower-case hex, and
+// a proof that carries the window beside it reads strictly and verifies.
+func TestAWindowDecisionIsOfTheLayoutAndItsProofReads(t *testing.T) {
+	for d, want := range map[string]bool{
+		proof.WindowDecision(window): true, "approve_for:" + strings.Repeat("A", 64): false,
+		"approve_for:" + strings.Repeat("a", 63): false, "approve_for": false, "approve_for:": false,
+	} {
+		if got := proof.ValidDecision(d); got != want {
+			t.Errorf("ValidDecision(%q) = %t, want %t", d, got, want)
+		}
+	}
+	u := unsigned
+	u.ApproveFor = window
+	s := makeProof(t, "appr_test", proof.WindowDecision(window), u)
+	raw, err := json.Marshal(s.proof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := proof.Parse(raw)
+	if err != nil {
+		t.Fatalf("Parse of a window's proof: %v", err)
+	}
+	if p.Unsigned.ApproveFor != window {
+		t.Fatalf("unsigned.approve_for = %q, want the window", p.Unsigned.ApproveFor)
+	}
+	if res, err := proof.Verify(p, proof.Expect{Origin: origin}); err != nil || res.Decision != proof.WindowDecision(window) {
+		t.Fatalf("Verify = %+v, %v; want the window's decision", res, err)
 	}
 }
 

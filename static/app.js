@@ -465,7 +465,7 @@ function initDecisions() {
   const decide = async (decision, text, button, checkCode = "") => {
     busy(button, true);
     try {
-      const body = decision === "answer" ? { decision, answer: text } : decision === "reply" ? { decision, reply: text } : { decision, question: text };
+      const body = decision === "answer" ? { decision, answer: text } : decision === "reply" ? { decision, reply: text } : decision === "approve_for" ? { decision, minutes: Number(text) } : { decision, question: text };
       if (checkCode) body.check_code = checkCode;
       const edited = decision === "approve" && editedPayload();
       if (edited) Object.assign(body, { decision: "approve_edited", edited_payload: edited });
@@ -504,6 +504,23 @@ function initDecisions() {
     }
     decide("reply", text, rform.querySelector("button"));
   });
+  const wform = root.querySelector("form[data-window]");
+  if (wform) {
+    const minutes = wform.querySelector("select");
+    const length = wform.querySelector("[data-window-length]");
+    minutes.addEventListener("change", () => {
+      if (length) length.textContent = minutes.selectedOptions[0].textContent;
+    });
+    wform.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      decide("approve_for", minutes.value, wform.querySelector("button[type=submit]"));
+    });
+    wform.querySelectorAll("[data-window-code]").forEach((button) => {
+      button.addEventListener("click", () => {
+        decide("approve_for", minutes.value, button, button.dataset.windowCode);
+      });
+    });
+  }
   const aform = root.querySelector("form[data-answer]");
   aform?.addEventListener("submit", (ev) => {
     ev.preventDefault();

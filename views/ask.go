@@ -68,6 +68,9 @@ type Ask struct {
 	// EditsMade, on an ask approved with changes, what they changed.
 	Editable  []EditField
 	EditsMade []EditMade
+	// Window is "Approve, and the same for…", set when the viewer may
+	// decide the ask and a window may cover it.
+	Window *WindowChoice
 }
 
 // Request is what the page says of an ask filed with approval_request: its

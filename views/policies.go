@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/a-h/templ"
+
+	"github.com/countersign/countersign/ask"
 )
 
 // PolicyView is an auto-approve policy as the policy screens show it.
@@ -28,6 +30,24 @@ type PolicyView struct {
 	RevokeNote     string
 	Replaces       string
 	ReplacedBy     string
+	// Window is set on a window a person opened from an ask: the kind and
+	// target of the asks it approves; Requester is its agent.
+	Window *PolicyWindow
+}
+
+// PolicyWindow is what a window approves: its agent's asks of Kind about Target.
+type PolicyWindow struct {
+	Kind   string
+	Target ask.Target
+}
+
+// WindowText says in words whose asks a window approves: "agent:bot's calls
+// of write_file on filesystem"; "" for the account's policy.
+func (p PolicyView) WindowText() string {
+	if p.Window == nil {
+		return ""
+	}
+	return p.Requester + "'s " + TargetText(p.Window.Kind, p.Window.Target)
 }
 
 // Active says whether the policy approves matching asks now.
@@ -77,10 +97,12 @@ type PolicyAskRow struct {
 	At        time.Time
 }
 
-// PoliciesView is a person's auto-approve page: the account's newest policy,
-// the asks it approved, and the requests that wait for a signature.
+// PoliciesView is a person's auto-approve page: the account's newest
+// auto-approve policy, the asks it approved, the windows on now, and the
+// requests that wait for a signature.
 type PoliciesView struct {
-	Policy   *PolicyView // nil when the account never had one
+	Policy   *PolicyView  // nil when the account never had one
+	Windows  []PolicyView // the windows on now, newest first
 	Approved []PolicyAskRow
 	Requests []AskRow
 	IsAdmin  bool
@@ -99,6 +121,11 @@ type AdminPoliciesView struct {
 	Next     string   // the page token of older policies, "" on the last page
 	Error    string
 	Now      time.Time
+}
+
+// windowRevokePath is where the form that turns window id off posts.
+func windowRevokePath(id string) templ.SafeURL {
+	return templ.SafeURL("/policies/" + url.PathEscape(id) + "/revoke")
 }
 
 // OlderLink is the link to the next, older page with the same filter.

@@ -534,13 +534,17 @@ function initDecisions() {
   const early = () => !armed;
 
   // text is the question's words for "question", the answer's for "answer",
-  // the reply's for "reply";
+  // the reply's for "reply", the minutes picked for "approve_for";
   // checkCode is the check code picked to approve one of the riskiest asks:
   // the server refuses a wrong one before any passkey prompt.
   const decide = async (decision, text, button, checkCode = "") => {
     busy(button, true);
     try {
-      const body = decision === "answer" ? { decision, answer: text } : decision === "reply" ? { decision, reply: text } : { decision, question: text };
+      const body =
+        decision === "answer" ? { decision, answer: text }
+        : decision === "reply" ? { decision, reply: text }
+        : decision === "approve_for" ? { decision, minutes: Number(text) }
+        : { decision, question: text };
       if (checkCode) body.check_code = checkCode;
       // An approve after the person changed editable members signs the
       // ask as they changed it.
@@ -583,6 +587,25 @@ function initDecisions() {
     }
     decide("reply", text, rform.querySelector("button"));
   });
+  // "Approve, and the same for…": the length picked goes with the approval,
+  // and the button says it.
+  const wform = root.querySelector("form[data-window]");
+  if (wform) {
+    const minutes = wform.querySelector("select");
+    const length = wform.querySelector("[data-window-length]");
+    minutes.addEventListener("change", () => {
+      if (length) length.textContent = minutes.selectedOptions[0].textContent;
+    });
+    wform.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      decide("approve_for", minutes.value, wform.querySelector("button[type=submit]"));
+    });
+    wform.querySelectorAll("[data-window-code]").forEach((button) => {
+      button.addEventListener("click", () => {
+        decide("approve_for", minutes.value, button, button.dataset.windowCode);
+      });
+    });
+  }
   const aform = root.querySelector("form[data-answer]");
   aform?.addEventListener("submit", (ev) => {
     ev.preventDefault();

@@ -179,6 +179,9 @@ func verifyProof(raw []byte, file string, opts verifyOptions, out io.Writer) err
 	if strings.HasPrefix(p.Decision, "reply:") && p.Unsigned.Reply != "" {
 		fmt.Fprintf(out, "\nDenied, with this reply in place of the tool's result (its SHA-256 is in the signed decision): %q\n", p.Unsigned.Reply)
 	}
+	if strings.HasPrefix(p.Decision, "approve_for:") && p.Unsigned.ApproveFor != "" {
+		fmt.Fprintf(out, "\nApproved, and the same for a while: the asks of this agent, kind and target, for these minutes (its SHA-256 is in the signed decision):\n  %s\n", p.Unsigned.ApproveFor)
+	}
 	if res.EditedSHA256 != "" {
 		fmt.Fprintln(out, "\nApproved with changes: the person edited the payload and signed both hashes.")
 		fmt.Fprintf(out, "  asked (payload_sha256)  %s\n", res.PayloadSHA256)

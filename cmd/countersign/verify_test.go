@@ -633,3 +633,37 @@ func TestVerifyShowsWhatAnEditedApproveChanged(t *testing.T) {
 		t.Fatalf("verify of a proof carrying another edited payload: %s; want exit 1 on the edited_payload check", r)
 	}
 }
+
+// countersign verify shows the window an approve_for decision signed, and
+// refuses a window beside it that is not the signed one.
+func TestVerifyShowsTheWindowOfAnApproveFor(t *testing.T) {
+	dir := t.TempDir()
+	key := prooftest.NewKey()
+	const rpID = "approvals.example.com"
+	payload := []byte(`{"tool_call":{"arguments":{"path":"/tmp/notes.txt"},"server":"filesystem","tool":"write_file"}}`)
+	sum := sha256.Sum256(payload)
+	window := `{"agent":"agent:bot","kind":"tool_call","minutes":30,"target":{"server":"filesystem","tool":"write_file"}}`
+	signed := func(name, claimed string) string {
+		p := &proof.Proof{Format: proof.Format, Domain: proof.Domain, ApprovalID: "appr_test", PayloadSHA256: fmt.Sprintf("%x", sum),
+			Payload: payload, Decision: proof.WindowDecision(window), Nonce: bytes.Repeat([]byte{9}, proof.NonceSize), CredentialID: []byte("a passkey of sixteen bytes or more"), RPID: rpID,
+			Unsigned: proof.Unsigned{Person: "ada", AccountID: "acct_test", DecidedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), ApproveFor: claimed}}
+		key.Sign(p, prooftest.Assertion{Counter: 1})
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	r := mustCLI(t, nil, "verify", signed("window.json", window), "--rp-id", rpID, "--allow-self-asserted")
+	if !strings.Contains(r.stdout, "VALID:") || !strings.Contains(r.stdout, "the same for a while") || !strings.Contains(r.stdout, window) {
+		t.Fatalf("verify of a window's proof: %s; want it valid, with the window", r)
+	}
+	longer := strings.Replace(window, `"minutes":30`, `"minutes":480`, 1)
+	if r := cli(t, nil, "verify", signed("longer.json", longer), "--rp-id", rpID, "--allow-self-asserted"); r.code != 1 || !strings.Contains(r.stderr, "approve_for") {
+		t.Fatalf("verify of a window's proof beside a longer window: %s; want exit 1 on the approve_for check", r)
+	}
+}

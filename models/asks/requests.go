@@ -20,3 +20,18 @@ func (a *Approval) Request() *ask.RequestProposal {
 	}
 	return p
 }
+
+// PolicyMayCover says whether a policy may ever approve an ask like a: not
+// one of the kinds that always ask a person (ask.NeverAutoApproved), and a
+// request only when it proposes without asking: a question is answered, and
+// a command approved, only by a person.
+func (a *Approval) PolicyMayCover() bool {
+	if slices.Contains(ask.NeverAutoApproved, a.Kind) || a.OffersEdits() {
+		return false // an ask the person may edit is answered by that person
+	}
+	if !a.IsRequest() {
+		return true
+	}
+	p := a.Request()
+	return p != nil && p.Question == nil && p.Proposal.Mode == ask.ModeAdvisory
+}

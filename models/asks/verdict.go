@@ -21,8 +21,11 @@ type Verdict string
 // denied with a reply the gate returns in place of the tool's result, signed
 // as "reply:<sha256 of the reply>". An ask that marks members editable may
 // be approved as the person edited it, signed as "approve_edited:<sha256 of
-// the edited payload>". A new way to answer is added here, and
-// only here: ParseVerdict reads it, Decide records it.
+// the edited payload>". An ask a policy may cover may be approved "and the
+// same for a while": the window of its agent, kind and target is signed as
+// "approve_for:<sha256 of the window's JSON>", and the ask is recorded as
+// approved. A new way to answer is added here, and only here: ParseVerdict
+// reads it, Decide records it.
 const (
 	VerdictApprove  Verdict = "approve"
 	VerdictDeny     Verdict = "deny"
@@ -33,11 +36,15 @@ const (
 	// VerdictApproveEdited approves the payload as the person edited it,
 	// signed as "approve_edited:<sha256 of the edited payload>".
 	VerdictApproveEdited Verdict = "approve_edited"
-	optionPrefix                 = "option:"
-	choicePrefix                 = "choice:"
-	answerPrefix                 = "answer:"
-	replyPrefix                  = "reply:"
-	editedPrefix                 = "approve_edited:"
+	// VerdictApproveFor is an approve that also opens a window, before the
+	// window is hashed; the ask records it as approve.
+	VerdictApproveFor Verdict = "approve_for"
+	optionPrefix              = "option:"
+	choicePrefix              = "choice:"
+	answerPrefix              = "answer:"
+	replyPrefix               = "reply:"
+	editedPrefix              = "approve_edited:"
+	approveForPrefix          = "approve_for:"
 )
 
 // AnswerVerdict is the signed verdict of a free-text answer.
@@ -65,8 +72,11 @@ func (v Verdict) index(prefix string) (int, bool) {
 
 // Decision is a person's answer, with the proof that they gave it.
 type Decision struct {
-	Verdict Verdict // approve, deny, not_mine, question, reply, option:<index>, choice:<index> or answer:<sha256>
+	Verdict Verdict // approve, deny, not_mine, question, reply, approve_for, option:<index>, choice:<index> or answer:<sha256>
 	Note    string  // the question's or reply's text; the chosen option's or choice's text; the answer's text; optional otherwise
+	// Window is, for approve_for, the window's JSON (ask.Window) the signed
+	// decision hashes: the asks approved ahead, and for how long.
+	Window string
 	// The signature, already verified by the caller: the nonce it covered is
 	// spent and the passkey's counter moves in the decision's transaction.
 	Proof        []byte // the proof, kept whole (JSON)
@@ -115,16 +125,38 @@ func (d Decision) Signed() string {
 	case VerdictApproveEdited:
 		sum := sha256.Sum256(d.Edited)
 		return proof.EditedDecision(hex.EncodeToString(sum[:]))
+	case VerdictApproveFor:
+		return proof.WindowDecision(d.Window)
 	}
 	return string(d.Verdict)
+}
+
+// WindowOf is the window a person opens by approving a "and the same for
+// minutes": the asks a's agent files of a's kind about a's target. It is
+// refused for a length not on the menu, on an ask no policy may cover, and
+// on one an approval rule covers (a policy is none of the rule's people).
+func WindowOf(a *Approval, minutes int) (ask.Window, error) {
+	if err := ask.CheckWindowMinutes(minutes); err != nil {
+		return ask.Window{}, err
+	}
+	target, ok := ask.TargetOf(a.Kind, a.Payload)
+	switch {
+	case !ok || !a.PolicyMayCover():
+		return ask.Window{}, core.Invalid("decision", "a %s ask like approval %s always asks a person: it is approved alone, not for a while", a.Kind, a.ID)
+	case a.Requirement != nil:
+		return ask.Window{}, core.Invalid("decision", "an approval rule covers approval %s, and a policy is none of its people: it is approved alone, not for a while", a.ID)
+	}
+	return ask.Window{Agent: a.RequesterSubject, Kind: a.Kind, Minutes: minutes, Target: target}, nil
 }
 
 // ParseVerdict reads what a person chose on ask a into the Decision it
 // records: approve (not on a decision ask, which is approved by picking an
 // option), deny, not_mine, question with its text, or option:<index> of a
-// decision ask, whose Note becomes the option's text. text is the question,
-// or an optional note for the others. Both the decision service and Decide
-// check a choice here, so that the two never disagree.
+// decision ask, whose Note becomes the option's text, or approve_for with
+// the window of this ask (WindowOf) as its JSON. text is the question, the
+// answer, the reply or the window's JSON, or an optional note for the
+// others. Both the decision service and Decide check a choice here, so that
+// the two never disagree.
 func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
 	d := Decision{Verdict: choice, Note: text}
 	var question *ask.Question
@@ -176,6 +208,22 @@ func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
 		if choice != VerdictReply && string(choice) != d.Signed() {
 			return d, core.Invalid("reply", "the reply's text does not hash to the signed decision %q", choice)
 		}
+	case choice == VerdictApproveFor || strings.HasPrefix(string(choice), approveForPrefix):
+		w, err := ask.ReadWindow(text)
+		if err != nil {
+			return d, err
+		}
+		want, err := WindowOf(a, w.Minutes)
+		if err != nil {
+			return d, err
+		}
+		if w != want {
+			return d, core.Invalid("approve_for", "the window is not approval %s's: it covers the asks of its agent %s, of kind %s, about its target", a.ID, a.RequesterSubject, a.Kind)
+		}
+		d.Verdict, d.Window, d.Note = VerdictApproveFor, text, ""
+		if choice != VerdictApproveFor && string(choice) != d.Signed() {
+			return d, core.Invalid("approve_for", "the window does not hash to the signed decision %q", choice)
+		}
 	case choice == VerdictQuestion:
 		d.Note = strings.TrimSpace(text)
 		if d.Note == "" {
@@ -189,7 +237,7 @@ func ParseVerdict(a *Approval, choice Verdict, text string) (Decision, error) {
 		}
 		d.Note = opts[idx]
 	default:
-		return d, core.Invalid("decision", "must be approve, approve_edited, deny, not_mine, question, reply, option:<index>, choice:<index> or answer, not %q", choice)
+		return d, core.Invalid("decision", "must be approve, approve_edited, deny, not_mine, question, reply, approve_for, option:<index>, choice:<index> or answer, not %q", choice)
 	}
 	if n := core.RuneCount(d.Note); n > NoteLimit {
 		field := "note"

@@ -559,10 +559,18 @@ ALTER TABLE invites ADD COLUMN held BOOLEAN NOT NULL DEFAULT FALSE
 	{29, "approvals: where the requester shows the check code", `
 ALTER TABLE approvals ADD COLUMN check_code_shown_in TEXT NOT NULL DEFAULT ''
 `},
+	// A window is a policy a person makes from an ask ("Approve, and the
+	// same for 30 minutes"): its target is the RFC 8785 JSON of what the ask
+	// is about, '' on the account's auto-approve policy. Several are on at
+	// once; filing an ask reads the ones not yet revoked or expired.
+	{30, "policies: windows, with their target, and an index of the policies still on", `
+ALTER TABLE policies ADD COLUMN target TEXT NOT NULL DEFAULT '';
+CREATE INDEX policies_on ON policies (account_id, expires_at) WHERE revoked_at IS NULL
+`},
 	// The members of a payload the person may change before they sign
 	// (the canonical JSON of the ask's editable list, '' for none), and the
 	// payload as they edited and approved it, with its hash.
-	{30, "approvals: editable members, and the payload as the person edited it", `
+	{31, "approvals: editable members, and the payload as the person edited it", `
 ALTER TABLE approvals ADD COLUMN editable TEXT NOT NULL DEFAULT '';
 ALTER TABLE approvals ADD COLUMN edited_payload TEXT NOT NULL DEFAULT '';
 ALTER TABLE approvals ADD COLUMN edited_payload_sha256 TEXT NOT NULL DEFAULT ''

@@ -15,7 +15,6 @@ import (
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/people"
-	"github.com/countersign/countersign/models/work"
 	"gorm.io/gorm"
 )
 
@@ -29,14 +28,19 @@ type PolicyScope struct {
 // MaxPolicyLife is the longest an auto-approve policy may run.
 const MaxPolicyLife = 24 * time.Hour
 
-// Policy is an auto-approve policy: turned on by a person's signature on an
-// auto_approve ask, bounded in time and scope, revocable.
+// Policy is an auto-approve policy, bounded in time and scope, revocable:
+// the account's, turned on by a person's signature on an auto_approve ask
+// (one at a time), or a window, made by a person who approved an ask "and
+// the same for a while" (any number, each of one agent, kind and target).
 type Policy struct {
-	ID             string
-	AccountID      string
-	ApprovalID     string // the auto_approve ask that turned it on
-	Scope          string // PolicyScope, JSON
-	Requester      string // the agent that asked for it
+	ID         string
+	AccountID  string
+	ApprovalID string // the auto_approve ask that turned it on, or the ask a window was opened from
+	Scope      string // PolicyScope, JSON
+	Requester  string // the agent that asked for it; a window's agent
+	// Target is a window's: the RFC 8785 JSON of what the asks it approves
+	// are about (ask.Target); "" on the account's auto-approve policy.
+	Target         string
 	Device         string
 	SignerID       string
 	SignerSubject  string
@@ -51,6 +55,16 @@ type Policy struct {
 	ApprovedCount  int
 	LastApprovedAt *time.Time
 	CreatedAt      time.Time
+}
+
+// IsWindow says whether the policy is a window, not the account's auto-approve policy.
+func (p *Policy) IsWindow() bool { return p.Target != "" }
+
+// TargetOf reads a window's target; the zero Target for the account's policy.
+func (p *Policy) TargetOf() ask.Target {
+	var t ask.Target
+	_ = json.Unmarshal([]byte(p.Target), &t)
+	return t
 }
 
 // ScopeOf reads the policy's scope.
@@ -118,7 +132,7 @@ func (s *Policies) CheckScope(ctx context.Context, accountID string, sc PolicySc
 
 // EnablePolicy turns on, inside the signed approval's transaction, the
 // policy an approved auto_approve ask describes; it replaces the account's
-// policy that was still on, recorded on both.
+// policy that was still on, recorded on both. Windows stay as they are.
 func (s *Policies) EnablePolicy(tx *gorm.DB, a *asks.Approval, m *people.Member, credentialID string) error {
 	var p AutoApprovePayload
 	if err := json.Unmarshal([]byte(a.Payload), &p); err != nil {
@@ -136,7 +150,7 @@ func (s *Policies) EnablePolicy(tx *gorm.DB, a *asks.Approval, m *people.Member,
 		SignedAt: now, ExpiresAt: until, CreatedAt: now,
 	}
 	var older []Policy
-	if err := s.Lock(tx.Table("policies")).Where("account_id = ? AND revoked_at IS NULL AND expires_at > ?", a.AccountID, now).Find(&older).Error; err != nil {
+	if err := s.Lock(tx.Table("policies")).Where("account_id = ? AND target = '' AND revoked_at IS NULL AND expires_at > ?", a.AccountID, now).Find(&older).Error; err != nil {
 		return err
 	}
 	for _, o := range older {
@@ -199,11 +213,12 @@ func (s *Policies) activeState(db *gorm.DB, p *Policy) (PolicyState, error) {
 	return st, nil
 }
 
-// CurrentPolicy returns the account's newest policy, active or not, or nil.
+// CurrentPolicy returns the account's newest auto-approve policy, active or
+// not, or nil; windows are not it.
 func (s *Policies) CurrentPolicy(ctx context.Context, accountID string) (*PolicyState, error) {
 	db := s.DB().WithContext(ctx)
 	var p Policy
-	err := db.Table("policies").Where("account_id = ?", accountID).Order("created_at DESC, id DESC").Take(&p).Error
+	err := db.Table("policies").Where("account_id = ? AND target = ''", accountID).Order("created_at DESC, id DESC").Take(&p).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, nil
 	}
@@ -232,17 +247,29 @@ func (s *Policies) Policies(ctx context.Context, accountID string, limit int) ([
 	return out, nil
 }
 
-// RevokePolicy turns the account's newest policy off now; off twice is
-// harmless. The note goes on the enabling ask's timeline. It returns the
-// policy as it now stands, or nil when there is none.
+// RevokePolicy turns the account's newest auto-approve policy off now; off
+// twice is harmless. The note goes on the enabling ask's timeline. It
+// returns the policy as it now stands, or nil when there is none.
 func (s *Policies) RevokePolicy(ctx context.Context, accountID, by, note string) (*PolicyState, error) {
+	st, err := s.revoke(ctx, by, note, "auto-approve turned off", func(q *gorm.DB) *gorm.DB {
+		return q.Where("account_id = ? AND target = ''", accountID).Order("created_at DESC, id DESC")
+	})
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
+	}
+	return st, err
+}
+
+// revoke turns off now the policy pick finds (gorm.ErrRecordNotFound when
+// none), locked; off twice is harmless. The note goes, after what, on the
+// timeline of the ask that made the policy.
+func (s *Policies) revoke(ctx context.Context, by, note, what string, pick func(q *gorm.DB) *gorm.DB) (*PolicyState, error) {
 	if n := core.RuneCount(note); n > asks.NoteLimit {
 		return nil, core.Invalid("note", "at most %d characters (got %d)", asks.NoteLimit, n)
 	}
 	var p Policy
 	err := s.Write(ctx, func(tx *gorm.DB) error {
-		err := s.Lock(tx.Table("policies")).Where("account_id = ?", accountID).Order("created_at DESC, id DESC").Take(&p).Error
-		if err != nil {
+		if err := pick(s.Lock(tx.Table("policies"))).Take(&p).Error; err != nil {
 			return err
 		}
 		now := s.Now()
@@ -252,14 +279,14 @@ func (s *Policies) RevokePolicy(ctx context.Context, accountID, by, note string)
 		if err := tx.Table("policies").Where("id = ?", p.ID).Updates(map[string]any{"revoked_at": now, "revoked_by": by, "revoke_note": note}).Error; err != nil {
 			return err
 		}
-		text := "auto-approve turned off"
+		text := what
 		if note != "" {
 			text += ": " + note
 		}
 		return s.Note(tx, p.AccountID, p.ApprovalID, actorKindOf(by), by, StepPolicyRevoked, text)
 	})
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("revoke policy: %w", err)
@@ -280,77 +307,107 @@ func actorKindOf(subject string) string {
 	return asks.ActorPerson
 }
 
-// AutoApprove approves, inside the new ask's transaction, an ask that the
-// account's active policy covers. The policy row is locked, so a revoke that
-// commits first is seen, and one that comes later waits for this ask.
+// AutoApprove approves, inside the new ask's transaction, an ask that an
+// active policy covers: a window of the ask's agent, kind and target, or the
+// account's auto-approve policy, tried in that order. A policy's row is
+// locked before it is used, so a revoke that commits first is seen, and one
+// that comes later waits for this ask.
 func (s *Policies) AutoApprove(tx *gorm.DB, a *asks.Approval) (bool, error) {
 	if a.Kind == ask.KindAutoApprove {
 		return false, s.noteRequest(tx, a)
 	}
-	if slices.Contains(ask.NeverAutoApproved, a.Kind) || a.OffersEdits() {
-		return false, nil // an ask the person may edit is answered by that person
-	}
-	if a.IsRequest() && !work.RequestAutoApprovable(a) {
+	if !a.PolicyMayCover() {
 		return false, nil // a question is answered, and a command approved, only by a person
 	}
-	var p Policy
-	err := tx.Table("policies").Where("account_id = ?", a.AccountID).Order("created_at DESC, id DESC").Take(&p).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return false, nil
+	// The policies that look on (the index policies_on): policies off for
+	// good are not read, so that asks filed after one ended do not queue
+	// behind one another on its row. A window is read only by its own
+	// agent's asks about its own target.
+	q := tx.Table("policies").Where("account_id = ? AND revoked_at IS NULL AND expires_at > ?", a.AccountID, s.Now())
+	target := ""
+	if t, ok := ask.TargetOf(a.Kind, a.Payload); ok {
+		target = t.JSON()
+		q = q.Where("target = '' OR (requester = ? AND target = ?)", a.RequesterSubject, target)
+	} else {
+		q = q.Where("target = ''")
 	}
-	if err != nil {
+	var on []Policy
+	if err := q.Order("created_at DESC, id DESC").Find(&on).Error; err != nil {
 		return false, err
 	}
-	if p.RevokedAt != nil || !s.Now().Before(p.ExpiresAt) {
-		// Off for good: no lock needed, so that asks filed after a policy
-		// ended do not queue behind one another on its row.
-		return false, nil
+	slices.SortStableFunc(on, func(x, y Policy) int { // windows first
+		switch {
+		case x.IsWindow() == y.IsWindow():
+			return 0
+		case x.IsWindow():
+			return -1
+		}
+		return 1
+	})
+	for i := range on {
+		approved, done, err := s.approveWith(tx, a, &on[i], target)
+		if err != nil || done {
+			return approved, err
+		}
 	}
-	// It looks on: lock the row and read it again, so a revoke that
-	// committed meanwhile is seen and one that comes later waits for this ask.
-	if err := s.Lock(tx.Table("policies")).Where("id = ?", p.ID).Take(&p).Error; err != nil {
-		return false, err
+	return false, nil
+}
+
+// approveWith approves a by the policy p, when p is still on and covers it.
+// done says that no other policy is to be tried: a was approved, or left to
+// a person with a note on its timeline (a rule covers it, or its words
+// always ask).
+func (s *Policies) approveWith(tx *gorm.DB, a *asks.Approval, p *Policy, target string) (approved, done bool, err error) {
+	// Lock the row and read it again, so a revoke that committed meanwhile
+	// is seen and one that comes later waits for this ask.
+	if err := s.Lock(tx.Table("policies")).Where("id = ?", p.ID).Take(p).Error; err != nil {
+		return false, true, err
 	}
-	st, err := s.activeState(tx, &p)
+	st, err := s.activeState(tx, p)
 	if err != nil || !st.Active {
-		return false, err
+		return false, err != nil, err
 	}
 	scope := p.ScopeOf()
 	if a.IsRequest() && !slices.Contains(scope.AskKinds, a.Kind) {
-		return false, nil // an advisory request is covered only when the policy names its kind
+		return false, false, nil // an advisory request is covered only when the policy names its kind
 	}
 	if len(scope.AskKinds) > 0 && !slices.Contains(scope.AskKinds, a.Kind) ||
 		a.Priority > scope.MaxPriority ||
-		len(scope.Requesters) > 0 && !slices.Contains(scope.Requesters, a.RequesterSubject) {
-		return false, nil
+		len(scope.Requesters) > 0 && !slices.Contains(scope.Requesters, a.RequesterSubject) ||
+		p.IsWindow() && (p.Target != target || p.Requester != a.RequesterSubject) {
+		return false, false, nil
 	}
 	var role core.Role
 	if err := tx.Table("memberships").Select("role").Where("account_id = ? AND person_id = ?", a.AccountID, p.SignerID).Scan(&role).Error; err != nil {
-		return false, err
+		return false, true, err
 	}
 	if req := a.RequirementOf(); req != nil {
 		// A policy never counts as one of a rule's people: the ask stays
 		// pending for them, and its timeline says why.
-		return false, s.NoteOn(tx, a, asks.ActorPolicy, p.ID, StepPolicySkipped, fmt.Sprintf(
+		return false, true, s.NoteOn(tx, a, asks.ActorPolicy, p.ID, StepPolicySkipped, fmt.Sprintf(
 			"%srule %s needs %d of its people to sign, and a policy is none of them", policySkipNote, req.RuleID, req.Count))
 	}
 	signer := people.Member{Person: people.Person{ID: p.SignerID, Subject: p.SignerSubject}, AccountID: a.AccountID, Role: role}
 	if !signer.MayDecide(a) {
-		return false, nil
+		return false, false, nil
 	}
 	if reason := AlwaysAsks(AskText(a)); reason != "" {
-		return false, s.NoteOn(tx, a, asks.ActorPolicy, p.ID, StepPolicySkipped, policySkipNote+reason)
+		return false, true, s.NoteOn(tx, a, asks.ActorPolicy, p.ID, StepPolicySkipped, policySkipNote+reason)
 	}
 	now := s.Now()
+	what := "auto-approve policy"
+	if p.IsWindow() {
+		what = "window"
+	}
 	if err := s.Move(tx, a, asks.StatusChange{
 		Event: asks.EventAutoApprove, ActorKind: asks.ActorPolicy, Actor: p.ID,
-		Note: "approved by auto-approve policy " + p.ID + " signed by " + p.SignerSubject,
+		Note: "approved by " + what + " " + p.ID + " signed by " + p.SignerSubject,
 		Set:  map[string]any{"decision": string(asks.VerdictApprove), "decided_by": p.SignerSubject, "decided_at": now, "note": "auto-approved by policy " + p.ID},
 		Data: map[string]string{"policy_id": p.ID, "signer": p.SignerSubject, "credential_id": p.CredentialID, "enabled_by": p.ApprovalID},
 	}); err != nil {
-		return false, err
+		return false, true, err
 	}
-	return true, tx.Table("policies").Where("id = ?", p.ID).
+	return true, true, tx.Table("policies").Where("id = ?", p.ID).
 		Updates(map[string]any{"approved_count": gorm.Expr("approved_count + 1"), "last_approved_at": now}).Error
 }
 

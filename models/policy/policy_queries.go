@@ -44,19 +44,26 @@ type PolicyRow struct {
 	SkippedCount int // asks it saw but left to a person: always-ask words
 }
 
+// What a policy covers, as a list filters policies.
+const (
+	CoversAccount = "account" // the account's auto-approve policy, turned on by an auto_approve ask
+	CoversWindow  = "window"  // a window: one agent, kind and target, opened from an ask
+)
+
 // PolicyFilter narrows the account's policy list. Empty and zero fields are
 // no filter.
 type PolicyFilter struct {
 	State     string // one of PolicyStates
+	Covers    string // CoversAccount or CoversWindow
 	PageSize  int    // 0 means DefaultPageSize, at most MaxPageSize
 	PageToken string // the next page token of the page before
 }
 
 // PolicyList returns the account's policies that match f, newest first,
 // with their state and counts, and the token of the next page ("" on the
-// last). The index policies_account (account_id, created_at) serves it; at
-// most one policy of an account is unrevoked and unexpired at a time (a
-// newer one replaces it), so the active and inactive filters read a row or two.
+// last). The index policies_account (account_id, created_at) serves it, and
+// policies_on the active and inactive filters, which read only the
+// policies not revoked and not expired.
 func (s *Policies) PolicyList(ctx context.Context, accountID string, f PolicyFilter) ([]PolicyRow, string, error) {
 	size, err := core.PageSize(f.PageSize)
 	if err != nil {
@@ -75,6 +82,15 @@ func (s *Policies) PolicyList(ctx context.Context, accountID string, f PolicyFil
 		q = q.Where("revoked_at IS NULL AND expires_at > ?", now)
 	default:
 		return nil, "", core.Invalid("state", "must be one of %s, not %q", strings.Join(PolicyStates, ", "), f.State)
+	}
+	switch f.Covers {
+	case "":
+	case CoversAccount:
+		q = q.Where("target = ''")
+	case CoversWindow:
+		q = q.Where("target <> ''")
+	default:
+		return nil, "", core.Invalid("covers", "must be %s or %s, not %q", CoversAccount, CoversWindow, f.Covers)
 	}
 	if f.PageToken != "" {
 		at, id, ok := decodePolicyToken(f.PageToken)

@@ -1,6 +1,7 @@
 // Package policy holds auto-approve policies: the request that enables one,
-// its scope, its state and the asks it approved.
-// It stands on the rooms asks, core, people and work; only the rooms above
+// the windows a person opens from an ask, their scope, their state and the
+// asks they approved.
+// It stands on the rooms asks, core and people; only the rooms above
 // it import it (docs/architecture.md).
 package policy
 

@@ -326,7 +326,8 @@ CREATE TABLE public.policies (
     replaced_by text DEFAULT ''::text NOT NULL,
     approved_count integer DEFAULT 0 NOT NULL,
     last_approved_at timestamp with time zone,
-    created_at timestamp with time zone NOT NULL
+    created_at timestamp with time zone NOT NULL,
+    target text DEFAULT ''::text NOT NULL
 );
 
 CREATE TABLE public.push_jobs (
@@ -685,6 +686,8 @@ CREATE INDEX oauth_tokens_family ON public.oauth_tokens USING btree (family_id);
 CREATE UNIQUE INDEX persons_subject_folded ON public.persons USING btree (subject_key);
 
 CREATE INDEX policies_account ON public.policies USING btree (account_id, created_at);
+
+CREATE INDEX policies_on ON public.policies USING btree (account_id, expires_at) WHERE (revoked_at IS NULL);
 
 CREATE INDEX push_jobs_approval ON public.push_jobs USING btree (approval_id, event);
 

@@ -64,6 +64,8 @@ CREATE INDEX oauth_tokens_family ON oauth_tokens (family_id);
 CREATE UNIQUE INDEX persons_subject_folded ON persons (subject_key);
 -- index policies_account on policies
 CREATE INDEX policies_account ON policies (account_id, created_at);
+-- index policies_on on policies
+CREATE INDEX policies_on ON policies (account_id, expires_at) WHERE revoked_at IS NULL;
 -- index push_jobs_approval on push_jobs
 CREATE INDEX push_jobs_approval ON push_jobs (approval_id, event);
 -- index push_jobs_due on push_jobs
@@ -468,7 +470,7 @@ CREATE TABLE policies (
 	approved_count INTEGER NOT NULL DEFAULT 0,
 	last_approved_at TIMESTAMP,
 	created_at TIMESTAMP NOT NULL
-);
+, target TEXT NOT NULL DEFAULT '');
 -- table push_jobs on push_jobs
 CREATE TABLE push_jobs (
 	seq INTEGER PRIMARY KEY AUTOINCREMENT,

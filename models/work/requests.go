@@ -149,6 +149,5 @@ func (s *Tracker) workMove(tx *gorm.DB, a *asks.Approval, r *AgentRequest, by st
 // RequestAutoApprovable says whether an auto-approve policy may approve
 // request a at all: never a question and never a command proposal.
 func RequestAutoApprovable(a *asks.Approval) bool {
-	p := a.Request()
-	return p != nil && p.Question == nil && p.Proposal.Mode == ask.ModeAdvisory
+	return a.IsRequest() && a.PolicyMayCover()
 }

@@ -18,6 +18,10 @@ q = "Does this touch the session cookie?"
 r = "Use the staging bucket instead"
 h3 = hashlib.sha256(b'{"tool_call":{"arguments":{"content":"hello","path":"/srv/prod/notes.txt"},"server":"filesystem","tool":"write_file"}}').hexdigest()
 e = b'{"tool_call":{"arguments":{"content":"hello, edited","path":"/srv/prod/notes.txt"},"server":"filesystem","tool":"write_file"}}'
+# A window: the same agent, kind and target approved for 30 minutes, as its
+# RFC 8785 JSON (ASCII only, so sorted keys and no white space are all of it).
+w = '{"agent":"agent:bot","kind":"tool_call","minutes":30,"target":{"server":"filesystem","tool":"write_file"}}'
+assert w == json.dumps({"target": {"tool": "write_file", "server": "filesystem"}, "minutes": 30, "kind": "tool_call", "agent": "agent:bot"}, sort_keys=True, separators=(",", ":"))
 cases = [
     ("approve", "appr_aaaaaaaaaaaaaaaa", h1, "approve", bytes(range(32))),
     ("deny", "appr_aaaaaaaaaaaaaaaa", h1, "deny", bytes(range(32))),
@@ -27,6 +31,7 @@ cases = [
     ("utf-8 approval id", "appr_é", h1, "approve", bytes(range(32))),
     ("reply", "appr_eeeeeeeeeeeeeeee", h3, "reply:" + hashlib.sha256(r.encode()).hexdigest(), bytes(range(200, 232))),
     ("approve_edited", "appr_ffffffffffffffff", h3, "approve_edited:" + hashlib.sha256(e).hexdigest(), bytes(range(7, 39))),
+    ("approve_for", "appr_ffffffffffffffff", h3, "approve_for:" + hashlib.sha256(w.encode()).hexdigest(), bytes(range(32, 64))),
 ]
 out = []
 for name, aid, h, d, nonce in cases:
@@ -39,5 +44,7 @@ for name, aid, h, d, nonce in cases:
         v["reply"] = r
     if d.startswith("approve_edited:"):
         v["edited_payload"] = e.decode()
+    if d.startswith("approve_for:"):
+        v["approve_for"] = w
     out.append(v)
 print(json.dumps({"comment": "Decision challenges of countersign/decision/v1: SHA-256 over lp(domain) || lp(approval_id) || lp(payload_sha256) || lp(decision) || lp(nonce), lp(x) = 4-byte big-endian length of x, then x. Computed with Python's hashlib and struct.pack('>I', len), not with the Go code.", "vectors": out}, indent=2, ensure_ascii=False))
