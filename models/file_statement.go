@@ -22,7 +22,9 @@ import (
 //
 // It files nothing and answers false when a policy of the account looks on
 // (its auto-approve policy or a window, not revoked and not expired): then
-// the ask goes through fileTx, which locks the policy and decides. With checkRules it also files nothing when the account keeps
+// the ask goes through fileTx, which locks the policy and decides; likewise
+// when a person of the account chose a channel besides Web Push, or a shared
+// channel takes every ask (fileTx queues the messages). With checkRules it also files nothing when the account keeps
 // an approval rule of its own in force (a row of approval_rules not removed),
 // and then says so (ownRules): the caller has made sure that no built-in
 // rule covers the ask, so with no such row no rule does. It handles neither
@@ -55,6 +57,10 @@ func (s *Store) fileInOneStatement(ctx context.Context, a *asks.Approval, checkR
 		guards = append(guards, `NOT EXISTS (SELECT 1 FROM policies WHERE account_id = `+arg(a.AccountID, "text")+`
 		AND revoked_at IS NULL AND expires_at > `+arg(now, "timestamptz")+`)`)
 	}
+	// People who chose channels besides Web Push, and shared channels that
+	// take every ask, are told through fileTx (QueueAsk).
+	guards = append(guards, `NOT EXISTS (SELECT 1 FROM person_channels WHERE account_id = `+arg(a.AccountID, "text")+`)`,
+		`NOT EXISTS (SELECT 1 FROM shared_channels WHERE account_id = `+arg(a.AccountID, "text")+` AND every_ask)`)
 	rules := "FALSE"
 	if checkRules {
 		rules = `EXISTS (SELECT 1 FROM approval_rules WHERE account_id = ` + arg(a.AccountID, "text") + ` AND NOT removed)`

@@ -205,7 +205,7 @@ func (s *Store) fileTx(tx *gorm.DB, a *asks.Approval) error {
 	if err != nil || approved {
 		return err // an auto-approved ask sends no push
 	}
-	return s.QueueAskPushes(tx, a)
+	return s.QueueAsk(tx, a)
 }
 
 // supersede links the new ask a to the earlier one it asks again for, and

@@ -21,7 +21,7 @@ type ChangeKind string
 const (
 	// ApprovalChanged: an ask moved, or a note landed on its timeline.
 	ApprovalChanged ChangeKind = "approval"
-	// PushesQueued: pushes wait in the outbox.
+	// PushesQueued: pushes or channel messages wait in the outbox.
 	PushesQueued ChangeKind = "pushes"
 	// SessionsEnded: web sessions ended: one (SessionHash, signed out), or a
 	// person's in one account (removed from it) or in all (AccountID "":

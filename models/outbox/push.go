@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -241,6 +242,17 @@ func recipientDevices(tx *gorm.DB, a *asks.Approval) ([]PushSubscription, error)
 	return subs, err
 }
 
+// QueueAsk tells, inside the ask's transaction, the people it is asked of:
+// a push to each of their devices (QueueAskPushes) and a message to each of
+// their channels, and to the shared channels that take every ask
+// (QueueAskMessages). An ask asked again (after a question) is told again.
+func (s *Queue) QueueAsk(tx *gorm.DB, a *asks.Approval) error {
+	if err := s.QueueAskPushes(tx, a); err != nil {
+		return err
+	}
+	return s.QueueAskMessages(tx, a, MessageAsk, a.Title, strconv.Itoa(a.Version), nil)
+}
+
 // QueueAskPushes writes, inside the ask's transaction, one push per device
 // of every person the ask is asked of. Past a person's fatigue cap their
 // devices get one collapsed push instead. The statements it runs do not grow
@@ -353,9 +365,12 @@ func (s *Queue) pastPushCap(tx *gorm.DB, subs []PushSubscription, now time.Time)
 func (s *Queue) PushesOnMove(tx *gorm.DB, a *asks.Approval, from asks.Status, ev asks.Event) error {
 	switch {
 	case ev == asks.EventAnswered:
-		return s.QueueAskPushes(tx, a) // back to pending: the person is asked again
+		return s.QueueAsk(tx, a) // back to pending: the person is asked again
 	case from.Open() && !a.Status.Open():
-		return s.queueDecidedPushes(tx, a)
+		if err := s.queueDecidedPushes(tx, a); err != nil {
+			return err
+		}
+		return s.queueDecidedMessages(tx, a)
 	}
 	return nil
 }

@@ -1,5 +1,6 @@
-// Package outbox holds Web Push delivery: people's push subscriptions, the
-// durable push outbox and the one-time push links.
+// Package outbox tells people of asks: Web Push subscriptions, people's
+// other channels and the account's shared ones, one durable outbox for
+// pushes and channel messages, and the one-time links they carry.
 // It stands on the rooms asks and core; only the rooms above it import it
 // (docs/architecture.md).
 package outbox

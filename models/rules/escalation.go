@@ -154,7 +154,20 @@ func (s *Book) pushStillWaiting(tx *gorm.DB, a *asks.Approval, title string) err
 	if err != nil {
 		return err
 	}
-	return s.QueueAskPushesTo(tx, a, subs, title)
+	if err := s.QueueAskPushesTo(tx, a, subs, title); err != nil {
+		return err
+	}
+	// Reminders go to the same channels as the first message, once per reminder.
+	return s.QueueAskMessages(tx, a, outbox.MessageReminder, title, a.RemindedAt.UTC().Format(time.RFC3339Nano), nonNil(people))
+}
+
+// nonNil is people, or an empty list for none: a nil list means "the ask's
+// recipients" to QueueAskMessages.
+func nonNil(people []string) []string {
+	if people == nil {
+		return []string{}
+	}
+	return people
 }
 
 // escalate passes a to its rule's escalation pool, through the state
@@ -189,7 +202,10 @@ func (s *Book) escalate(ctx context.Context, a *asks.Approval) (bool, error) {
 				if err != nil {
 					return err
 				}
-				return s.QueueAskPushesTo(tx, cur, subs, "Escalated to you: "+cur.Title)
+				if err := s.QueueAskPushesTo(tx, cur, subs, "Escalated to you: "+cur.Title); err != nil {
+					return err
+				}
+				return s.QueueAskMessages(tx, cur, outbox.MessageEscalation, "Escalated to you: "+cur.Title, "1", nonNil(people))
 			}}, nil
 	})
 	if err != nil {
