@@ -12,12 +12,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign/channels"
 	"github.com/countersign/countersign/handlers"
 	"github.com/countersign/countersign/mcp"
 	"github.com/countersign/countersign/metrics"
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/ops"
+	"github.com/countersign/countersign/models/outbox"
 	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/oauth"
 	"github.com/countersign/countersign/passkey"
@@ -30,6 +32,8 @@ type App struct {
 	Store  *models.Store
 	MCP    *mcp.Server
 	Push   *push.Sender
+	// Messages sends the channel outbox: email, Slack, Teams, ntfy, webhooks.
+	Messages *channels.Sender
 	// OAuth is the authorization server of the MCP endpoint.
 	OAuth   *oauth.Server
 	Keys    push.Keys
@@ -87,15 +91,17 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		observe    *metrics.Metrics
 		mcpObserve mcp.Observer
 		pushed     func(string)
+		messaged   func(string, string)
 	)
 	if cfg.MetricsAddr != "" {
 		observe = metrics.New(store, log)
-		mcpObserve, pushed = observe, observe.PushSent
+		mcpObserve, pushed, messaged = observe, observe.PushSent, observe.MessageSent
 		if store.Dialect() == core.SQLite {
 			store.SetWriteObserver(observe.WriteWaited)
 		}
 	}
 	sender := push.NewSender(store, keys, push.Options{BaseURL: cfg.BaseURL, Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log, Outcome: pushed})
+	messenger := channels.NewSender(store, channels.Options{BaseURL: cfg.BaseURL, Channels: channelsOf(cfg), RetryBase: cfg.ChannelRetry, Logger: log, Outcome: messaged})
 	authz := oauth.New(store, cfg.BaseURL, cfg.BaseURL+"/mcp")
 	var instance mcp.Instance
 	if cfg.InstanceURL != "" {
@@ -107,13 +113,15 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	endpoint := mcp.New(store, mcp.Options{Version: cfg.Version, BaseURL: cfg.BaseURL, AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log, Observer: mcpObserve, Sessions: cfg.MCPSessions, Instance: instance,
 		ResourceMetadataURL: cfg.BaseURL + handlers.ProtectedResourcePath + "/mcp", PublicHost: publicHost(cfg.BaseURL),
 		Resource: authz.Resource(), AuthorizationServer: authz.Issuer()})
-	a := &App{Config: cfg, Store: store, MCP: endpoint, Push: sender, OAuth: authz, Keys: keys, metrics: observe, log: log, instance: instance.ID}
+	a := &App{Config: cfg, Store: store, MCP: endpoint, Push: sender, Messages: messenger, OAuth: authz, Keys: keys, metrics: observe, log: log, instance: instance.ID}
 	store.Changes().Subscribe(func(c core.Change) {
 		switch c.Kind {
 		case core.PushesQueued:
 			sender.Wake()
+			messenger.Wake()
 		case core.ChangesMissed:
 			sender.Wake()
+			messenger.Wake()
 			endpoint.RecheckAccess()
 		case core.AgentsChanged:
 			if c.AgentID != "" {
@@ -250,6 +258,7 @@ func (a *App) Background(ctx context.Context) {
 	wg.Go(func() { a.SealAudit(ctx) })
 	wg.Go(func() { a.FlushHeartbeats(ctx) })
 	wg.Go(func() { a.Push.Run(ctx) })
+	wg.Go(func() { a.Messages.Run(ctx) })
 	if a.metrics != nil {
 		wg.Go(func() { a.metrics.Run(ctx) })
 	}
@@ -395,4 +404,28 @@ func (a *App) Close() error {
 		return fmt.Errorf("close: %w", err)
 	}
 	return db.Close()
+}
+
+// channelsOf are the channels the configuration turns on: email and Slack
+// when their settings are there; Teams, ntfy and webhooks always, each
+// through the guard that keeps posts off private addresses.
+func channelsOf(cfg Config) map[string]channels.Channel {
+	guard := channels.Guard{AllowPrivate: cfg.ChannelPrivate}
+	client := guard.Client(15 * time.Second)
+	out := map[string]channels.Channel{
+		outbox.ChannelTeams:   &channels.Teams{Client: client},
+		outbox.ChannelNtfy:    &channels.Ntfy{Client: client},
+		outbox.ChannelWebhook: &channels.Webhook{Client: client, Now: time.Now},
+	}
+	if cfg.SMTP != nil {
+		out[outbox.ChannelEmail] = &channels.Email{SMTP: cfg.SMTP}
+	}
+	if cfg.SlackToken != "" {
+		slackClient := &http.Client{Timeout: 15 * time.Second}
+		if cfg.SlackAPIURL != "" {
+			slackClient = guard.Client(15 * time.Second)
+		}
+		out[outbox.ChannelSlack] = channels.NewSlack(cfg.SlackToken, cfg.SlackAPIURL, slackClient)
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/channels"
 	"github.com/countersign/countersign/mcp"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/outbox"
@@ -37,6 +38,11 @@ type Config struct {
 	PushHosts      []string          // COUNTERSIGN_PUSH_ALLOWED_HOSTS
 	PushWorkers    int               // COUNTERSIGN_PUSH_WORKERS
 	PushRetry      time.Duration     // COUNTERSIGN_PUSH_RETRY
+	SMTP           *channels.SMTP    // COUNTERSIGN_SMTP_URL, COUNTERSIGN_SMTP_FROM; nil: no email
+	SlackToken     string            // COUNTERSIGN_SLACK_BOT_TOKEN
+	SlackAPIURL    string            // COUNTERSIGN_SLACK_API_URL
+	ChannelPrivate []string          // COUNTERSIGN_CHANNEL_PRIVATE_HOSTS
+	ChannelRetry   time.Duration     // COUNTERSIGN_CHANNEL_RETRY
 	SessionIdle    time.Duration     // COUNTERSIGN_SESSION_IDLE_WEB
 	AgentIdle      time.Duration     // COUNTERSIGN_SESSION_IDLE
 	MCPSessions    mcp.SessionLimits // COUNTERSIGN_MCP_SESSIONS, COUNTERSIGN_MCP_SESSIONS_PER_TOKEN, COUNTERSIGN_MCP_SESSION_IDLE
@@ -94,6 +100,12 @@ var Settings = []Setting{
 	{"COUNTERSIGN_PUSH_ALLOWED_HOSTS", "", "Comma-separated push service hosts allowed beside the browsers' own (tests use a local one)."},
 	{"COUNTERSIGN_PUSH_WORKERS", "8", "Pushes in flight at once."},
 	{"COUNTERSIGN_PUSH_RETRY", "1s", "Wait before the first retry of a push the service refused for now; it doubles up to 10 minutes."},
+	{"COUNTERSIGN_SMTP_URL", "", "Empty: no email. Else the SMTP server email goes through: `smtp://user:password@host:587` (STARTTLS, required), `smtps://user:password@host:465` (TLS), or `smtp://localhost:1025?security=none` for a server on this machine only. People turn email on on Devices."},
+	{"COUNTERSIGN_SMTP_FROM", "", "The From address of email, like `Countersign <approvals@example.com>`; required with `COUNTERSIGN_SMTP_URL`."},
+	{"COUNTERSIGN_SLACK_BOT_TOKEN", "", "Empty: no Slack. Else a Slack app's bot token (`xoxb-…`, scopes `chat:write`, `im:write`, `users:read.email`): direct messages to people who turn Slack on on Devices, and posts to shared Slack channels."},
+	{"COUNTERSIGN_SLACK_API_URL", "", "Slack's Web API base; empty: Slack's own. Tests point it at a local server."},
+	{"COUNTERSIGN_CHANNEL_PRIVATE_HOSTS", "", "Comma-separated `host:port` (or hosts) on private or loopback addresses that shared channels (webhooks, ntfy, Teams) may post to; every other private address is refused, after the name is resolved."},
+	{"COUNTERSIGN_CHANNEL_RETRY", "1s", "Wait before the first retry of a channel message refused for now (a channel's own `Retry-After` is honoured when longer); it doubles up to 10 minutes, and a message tried 8 times is dead (Admin → Channels)."},
 	{"COUNTERSIGN_SESSION_IDLE_WEB", "12h", "A web session unused this long ends; it ends 30 days after sign-in in any case. From `2m` to `720h`."},
 	{"COUNTERSIGN_SESSION_IDLE", "30m", "An agent session (`session_start`) that has not heartbeated this long ends by itself. Any Go duration of `1s` or more."},
 	{"COUNTERSIGN_MCP_SESSIONS", strconv.Itoa(mcp.DefaultSessions), "The most MCP sessions one instance holds open (an agent waiting on its GET stream costs some 5 KB, `docs/perf.md` §9). Past it, a new session first closes the instance's session idle the longest (idle: no call in flight and no GET stream open); when none is idle, `initialize` is refused with 429 and `Retry-After`, naming this setting. From `1` to `1000000`."},
@@ -256,6 +268,28 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.PushRetry, err = time.ParseDuration(get("COUNTERSIGN_PUSH_RETRY")); err != nil || c.PushRetry < time.Millisecond || c.PushRetry > 10*time.Minute {
 		bad("COUNTERSIGN_PUSH_RETRY", "must be a duration from 1ms to 10m, like 1s")
+	}
+	if raw := get("COUNTERSIGN_SMTP_URL"); raw != "" {
+		if c.SMTP, err = channels.ParseSMTP(raw, get("COUNTERSIGN_SMTP_FROM")); err != nil {
+			bad("COUNTERSIGN_SMTP_URL", "%v", err)
+		}
+	} else if get("COUNTERSIGN_SMTP_FROM") != "" {
+		bad("COUNTERSIGN_SMTP_FROM", "is set but COUNTERSIGN_SMTP_URL is not: set the server too, or neither")
+	}
+	c.SlackToken, c.SlackAPIURL = get("COUNTERSIGN_SLACK_BOT_TOKEN"), get("COUNTERSIGN_SLACK_API_URL")
+	if c.SlackToken != "" && !strings.HasPrefix(c.SlackToken, "xoxb-") {
+		bad("COUNTERSIGN_SLACK_BOT_TOKEN", "must be a bot token, xoxb-…")
+	}
+	for _, h := range strings.Split(get("COUNTERSIGN_CHANNEL_PRIVATE_HOSTS"), ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			if strings.ContainsAny(h, "/ @") {
+				bad("COUNTERSIGN_CHANNEL_PRIVATE_HOSTS", "%q is not a host or host:port", h)
+			}
+			c.ChannelPrivate = append(c.ChannelPrivate, h)
+		}
+	}
+	if c.ChannelRetry, err = time.ParseDuration(get("COUNTERSIGN_CHANNEL_RETRY")); err != nil || c.ChannelRetry < time.Millisecond || c.ChannelRetry > 10*time.Minute {
+		bad("COUNTERSIGN_CHANNEL_RETRY", "must be a duration from 1ms to 10m, like 1s")
 	}
 	if c.SessionIdle, err = time.ParseDuration(get("COUNTERSIGN_SESSION_IDLE_WEB")); err != nil || c.SessionIdle < 2*time.Minute || c.SessionIdle > people.SessionAbsolute {
 		bad("COUNTERSIGN_SESSION_IDLE_WEB", "must be a duration from 2m to 720h, like 12h")

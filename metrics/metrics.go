@@ -27,6 +27,7 @@ type Metrics struct {
 	transitions  *prometheus.CounterVec
 	decided      *prometheus.HistogramVec
 	pushes       *prometheus.CounterVec
+	messages     *prometheus.CounterVec
 	mcpCalls     *prometheus.CounterVec
 	httpRequests *prometheus.CounterVec
 	writeWait    prometheus.Histogram
@@ -58,6 +59,8 @@ func New(store *models.Store, log *slog.Logger) *Metrics {
 			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 7 * 24 * 3600}}, []string{"kind"}),
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "countersign_pushes_total",
 			Help: "Web Push attempts by outcome: delivered, gone, retry, failed."}, []string{"outcome"}),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "countersign_channel_messages_total",
+			Help: "Channel message attempts by channel (email, slack, teams, ntfy, webhook) and outcome: sent, retry, dead, skipped."}, []string{"channel", "outcome"}),
 		mcpCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "countersign_mcp_calls_total",
 			Help: "MCP tool calls by tool and result code (OK or the refusal's code)."}, []string{"tool", "code"}),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "countersign_http_requests_total",
@@ -77,7 +80,7 @@ func New(store *models.Store, log *slog.Logger) *Metrics {
 		}
 		return float64(n)
 	})
-	m.reg.MustRegister(m.asksFiled, m.transitions, m.decided, m.pushes, m.mcpCalls, m.httpRequests, m.writeWait, outbox,
+	m.reg.MustRegister(m.asksFiled, m.transitions, m.decided, m.pushes, m.messages, m.mcpCalls, m.httpRequests, m.writeWait, outbox,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.store, m.log = store, log
 	m.moves = make(chan move, 1024)
@@ -156,3 +159,8 @@ func (m *Metrics) AskFiled(kind string) { m.asksFiled.WithLabelValues(kind).Inc(
 
 // PushSent counts one push attempt's outcome.
 func (m *Metrics) PushSent(outcome string) { m.pushes.WithLabelValues(outcome).Inc() }
+
+// MessageSent counts one attempt of a channel message, by channel and outcome.
+func (m *Metrics) MessageSent(channel, outcome string) {
+	m.messages.WithLabelValues(channel, outcome).Inc()
+}

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/mail"
 	"regexp"
@@ -471,4 +472,80 @@ func (s *Queue) NextMessageDue(ctx context.Context) (time.Time, error) {
 		return time.Time{}, err
 	}
 	return next[0], nil
+}
+
+// SharedChannelByName reads the account's shared channel name, with its secret.
+func (s *Queue) SharedChannelByName(ctx context.Context, accountID, name string) (*SharedChannel, error) {
+	var c SharedChannel
+	if err := s.DB().WithContext(ctx).Table("shared_channels").Where("account_id = ? AND name = ?", accountID, name).Take(&c).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, core.Refuse(core.NotFound, "name", "no shared channel %q", name)
+		}
+		return nil, err
+	}
+	return &c, nil
+}
+
+// SharedChannels are the account's shared channels, by name.
+func (s *Queue) SharedChannels(ctx context.Context, accountID string) ([]SharedChannel, error) {
+	var out []SharedChannel
+	err := s.DB().WithContext(ctx).Table("shared_channels").Where("account_id = ?", accountID).Order("name").Find(&out).Error
+	return out, err
+}
+
+var sharedName = regexp.MustCompile(`^[#a-z0-9][a-z0-9._-]{0,79}$`)
+
+// SaveSharedChannel adds the account's shared channel c, or changes the one
+// of its name. An empty secret keeps the one it has: a secret is written
+// once and never shown again.
+func (s *Queue) SaveSharedChannel(ctx context.Context, c SharedChannel) error {
+	c.Name = strings.TrimSpace(c.Name)
+	if !sharedName.MatchString(c.Name) {
+		return core.Invalid("name", "%q is not a channel name: lower-case letters, digits, . _ - (a # first is kept), at most 80", c.Name)
+	}
+	if !slices.Contains(SharedKinds, c.Kind) {
+		return core.Invalid("kind", "%q is not a shared channel: one of %s", c.Kind, strings.Join(SharedKinds, ", "))
+	}
+	if c.Settings == "" {
+		c.Settings = "{}"
+	}
+	if !json.Valid([]byte(c.Settings)) {
+		return core.Invalid("settings", "not JSON")
+	}
+	now := s.Now()
+	c.CreatedAt, c.UpdatedAt = now, now
+	return s.Write(ctx, func(tx *gorm.DB) error {
+		var old SharedChannel
+		err := tx.Table("shared_channels").Where("account_id = ? AND name = ?", c.AccountID, c.Name).Take(&old).Error
+		switch {
+		case err == nil:
+			if c.Secret == "" {
+				c.Secret = old.Secret
+			}
+			return tx.Table("shared_channels").Where("account_id = ? AND name = ?", c.AccountID, c.Name).
+				Updates(map[string]any{"kind": c.Kind, "settings": c.Settings, "secret": c.Secret, "every_ask": c.EveryAsk, "updated_at": now}).Error
+		case errors.Is(err, gorm.ErrRecordNotFound):
+			if c.Secret == "" {
+				return core.Invalid("secret", "required: the %s channel's secret (a token, a webhook URL or a signing key)", c.Kind)
+			}
+			return tx.Table("shared_channels").Create(&c).Error
+		}
+		return err
+	})
+}
+
+// RemoveSharedChannel removes the account's shared channel name; its
+// queued messages go.
+func (s *Queue) RemoveSharedChannel(ctx context.Context, accountID, name string) error {
+	return s.Write(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(`DELETE FROM shared_channels WHERE account_id = ? AND name = ?`, accountID, name)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return core.Refuse(core.NotFound, "name", "no shared channel %q", name)
+		}
+		return tx.Table("channel_messages").Where("account_id = ? AND channel = ? AND done_at IS NULL", accountID, name).
+			Updates(map[string]any{"done_at": s.Now(), "outcome": "cancelled", "leased_until": nil}).Error
+	})
 }

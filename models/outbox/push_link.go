@@ -60,12 +60,18 @@ func (s *Queue) IssuePushLink(ctx context.Context, j *PushTarget) (string, error
 	if j.ApprovalID == "" || j.Event != PushAsk {
 		return "", nil
 	}
+	return s.issueLink(ctx, j.ApprovalID, j.PersonID, j.SubscriptionID)
+}
+
+// issueLink makes the one-time link of the ask approvalID for the person,
+// sent to via (a push subscription, or "channel:<kind>").
+func (s *Queue) issueLink(ctx context.Context, approvalID, personID, via string) (string, error) {
 	now := s.Now()
 	token := core.RandomToken("pl_")
 	issued := false
 	err := s.Write(ctx, func(tx *gorm.DB) error {
 		var a asks.Approval
-		if err := tx.Table("approvals").Where("id = ?", j.ApprovalID).Take(&a).Error; err != nil {
+		if err := tx.Table("approvals").Where("id = ?", approvalID).Take(&a).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				return nil
 			}
@@ -74,14 +80,14 @@ func (s *Queue) IssuePushLink(ctx context.Context, j *PushTarget) (string, error
 		if !a.Status.Open() || !now.Before(a.ExpiresAt) {
 			return nil
 		}
-		if err := tx.Exec(`DELETE FROM push_links WHERE subscription_id = ? AND approval_id = ? AND opened_at IS NULL`,
-			j.SubscriptionID, a.ID).Error; err != nil {
+		if err := tx.Exec(`DELETE FROM push_links WHERE subscription_id = ? AND approval_id = ? AND person_id = ? AND opened_at IS NULL`,
+			via, a.ID, personID).Error; err != nil {
 			return err
 		}
 		issued = true
 		return tx.Table("push_links").Create(&PushLink{
 			ID: core.NewID("plink"), TokenHash: core.HashToken(token), AccountID: a.AccountID, ApprovalID: a.ID,
-			PersonID: j.PersonID, SubscriptionID: j.SubscriptionID, CreatedAt: now, ExpiresAt: earliest(now.Add(PushLinkLife), a.ExpiresAt),
+			PersonID: personID, SubscriptionID: via, CreatedAt: now, ExpiresAt: earliest(now.Add(PushLinkLife), a.ExpiresAt),
 		}).Error
 	})
 	if err != nil {
@@ -205,4 +211,18 @@ func (s *Queue) SpentPushLinkReceipt(ctx context.Context, approvalID, secret str
 		return nil, nil, err
 	}
 	return a, &l, nil
+}
+
+// IssueChannelLink makes the one-time link a message to a person carries,
+// just before it is sent, as IssuePushLink does for a push: bound to the
+// ask, the person and the channel (in place of a device), living
+// PushLinkLife at most and never past the ask's expiry, spent by the
+// decision. It returns "" when the message is not an ask to a person, or the
+// ask is no longer open. A link an earlier try of the same message carried,
+// never opened, goes.
+func (s *Queue) IssueChannelLink(ctx context.Context, m *ChannelMessage) (string, error) {
+	if m.ApprovalID == "" || m.Shared() || m.Event == MessageDecided || m.Event == MessageTest {
+		return "", nil
+	}
+	return s.issueLink(ctx, m.ApprovalID, m.PersonID, "channel:"+m.Kind)
 }
