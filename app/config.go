@@ -102,6 +102,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_PUSH_RETRY", "1s", "Wait before the first retry of a push the service refused for now; it doubles up to 10 minutes."},
 	{"COUNTERSIGN_SMTP_URL", "", "Empty: no email. Else the SMTP server email goes through: `smtp://user:password@host:587` (STARTTLS, required), `smtps://user:password@host:465` (TLS), or `smtp://localhost:1025?security=none` for a server on this machine only. People turn email on on Devices."},
 	{"COUNTERSIGN_SMTP_FROM", "", "The From address of email, like `Countersign <approvals@example.com>`; required with `COUNTERSIGN_SMTP_URL`."},
+	{"COUNTERSIGN_SMTP_CA_FILE", "", "Empty: the server's certificate must chain to the system's authorities. Else a PEM file of the only authorities it may chain to (a mail server with a private CA)."},
 	{"COUNTERSIGN_SLACK_BOT_TOKEN", "", "Empty: no Slack. Else a Slack app's bot token (`xoxb-…`, scopes `chat:write`, `im:write`, `users:read.email`): direct messages to people who turn Slack on on Devices, and posts to shared Slack channels."},
 	{"COUNTERSIGN_SLACK_API_URL", "", "Slack's Web API base; empty: Slack's own. Tests point it at a local server."},
 	{"COUNTERSIGN_CHANNEL_PRIVATE_HOSTS", "", "Comma-separated `host:port` (or hosts) on private or loopback addresses that shared channels (webhooks, ntfy, Teams) may post to; every other private address is refused, after the name is resolved."},
@@ -272,6 +273,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if raw := get("COUNTERSIGN_SMTP_URL"); raw != "" {
 		if c.SMTP, err = channels.ParseSMTP(raw, get("COUNTERSIGN_SMTP_FROM")); err != nil {
 			bad("COUNTERSIGN_SMTP_URL", "%v", err)
+		} else if ca := get("COUNTERSIGN_SMTP_CA_FILE"); ca != "" {
+			if c.SMTP.RootCAs, err = channels.ReadCA(ca); err != nil {
+				bad("COUNTERSIGN_SMTP_CA_FILE", "%v", err)
+			}
 		}
 	} else if get("COUNTERSIGN_SMTP_FROM") != "" {
 		bad("COUNTERSIGN_SMTP_FROM", "is set but COUNTERSIGN_SMTP_URL is not: set the server too, or neither")

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"net"
 	"net/textproto"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +30,22 @@ type SMTP struct {
 	Username string
 	Password string
 	From     string // "Countersign <approvals@example.com>"
+	// RootCAs, when set, are the only authorities the server's certificate
+	// may chain to (a mail server with a private CA); nil: the system's.
+	RootCAs *x509.CertPool
+}
+
+// ReadCA reads a PEM file of certificate authorities for SMTP.RootCAs.
+func ReadCA(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", file)
+	}
+	return pool, nil
 }
 
 // ParseSMTP reads COUNTERSIGN_SMTP_URL: smtp://[user:password@]host[:port]
@@ -81,7 +100,8 @@ type Email struct {
 }
 
 func (e *Email) client() (*mail.Client, error) {
-	opts := []mail.Option{mail.WithPort(e.SMTP.Port), mail.WithTimeout(max(e.Timeout, 10*time.Second))}
+	opts := []mail.Option{mail.WithPort(e.SMTP.Port), mail.WithTimeout(max(e.Timeout, 10*time.Second)),
+		mail.WithTLSConfig(&tls.Config{ServerName: e.SMTP.Host, RootCAs: e.SMTP.RootCAs, MinVersion: tls.VersionTLS12})}
 	switch e.SMTP.Security {
 	case "tls":
 		opts = append(opts, mail.WithSSL())
