@@ -269,8 +269,15 @@ func (s *Queue) QueueAskMessages(tx *gorm.DB, a *asks.Approval, event, title, ro
 		return err
 	}
 	now := s.Now()
+	capped, err := s.capped(tx, people, now)
+	if err != nil {
+		return err
+	}
 	msgs := make([]ChannelMessage, 0, len(people)+len(shared))
 	for _, c := range people {
+		if capped[c.PersonID] {
+			continue // past the fatigue cap: their inbox holds the ask, and a push says how many wait
+		}
 		msgs = append(msgs, ChannelMessage{Key: messageKey(a.ID, "person:"+c.PersonID, c.Kind, event, round), AccountID: a.AccountID, ApprovalID: a.ID,
 			PersonID: c.PersonID, Kind: c.Kind, Address: c.Address, Event: event, Body: string(body), CreatedAt: now, NotBefore: now, ExpiresAt: a.ExpiresAt})
 	}
@@ -295,6 +302,29 @@ func (s *Queue) QueueSharedMessage(tx *gorm.DB, a *asks.Approval, name, event, t
 	now := s.Now()
 	return s.insertMessages(tx, []ChannelMessage{{Key: messageKey(a.ID, "channel:"+c.Name, c.Kind, event, round), AccountID: a.AccountID, ApprovalID: a.ID,
 		Channel: c.Name, Kind: c.Kind, Event: event, Body: string(body), CreatedAt: now, NotBefore: now, ExpiresAt: a.ExpiresAt}})
+}
+
+// capped says which of the people were told of too many asks lately (the
+// fatigue cap, every channel counted together).
+func (s *Queue) capped(tx *gorm.DB, people []PersonChannel, now time.Time) (map[string]bool, error) {
+	if s.PushCap.N <= 0 || len(people) == 0 {
+		return nil, nil
+	}
+	var persons []string
+	for _, c := range people {
+		if !slices.Contains(persons, c.PersonID) {
+			persons = append(persons, c.PersonID)
+		}
+	}
+	over, err := s.overCap(tx, persons, now)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, p := range over {
+		out[p] = true
+	}
+	return out, nil
 }
 
 func messageKey(approvalID, to, kind, event, round string) string {

@@ -332,11 +332,9 @@ func (s *Queue) pastPushCap(tx *gorm.DB, subs []PushSubscription, now time.Time)
 			persons = append(persons, sub.PersonID)
 		}
 	}
-	var over []string
-	if err := tx.Table("push_jobs").Select("person_id").
-		Where("person_id IN ? AND event = ? AND created_at > ?", persons, PushAsk, now.Add(-s.PushCap.Window)).
-		Group("person_id").Having("COUNT(DISTINCT approval_id) >= ?", s.PushCap.N).Pluck("person_id", &over).Error; err != nil {
-		return nil, fmt.Errorf("count pushes against the cap: %w", err)
+	over, err := s.overCap(tx, persons, now)
+	if err != nil {
+		return nil, err
 	}
 	if len(over) == 0 {
 		return nil, nil
@@ -358,6 +356,23 @@ func (s *Queue) pastPushCap(tx *gorm.DB, subs []PushSubscription, now time.Time)
 		capped[id] = true
 	}
 	return capped, nil
+}
+
+// overCap finds, among persons, those told of s.PushCap.N asks or more
+// within its window, every channel counted together: a push to any of their
+// devices and a message to any of their channels tell them of an ask once.
+func (s *Queue) overCap(tx *gorm.DB, persons []string, now time.Time) ([]string, error) {
+	since := now.Add(-s.PushCap.Window)
+	var over []string
+	err := tx.Raw(`SELECT person_id FROM (
+		SELECT person_id, approval_id FROM push_jobs WHERE person_id IN ? AND event = ? AND created_at > ?
+		UNION SELECT person_id, approval_id FROM channel_messages WHERE person_id IN ? AND event = ? AND created_at > ?
+	) told GROUP BY person_id HAVING COUNT(DISTINCT approval_id) >= ?`,
+		persons, PushAsk, since, persons, MessageAsk, since, s.PushCap.N).Pluck("person_id", &over).Error
+	if err != nil {
+		return nil, fmt.Errorf("count what people were told against the cap: %w", err)
+	}
+	return over, nil
 }
 
 // PushesOnMove is the outbox's MoveListener: an ask answered back to pending
