@@ -34,6 +34,12 @@ CREATE INDEX approvals_runner ON approvals (runner_id, seq) WHERE runner_id <> '
 CREATE UNIQUE INDEX audit_chain_position ON audit_chain (account_id, pos);
 -- index ceremonies_expiry on ceremonies
 CREATE INDEX ceremonies_expiry ON ceremonies (expires_at);
+-- index channel_messages_approval on channel_messages
+CREATE INDEX channel_messages_approval ON channel_messages (approval_id, event);
+-- index channel_messages_due on channel_messages
+CREATE INDEX channel_messages_due ON channel_messages (done_at, not_before);
+-- index channel_messages_person on channel_messages
+CREATE INDEX channel_messages_person ON channel_messages (person_id, event, created_at);
 -- index decision_challenges_approval on decision_challenges
 CREATE INDEX decision_challenges_approval ON decision_challenges (approval_id);
 -- index decision_challenges_expiry on decision_challenges
@@ -112,6 +118,8 @@ CREATE INDEX runner_report_signatures_expiry ON runner_report_signatures (expire
 ;
 -- index sqlite_autoindex_ceremonies_1 on ceremonies
 ;
+-- index sqlite_autoindex_channel_messages_1 on channel_messages
+;
 -- index sqlite_autoindex_decision_challenges_1 on decision_challenges
 ;
 -- index sqlite_autoindex_device_grants_1 on device_grants
@@ -135,6 +143,8 @@ CREATE INDEX runner_report_signatures_expiry ON runner_report_signatures (expire
 -- index sqlite_autoindex_oauth_tokens_1 on oauth_tokens
 ;
 -- index sqlite_autoindex_oauth_tokens_2 on oauth_tokens
+;
+-- index sqlite_autoindex_person_channels_1 on person_channels
 ;
 -- index sqlite_autoindex_persons_1 on persons
 ;
@@ -161,6 +171,8 @@ CREATE INDEX runner_report_signatures_expiry ON runner_report_signatures (expire
 -- index sqlite_autoindex_runners_3 on runners
 ;
 -- index sqlite_autoindex_settings_1 on settings
+;
+-- index sqlite_autoindex_shared_channels_1 on shared_channels
 ;
 -- index sqlite_autoindex_web_sessions_1 on web_sessions
 ;
@@ -319,6 +331,28 @@ CREATE TABLE ceremonies (
 	data TEXT NOT NULL,
 	expires_at TIMESTAMP NOT NULL
 );
+-- table channel_messages on channel_messages
+CREATE TABLE channel_messages (
+	seq INTEGER PRIMARY KEY AUTOINCREMENT,
+	key TEXT NOT NULL UNIQUE,
+	account_id TEXT NOT NULL,
+	approval_id TEXT NOT NULL DEFAULT '',
+	person_id TEXT NOT NULL DEFAULT '',
+	channel TEXT NOT NULL,
+	kind TEXT NOT NULL,
+	address TEXT NOT NULL DEFAULT '',
+	event TEXT NOT NULL,
+	body TEXT NOT NULL,
+	created_at TIMESTAMP NOT NULL,
+	not_before TIMESTAMP NOT NULL,
+	expires_at TIMESTAMP NOT NULL,
+	attempts INTEGER NOT NULL DEFAULT 0,
+	leased_until TIMESTAMP,
+	done_at TIMESTAMP,
+	outcome TEXT NOT NULL DEFAULT '',
+	last_error TEXT NOT NULL DEFAULT '',
+	remote_ref TEXT NOT NULL DEFAULT ''
+);
 -- table decision_challenges on decision_challenges
 CREATE TABLE decision_challenges (
 	nonce TEXT PRIMARY KEY,
@@ -442,6 +476,15 @@ CREATE TABLE oauth_tokens (
 	used_at TIMESTAMP,
 	revoked_at TIMESTAMP
 );
+-- table person_channels on person_channels
+CREATE TABLE person_channels (
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	person_id TEXT NOT NULL REFERENCES persons(id),
+	kind TEXT NOT NULL,
+	address TEXT NOT NULL DEFAULT '',
+	created_at TIMESTAMP NOT NULL,
+	PRIMARY KEY (account_id, person_id, kind)
+);
 -- table persons on persons
 CREATE TABLE persons (
 	id TEXT PRIMARY KEY,
@@ -541,6 +584,18 @@ CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
 CREATE TABLE settings (
 	name TEXT PRIMARY KEY,
 	value TEXT NOT NULL
+);
+-- table shared_channels on shared_channels
+CREATE TABLE shared_channels (
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	name TEXT NOT NULL,
+	kind TEXT NOT NULL,
+	settings TEXT NOT NULL,
+	secret TEXT NOT NULL DEFAULT '',
+	every_ask BOOLEAN NOT NULL DEFAULT FALSE,
+	created_at TIMESTAMP NOT NULL,
+	updated_at TIMESTAMP NOT NULL,
+	PRIMARY KEY (account_id, name)
 );
 -- table sqlite_sequence on sqlite_sequence
 CREATE TABLE sqlite_sequence(name,seq);
