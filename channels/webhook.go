@@ -27,9 +27,13 @@ type Secret struct {
 	SigningSecret string `json:"signing_secret,omitempty"`
 }
 
-// SecretOf reads a shared channel's secret.
+// SecretOf reads a shared channel's secret; a channel saved without one
+// (ntfy's is optional) has none.
 func SecretOf(c *outbox.SharedChannel) (Secret, error) {
 	var s Secret
+	if c.Secret == "" {
+		return s, nil
+	}
 	if err := json.Unmarshal([]byte(c.Secret), &s); err != nil {
 		return s, &Permanent{Err: fmt.Errorf("the channel %s's secret does not read: save it again", c.Name)}
 	}

@@ -525,9 +525,18 @@ func (s *Queue) SharedChannels(ctx context.Context, accountID string) ([]SharedC
 
 var sharedName = regexp.MustCompile(`^[#a-z0-9][a-z0-9._-]{0,79}$`)
 
+// secretNeeded says, for the kinds that cannot post without a secret of
+// their own, what it is. ntfy's secret (an access token) is optional; Slack
+// takes none: the service's bot token posts.
+var secretNeeded = map[string]string{
+	ChannelTeams:   "a Teams channel posts to its Workflows webhook URL, which is its secret",
+	ChannelWebhook: "a webhook channel needs its URL and signing secret",
+}
+
 // SaveSharedChannel adds the account's shared channel c, or changes the one
 // of its name. An empty secret keeps the one it has: a secret is written
-// once and never shown again.
+// once and never shown again. Teams and webhook channels need one, ntfy may
+// have one, and a Slack channel has none.
 func (s *Queue) SaveSharedChannel(ctx context.Context, c SharedChannel) error {
 	c.Name = strings.TrimSpace(c.Name)
 	if !sharedName.MatchString(c.Name) {
@@ -542,6 +551,9 @@ func (s *Queue) SaveSharedChannel(ctx context.Context, c SharedChannel) error {
 	if !json.Valid([]byte(c.Settings)) {
 		return core.Invalid("settings", "not JSON")
 	}
+	if c.Kind == ChannelSlack && c.Secret != "" {
+		return core.Invalid("secret", "a Slack channel takes no secret: the service's bot token (COUNTERSIGN_SLACK_BOT_TOKEN) posts to it")
+	}
 	now := s.Now()
 	c.CreatedAt, c.UpdatedAt = now, now
 	return s.Write(ctx, func(tx *gorm.DB) error {
@@ -549,14 +561,17 @@ func (s *Queue) SaveSharedChannel(ctx context.Context, c SharedChannel) error {
 		err := tx.Table("shared_channels").Where("account_id = ? AND name = ?", c.AccountID, c.Name).Take(&old).Error
 		switch {
 		case err == nil:
-			if c.Secret == "" {
+			if c.Secret == "" && c.Kind != ChannelSlack {
 				c.Secret = old.Secret
+			}
+			if why, needed := secretNeeded[c.Kind]; needed && c.Secret == "" {
+				return core.Invalid("secret", "required: %s", why)
 			}
 			return tx.Table("shared_channels").Where("account_id = ? AND name = ?", c.AccountID, c.Name).
 				Updates(map[string]any{"kind": c.Kind, "settings": c.Settings, "secret": c.Secret, "every_ask": c.EveryAsk, "updated_at": now}).Error
 		case errors.Is(err, gorm.ErrRecordNotFound):
-			if c.Secret == "" {
-				return core.Invalid("secret", "required: the %s channel's secret (a token, a webhook URL or a signing key)", c.Kind)
+			if why, needed := secretNeeded[c.Kind]; needed && c.Secret == "" {
+				return core.Invalid("secret", "required: %s", why)
 			}
 			return tx.Table("shared_channels").Create(&c).Error
 		}
