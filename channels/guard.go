@@ -33,8 +33,27 @@ func (g Guard) Client(timeout time.Duration) *http.Client {
 	t.DialContext = d.DialContext
 	t.Proxy = nil // a proxy would connect for us, past the guard
 	return &http.Client{Transport: t, Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return errors.New("a channel does not follow redirects")
+		return errNoRedirects
 	}}
+}
+
+// errNoRedirects is the guard's refusal of a redirect, which could lead a
+// post anywhere.
+var errNoRedirects = errors.New("a channel does not follow redirects")
+
+// privateAddress is the guard's refusal of a connection to a private
+// address that is not allowed.
+type privateAddress struct{ address string }
+
+func (e *privateAddress) Error() string {
+	return e.address + " is a private address: a channel posts to public hosts only (allow it with COUNTERSIGN_CHANNEL_PRIVATE_HOSTS)"
+}
+
+// refusedByGuard says whether err is the guard's refusal: the same post
+// would meet it again, so no retry mends it.
+func refusedByGuard(err error) bool {
+	var private *privateAddress
+	return errors.As(err, &private) || errors.Is(err, errNoRedirects)
 }
 
 // control refuses a connection to a private address that is not allowed.
@@ -47,7 +66,7 @@ func (g Guard) control(_, address string, _ syscall.RawConn) error {
 	if ip == nil || !private(ip) || g.allowed(address) {
 		return nil
 	}
-	return fmt.Errorf("%s is a private address: a channel posts to public hosts only (allow it with COUNTERSIGN_CHANNEL_PRIVATE_HOSTS)", address)
+	return &privateAddress{address: address}
 }
 
 func (g Guard) allowed(address string) bool {
@@ -102,7 +121,7 @@ func post(ctx context.Context, c *http.Client, raw string, body []byte, headers 
 	}
 	res, err := c.Do(req)
 	if err != nil {
-		if strings.Contains(err.Error(), "private address") || strings.Contains(err.Error(), "redirects") {
+		if refusedByGuard(err) {
 			return nil, &Permanent{Err: fmt.Errorf("%s: %w", what, err)}
 		}
 		return nil, &RetryAfter{Err: fmt.Errorf("%s: %w", what, err)}

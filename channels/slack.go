@@ -85,8 +85,12 @@ func (s *Slack) destination(ctx context.Context, out Outgoing) (string, error) {
 }
 
 // slackRefusal sorts a Slack error: rate limited (Retry-After honoured) and
-// failed connections are for now; an error Slack answered is permanent.
+// failed connections are for now; an error Slack answered, and the guard's
+// refusal of the API's address, are permanent.
 func slackRefusal(err error) error {
+	if refusedByGuard(err) {
+		return &Permanent{Err: err}
+	}
 	var limited *slack.RateLimitedError
 	if errors.As(err, &limited) {
 		return &RetryAfter{Wait: limited.RetryAfter, Err: err}

@@ -455,3 +455,28 @@ func TestASlackErrorMakesTheMessageDeadAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// The Slack API on a private address that COUNTERSIGN_CHANNEL_PRIVATE_HOSTS
+// does not allow is refused by the guard when the post connects: no call
+// reaches it, and the message is dead at once, saying why (a retry would
+// meet the same guard).
+func TestTheGuardKeepsSlackOffAPrivateAddressNotAllowed(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		slack := apptest.NewSlackAPI(t)
+		env := apptest.StartWeb(t, db, map[string]string{"COUNTERSIGN_SLACK_BOT_TOKEN": slack.Token, "COUNTERSIGN_SLACK_API_URL": slack.Server.URL,
+			"COUNTERSIGN_CHANNEL_RETRY": "10ms"})
+		s := &slackScene{env: env, slack: slack, ada: env.Owner("ada")}
+		_, token := env.Agent(env.Account.ID, "bot")
+		s.bot = env.Connect(token)
+		s.turnOn(t, "ada", outbox.ChannelSlack, "U0ADA")
+
+		a := s.reviewAsk(t, "Review behind the guard")
+		msgs := s.settled(t, a.ID)
+		if len(msgs) != 1 || msgs[0].Outcome != "dead" || msgs[0].Attempts != 1 || !strings.Contains(msgs[0].LastError, "private address") {
+			t.Errorf("the message to a Slack API on a private address: %+v; want dead after one try, saying the address is private", msgs)
+		}
+		if calls := slack.Calls(); len(calls) != 0 {
+			t.Errorf("Slack took %d calls past the guard: %+v", len(calls), calls)
+		}
+	})
+}
