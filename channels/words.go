@@ -2,6 +2,7 @@ package channels
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,10 +76,15 @@ func linkWords(out Outgoing) string {
 	return "Answer with your passkey (this link works once, for " + linkLife(n) + ")"
 }
 
+// linkLife says how long a person's one-time link lives: PushLinkLife, or
+// less when the ask ends sooner ("4 minutes", not Go's "4m0s").
 func linkLife(n outbox.ChannelNote) string {
 	left := time.Until(n.ExpiresAt)
 	if left > outbox.PushLinkLife || left <= 0 {
-		return "15 minutes"
+		left = outbox.PushLinkLife
 	}
-	return left.Round(time.Minute).String()
+	if m := int(left.Round(time.Minute) / time.Minute); m > 1 {
+		return strconv.Itoa(m) + " minutes"
+	}
+	return "a minute"
 }
