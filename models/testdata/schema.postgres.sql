@@ -164,6 +164,37 @@ CREATE TABLE public.ceremonies (
     expires_at timestamp with time zone NOT NULL
 );
 
+CREATE TABLE public.channel_messages (
+    seq bigint NOT NULL,
+    key text NOT NULL,
+    account_id text NOT NULL,
+    approval_id text DEFAULT ''::text NOT NULL,
+    person_id text DEFAULT ''::text NOT NULL,
+    channel text NOT NULL,
+    kind text NOT NULL,
+    address text DEFAULT ''::text NOT NULL,
+    event text NOT NULL,
+    body text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    not_before timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    leased_until timestamp with time zone,
+    done_at timestamp with time zone,
+    outcome text DEFAULT ''::text NOT NULL,
+    last_error text DEFAULT ''::text NOT NULL,
+    remote_ref text DEFAULT ''::text NOT NULL
+);
+
+CREATE SEQUENCE public.channel_messages_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+ALTER SEQUENCE public.channel_messages_seq_seq OWNED BY public.channel_messages.seq;
+
 CREATE TABLE public.decision_challenges (
     nonce text NOT NULL,
     approval_id text NOT NULL,
@@ -299,6 +330,14 @@ CREATE TABLE public.oauth_tokens (
     revoked_at timestamp with time zone
 );
 
+CREATE TABLE public.person_channels (
+    account_id text NOT NULL,
+    person_id text NOT NULL,
+    kind text NOT NULL,
+    address text DEFAULT ''::text NOT NULL,
+    created_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE public.persons (
     id text NOT NULL,
     subject text NOT NULL,
@@ -413,6 +452,17 @@ CREATE TABLE public.settings (
     value text NOT NULL
 );
 
+CREATE TABLE public.shared_channels (
+    account_id text NOT NULL,
+    name text NOT NULL,
+    kind text NOT NULL,
+    settings text NOT NULL,
+    secret text DEFAULT ''::text NOT NULL,
+    every_ask boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE public.web_sessions (
     id_hash text NOT NULL,
     person_id text NOT NULL,
@@ -468,6 +518,8 @@ ALTER TABLE ONLY public.approval_signatures ALTER COLUMN seq SET DEFAULT nextval
 
 ALTER TABLE ONLY public.approvals ALTER COLUMN seq SET DEFAULT nextval('public.approvals_seq_seq'::regclass);
 
+ALTER TABLE ONLY public.channel_messages ALTER COLUMN seq SET DEFAULT nextval('public.channel_messages_seq_seq'::regclass);
+
 ALTER TABLE ONLY public.events ALTER COLUMN seq SET DEFAULT nextval('public.events_seq_seq'::regclass);
 
 ALTER TABLE ONLY public.push_jobs ALTER COLUMN seq SET DEFAULT nextval('public.push_jobs_seq_seq'::regclass);
@@ -522,6 +574,12 @@ ALTER TABLE ONLY public.aways
 ALTER TABLE ONLY public.ceremonies
     ADD CONSTRAINT ceremonies_pkey PRIMARY KEY (id_hash);
 
+ALTER TABLE ONLY public.channel_messages
+    ADD CONSTRAINT channel_messages_key_key UNIQUE (key);
+
+ALTER TABLE ONLY public.channel_messages
+    ADD CONSTRAINT channel_messages_pkey PRIMARY KEY (seq);
+
 ALTER TABLE ONLY public.decision_challenges
     ADD CONSTRAINT decision_challenges_pkey PRIMARY KEY (nonce);
 
@@ -560,6 +618,9 @@ ALTER TABLE ONLY public.oauth_tokens
 
 ALTER TABLE ONLY public.oauth_tokens
     ADD CONSTRAINT oauth_tokens_token_hash_key UNIQUE (token_hash);
+
+ALTER TABLE ONLY public.person_channels
+    ADD CONSTRAINT person_channels_pkey PRIMARY KEY (account_id, person_id, kind);
 
 ALTER TABLE ONLY public.persons
     ADD CONSTRAINT persons_pkey PRIMARY KEY (id);
@@ -605,6 +666,9 @@ ALTER TABLE ONLY public.schema_migrations
 
 ALTER TABLE ONLY public.settings
     ADD CONSTRAINT settings_pkey PRIMARY KEY (name);
+
+ALTER TABLE ONLY public.shared_channels
+    ADD CONSTRAINT shared_channels_pkey PRIMARY KEY (account_id, name);
 
 ALTER TABLE ONLY public.web_sessions
     ADD CONSTRAINT web_sessions_pkey PRIMARY KEY (id_hash);
@@ -656,6 +720,12 @@ CREATE INDEX approvals_runner ON public.approvals USING btree (runner_id, seq) W
 CREATE UNIQUE INDEX audit_chain_position ON public.audit_chain USING btree (account_id, pos);
 
 CREATE INDEX ceremonies_expiry ON public.ceremonies USING btree (expires_at);
+
+CREATE INDEX channel_messages_approval ON public.channel_messages USING btree (approval_id, event);
+
+CREATE INDEX channel_messages_due ON public.channel_messages USING btree (done_at, not_before);
+
+CREATE INDEX channel_messages_person ON public.channel_messages USING btree (person_id, event, created_at);
 
 CREATE INDEX decision_challenges_approval ON public.decision_challenges USING btree (approval_id);
 
@@ -781,6 +851,12 @@ ALTER TABLE ONLY public.oauth_connections
 ALTER TABLE ONLY public.oauth_tokens
     ADD CONSTRAINT oauth_tokens_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id);
 
+ALTER TABLE ONLY public.person_channels
+    ADD CONSTRAINT person_channels_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+ALTER TABLE ONLY public.person_channels
+    ADD CONSTRAINT person_channels_person_id_fkey FOREIGN KEY (person_id) REFERENCES public.persons(id);
+
 ALTER TABLE ONLY public.policies
     ADD CONSTRAINT policies_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
 
@@ -795,6 +871,9 @@ ALTER TABLE ONLY public.push_subscriptions
 
 ALTER TABLE ONLY public.runners
     ADD CONSTRAINT runners_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+ALTER TABLE ONLY public.shared_channels
+    ADD CONSTRAINT shared_channels_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
 
 ALTER TABLE ONLY public.web_sessions
     ADD CONSTRAINT web_sessions_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
