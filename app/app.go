@@ -135,6 +135,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	})
 	h := handlers.New(store, rp, cfg.BaseURL, handlers.PushConfig{PublicKey: keys.Public, AllowedHosts: cfg.PushHosts}, log)
 	h.TrustProxies(cfg.Proxies)
+	h.OfferChannels(handlers.ChannelConfig{Email: cfg.SMTP != nil, Slack: cfg.SlackToken != "", Guard: channels.Guard{AllowPrivate: cfg.ChannelPrivate}})
 	h.ServeOAuth(authz)
 	if store.Dialect() == core.Postgres {
 		h.CheckReady(a.listenerReady)

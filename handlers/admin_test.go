@@ -24,7 +24,7 @@ func TestAdminPagesRefuseAMember(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
 		f := newFixture(t, db)
 		b := signIn(t, f.env, f.member)
-		for _, path := range []string{"/admin", "/admin/members", "/admin/agents", "/admin/audit"} {
+		for _, path := range []string{"/admin", "/admin/members", "/admin/agents", "/admin/channels", "/admin/audit"} {
 			t.Run("GET "+path+" is refused", func(t *testing.T) {
 				if res, _ := b.get(path); res.StatusCode != http.StatusForbidden {
 					t.Fatalf("GET %s as a member: %d", path, res.StatusCode)

@@ -20,6 +20,12 @@ func (h *Handlers) Devices(c echo.Context) error {
 }
 
 func (h *Handlers) devicesPage(c echo.Context, status int, refusal string) error {
+	return h.devicesPageWith(c, status, views.DevicesView{Error: refusal})
+}
+
+// devicesPageWith renders the devices page over view, which may carry a
+// refusal: above the cards, or at the field of a channel's form.
+func (h *Handlers) devicesPageWith(c echo.Context, status int, view views.DevicesView) error {
 	v := viewerOf(c)
 	keys, err := h.store.DeviceKeys(c.Request().Context(), v.member.ID)
 	if err != nil {
@@ -40,7 +46,13 @@ func (h *Handlers) devicesPage(c echo.Context, status int, refusal string) error
 	if err != nil {
 		return err
 	}
-	view := views.DevicesView{Error: refusal, Push: push}
+	view.Push = push
+	own, err := h.personChannelsView(c.Request().Context(), v.account.ID, v.member.ID)
+	if err != nil {
+		return err
+	}
+	own.Error, own.ErrorField, own.ErrorKind, own.Typed = view.Channels.Error, view.Channels.ErrorField, view.Channels.ErrorKind, view.Channels.Typed
+	view.Channels = own
 	if view.Away, err = h.awayView(c.Request().Context(), v.member); err != nil {
 		return err
 	}
@@ -48,7 +60,7 @@ func (h *Handlers) devicesPage(c echo.Context, status int, refusal string) error
 		view.Keys = append(view.Keys, views.DeviceRow{ID: k.ID, Name: k.Name, CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, BackedUp: k.BackedUp,
 			AddedBy: k.AddedBy, AddedByName: names[k.AddedBy]})
 	}
-	clients, err := h.store.ConnectedClients(c.Request().Context(), viewerOf(c).account.ID, v.member.ID)
+	clients, err := h.store.ConnectedClients(c.Request().Context(), v.account.ID, v.member.ID)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ type Handlers struct {
 	origin    string // of baseURL, as browsers write it in an Origin header
 	secure    bool   // cookies carry Secure and pages HSTS: the service is reached over https
 	push      PushConfig
+	channels  ChannelConfig
 	// ceremonies caps the passkey ceremonies started without a session, per client address.
 	ceremonies *addressLimiter
 	// proxies are the trusted reverse proxies (TrustProxies).
@@ -174,6 +175,9 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	person.POST("/push/subscribe", h.PushSubscribe)
 	person.POST("/push/unsubscribe", h.PushUnsubscribe)
 	person.POST("/push/test", h.PushTest)
+	person.POST("/devices/channels/:kind", h.PersonChannelSet)
+	person.POST("/devices/channels/:kind/remove", h.PersonChannelRemove)
+	person.POST("/devices/channels/:kind/test", h.PersonChannelTest)
 	person.POST("/test-ask", h.TestAskSend)
 
 	admin := person.Group("/admin", h.requireAdmin)
@@ -197,6 +201,10 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	admin.POST("/rules", h.AdminRulePropose)
 	admin.POST("/rules/:id/remove", h.AdminRuleRemove)
 	admin.GET("/audit", h.AdminAudit)
+	admin.GET("/channels", h.AdminChannels)
+	admin.POST("/channels", h.AdminChannelSave)
+	admin.POST("/channels/:name/remove", h.AdminChannelRemove)
+	admin.POST("/channels/:name/test", h.AdminChannelTest)
 	return e
 }
 

@@ -16,6 +16,8 @@ type DevicesView struct {
 	Clients []ConnectedClientRow
 	Error   string // a refusal to show above the list
 	Away    AwayView
+	// Channels are the person's channels besides Web Push: email, Slack.
+	Channels PersonChannelsView
 }
 
 // AwayView is the person's away status, and whom they may name as delegate.
