@@ -486,7 +486,7 @@ func TestEveryAskAnswersOnThePhoneFirstScreen(t *testing.T) {
 	t.Run("every other page passes axe-core and holds on the phone", func(t *testing.T) {
 		p := p.For(t)
 		for _, path := range []string{"/", "/history", "/work", "/sessions", "/policies", "/devices",
-			"/admin", "/admin/members", "/admin/agents", "/admin/runners", "/admin/rules", "/admin/audit", "/approvals/" + pol["approval_id"].(string)} {
+			"/admin", "/admin/members", "/admin/agents", "/admin/runners", "/admin/rules", "/admin/channels", "/admin/audit", "/approvals/" + pol["approval_id"].(string)} {
 			p.Go(path)
 			p.WaitVisible("main h1, main h2")
 			accessible(p, path)

@@ -30,8 +30,14 @@ type service struct {
 // a fresh page on it, and connects an agent named bot with every scope.
 func start(t *testing.T, db apptest.Database) *service {
 	t.Helper()
+	return startWith(t, db, nil)
+}
+
+// startWith is start with the service's settings overridden (COUNTERSIGN_…).
+func startWith(t *testing.T, db apptest.Database, overrides map[string]string) *service {
+	t.Helper()
 	NeedChromium(t)
-	env := apptest.StartWeb(t, db, nil)
+	env := apptest.StartWeb(t, db, overrides)
 	p := browser.Open(t, env.URL)
 	_, token := env.Agent(env.Account.ID, "bot")
 	s := &service{t: t, env: env, page: p, agent: env.Connect(token)}
