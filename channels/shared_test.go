@@ -19,7 +19,9 @@ import (
 
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/channels"
+	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/outbox"
+	"github.com/countersign/countersign/models/rules"
 )
 
 // delivery is one request a recorder received.
@@ -260,5 +262,59 @@ func TestAPostToAPrivateAddressIsRefused(t *testing.T) {
 	defer rec.mu.Unlock()
 	if len(rec.got) != 0 {
 		t.Errorf("the private host received %d requests", len(rec.got))
+	}
+}
+
+// A rule may name a shared channel for its escalation ("after 10 minutes,
+// post to #oncall"): the ask is posted there once its delay has passed,
+// once however many passes run, and not before. A rule cannot name a
+// channel the account lacks, nor can the channel go while a rule names it.
+func TestARuleEscalatesToASharedChannelAfterItsDelay(t *testing.T) {
+	rec := newRecorder(t)
+	w := newSharedWorld(t, rec.host())
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.Now()
+	w.env.Store.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	spec := rules.RuleSpec{Name: "reviews page on-call", Kinds: []string{"review"}, Count: 1, Pool: rules.Pool{Kind: rules.PoolRole, Role: rules.PoolOwners},
+		EscalateChannel: "#oncall", EscalateAfter: rules.Duration(10 * time.Minute)}
+	if _, err := w.env.Store.SetRule(ctx, w.env.Account.ID, "reviews", spec, "cli:test"); core.FieldOf(err) != "escalate_channel" {
+		t.Fatalf("a rule naming a channel the account lacks: %v, want a refusal on escalate_channel", err)
+	}
+	secret, _ := json.Marshal(channels.Secret{URL: rec.URL + "/oncall", SigningSecret: channels.NewSigningSecret()})
+	if err := w.env.Store.SaveSharedChannel(ctx, outbox.SharedChannel{AccountID: w.env.Account.ID, Name: "#oncall", Kind: outbox.ChannelWebhook, Settings: "{}", Secret: string(secret)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.env.Store.SetRule(ctx, w.env.Account.ID, "reviews", spec, "cli:test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.env.Store.RemoveSharedChannel(ctx, w.env.Account.ID, "#oncall"); core.CodeOf(err) != core.FailedPrecondition {
+		t.Errorf("removing a channel a rule escalates to: %v, want a refusal", err)
+	}
+	id := w.review(t, "Review the on-call doc")
+	posted := func() int64 {
+		var n int64
+		w.env.Store.DB().Table("channel_messages").Where("approval_id = ? AND channel = ?", id, "#oncall").Count(&n)
+		return n
+	}
+	if _, _, err := w.env.Store.RemindAndEscalate(ctx); err != nil || posted() != 0 {
+		t.Fatalf("before the delay: %v, %d messages to #oncall, want none", err, posted())
+	}
+	mu.Lock()
+	now = now.Add(10 * time.Minute)
+	mu.Unlock()
+	for range 3 {
+		if _, _, err := w.env.Store.RemindAndEscalate(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if posted() != 1 {
+		t.Fatalf("%d messages to #oncall after the delay and three passes, want one", posted())
+	}
+	d := rec.wait(t, 1)[0]
+	var ev channels.WebhookEvent
+	if err := json.Unmarshal(d.body, &ev); err != nil || ev.Type != "approval.escalated" || ev.Data.ApprovalID != id ||
+		ev.Data.Title != "Unanswered for 10m0s: Review the on-call doc" || ev.Data.URL != w.env.URL+"/approvals/"+id {
+		t.Errorf("#oncall got %s (%v)", d.body, err)
 	}
 }

@@ -58,7 +58,7 @@ func (h *Handlers) AdminRulePropose(c echo.Context) error {
 	for field, to := range map[string]*string{"id": &f.ID, "name": &f.Name, "kinds": &f.Kinds, "effects": &f.Effects, "servers": &f.Servers,
 		"tools": &f.Tools, "requesters": &f.Requesters, "min_priority": &f.MinPriority, "count": &f.Count, "pool_kind": &f.PoolKind,
 		"pool_role": &f.PoolRole, "group": &f.Group, "people": &f.People, "escalate_role": &f.EscalateRole,
-		"escalate_after": &f.EscalateAfter, "remind_every": &f.RemindEvery, "apply_from": &f.ApplyFrom} {
+		"escalate_after": &f.EscalateAfter, "escalate_channel": &f.EscalateChannel, "remind_every": &f.RemindEvery, "apply_from": &f.ApplyFrom} {
 		*to = strings.TrimSpace(params.Get(field))
 	}
 	spec, err := ruleSpecOf(f)
@@ -133,6 +133,7 @@ func ruleSpecOf(f views.RuleForm) (rules.RuleSpec, error) {
 	if f.EscalateRole != "" {
 		spec.EscalateTo = rules.Pool{Kind: rules.PoolRole, Role: f.EscalateRole}
 	}
+	spec.EscalateChannel = f.EscalateChannel
 	return spec, nil
 }
 
@@ -153,6 +154,7 @@ func ruleFormOf(id string, r rules.RuleSpec) views.RuleForm {
 	if r.EscalateAfter > 0 {
 		f.EscalateAfter = time.Duration(r.EscalateAfter).String()
 	}
+	f.EscalateChannel = r.EscalateChannel
 	if r.RemindEvery > 0 {
 		f.RemindEvery = time.Duration(r.RemindEvery).String()
 	}

@@ -89,6 +89,12 @@ func TestTheRulesPageProposesAChangeThatAppliesOnlyOnceTheQuorumApproves(t *test
 			if status != http.StatusBadRequest || ruleChangeAsks(t, env) != 0 {
 				t.Fatalf("a bad id: %d, %d rule_change asks; want 400, none filed", status, ruleChangeAsks(t, env))
 			}
+			status, _, body = postPageForm(t, ada, "/admin/rules", url.Values{"id": {"reviews"}, "count": {"1"}, "pool_kind": {"role"}, "pool_role": {"admins"},
+				"escalate_channel": {"#oncall"}, "escalate_after": {"10m"}})
+			if doc := parseHTML(t, body); status != http.StatusBadRequest || ruleChangeAsks(t, env) != 0 ||
+				len(elements(doc, byAttr("id", "rule-escalate-channel-error"))) != 1 || !strings.Contains(textOf(elements(doc, byAttr("id", "rule-escalate-channel-error"))[0]), "no shared channel") {
+				t.Fatalf("an escalation channel the account lacks: %d, %d rule_change asks; want 400 at the field, none filed", status, ruleChangeAsks(t, env))
+			}
 		})
 
 		status, to, _ := postPageForm(t, ada, "/admin/rules", url.Values{"id": {"reviews"}, "name": {"reviews need an admin"}, "kinds": {"pull_request"},

@@ -68,6 +68,9 @@ func (s *Store) ProposeRuleChange(ctx context.Context, m *people.Member, rc Rule
 		if err := rules.CheckRule(rc.RuleID, rc.Rule); err != nil {
 			return nil, err
 		}
+		if err := rules.CheckEscalationChannel(s.DB().WithContext(ctx), m.AccountID, rc.Rule); err != nil {
+			return nil, err
+		}
 		title = "Set rule " + rc.RuleID + ": " + rc.Rule.Summary()
 	case RuleChangeRemove:
 		if rc.Rule != nil {

@@ -70,8 +70,11 @@ type RuleForm struct {
 	People        string // comma-separated subjects
 	EscalateRole  string // owners, admins or members: "" for no escalation
 	EscalateAfter string // like 30m
-	RemindEvery   string // like 10m
-	ApplyFrom     string
+	// EscalateChannel is a shared channel ("#oncall") the ask is posted to
+	// after EscalateAfter; "" for none.
+	EscalateChannel string
+	RemindEvery     string // like 10m
+	ApplyFrom       string
 }
 
 // rulePath is where a rule's form posts.

@@ -293,6 +293,9 @@ func (s *Queue) QueueAskMessages(tx *gorm.DB, a *asks.Approval, event, title, ro
 func (s *Queue) QueueSharedMessage(tx *gorm.DB, a *asks.Approval, name, event, title, round string) error {
 	var c SharedChannel
 	if err := tx.Table("shared_channels").Where("account_id = ? AND name = ?", a.AccountID, name).Take(&c).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return core.Refuse(core.NotFound, "channel", "no shared channel %q", name)
+		}
 		return fmt.Errorf("shared channel %q: %w", name, err)
 	}
 	body, err := json.Marshal(NoteOf(a, event, title))
@@ -583,6 +586,14 @@ func (s *Queue) SaveSharedChannel(ctx context.Context, c SharedChannel) error {
 // queued messages go.
 func (s *Queue) RemoveSharedChannel(ctx context.Context, accountID, name string) error {
 	return s.Write(ctx, func(tx *gorm.DB) error {
+		var rules []string
+		if err := tx.Table("approval_rules").Where("account_id = ? AND NOT removed AND spec LIKE ?", accountID, `%"escalate_channel":`+jsonString(name)+`%`).
+			Pluck("id", &rules).Error; err != nil {
+			return err
+		}
+		if len(rules) > 0 {
+			return core.Refuse(core.FailedPrecondition, "name", "rule %s escalates to %s: change the rule first", strings.Join(rules, ", "), name)
+		}
 		res := tx.Exec(`DELETE FROM shared_channels WHERE account_id = ? AND name = ?`, accountID, name)
 		if res.Error != nil {
 			return res.Error
@@ -593,4 +604,9 @@ func (s *Queue) RemoveSharedChannel(ctx context.Context, accountID, name string)
 		return tx.Table("channel_messages").Where("account_id = ? AND channel = ? AND done_at IS NULL", accountID, name).
 			Updates(map[string]any{"done_at": s.Now(), "outcome": "cancelled", "leased_until": nil}).Error
 	})
+}
+
+func jsonString(s string) string {
+	raw, _ := json.Marshal(s)
+	return string(raw)
 }

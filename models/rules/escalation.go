@@ -62,6 +62,22 @@ func (s *Book) RemindAndEscalate(ctx context.Context) (reminded, escalated int, 
 		if req == nil {
 			continue
 		}
+		if specs[a.AccountID] == nil {
+			rules, err := s.RulesTx(s.DB().WithContext(ctx), a.AccountID, true)
+			if err != nil {
+				return reminded, escalated, err
+			}
+			specs[a.AccountID] = map[string]*RuleSpec{}
+			for _, r := range rules {
+				specs[a.AccountID][r.ID] = &r.RuleSpec
+			}
+		}
+		if spec := specs[a.AccountID][req.RuleID]; spec != nil && spec.EscalateChannel != "" && spec.EscalateAfter > 0 &&
+			!now.Before(a.CreatedAt.Add(time.Duration(spec.EscalateAfter))) {
+			if err := s.postEscalation(ctx, a, spec); err != nil {
+				return reminded, escalated, err
+			}
+		}
 		if a.EscalatedAt == nil && len(req.Escalation) > 0 && req.EscalateAfter > 0 &&
 			!now.Before(a.CreatedAt.Add(time.Duration(req.EscalateAfter)*time.Second)) {
 			ok, err := s.escalate(ctx, a)
@@ -72,16 +88,6 @@ func (s *Book) RemindAndEscalate(ctx context.Context) (reminded, escalated int, 
 				escalated++
 			}
 			continue // the escalation pushed everyone: no reminder on the same pass
-		}
-		if specs[a.AccountID] == nil {
-			rules, err := s.RulesTx(s.DB().WithContext(ctx), a.AccountID, true)
-			if err != nil {
-				return reminded, escalated, err
-			}
-			specs[a.AccountID] = map[string]*RuleSpec{}
-			for _, r := range rules {
-				specs[a.AccountID][r.ID] = &r.RuleSpec
-			}
 		}
 		last := a.CreatedAt
 		if a.RemindedAt != nil && a.RemindedAt.After(last) {
@@ -99,6 +105,26 @@ func (s *Book) RemindAndEscalate(ctx context.Context) (reminded, escalated int, 
 		}
 	}
 	return reminded, escalated, nil
+}
+
+// postEscalation posts a, unanswered past its rule's escalation delay, to
+// the rule's shared channel, once: the message's key makes a second pass,
+// or a second instance, write nothing. A channel removed since is passed
+// over.
+func (s *Book) postEscalation(ctx context.Context, a *asks.Approval, spec *RuleSpec) error {
+	var posted int64
+	if err := s.DB().WithContext(ctx).Table("channel_messages").
+		Where("approval_id = ? AND channel = ? AND event = ?", a.ID, spec.EscalateChannel, outbox.MessageEscalation).Count(&posted).Error; err != nil || posted > 0 {
+		return err
+	}
+	title := fmt.Sprintf("Unanswered for %s: %s", time.Duration(spec.EscalateAfter), a.Title)
+	err := s.Write(ctx, func(tx *gorm.DB) error {
+		return s.QueueSharedMessage(tx, a, spec.EscalateChannel, outbox.MessageEscalation, title, "1")
+	})
+	if core.CodeOf(err) == core.NotFound {
+		return nil // removed since (Admin → Channels refuses while a rule names it): nothing to post to
+	}
+	return err
 }
 
 // remind pushes a again to the people who may still sign it. The

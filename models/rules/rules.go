@@ -104,6 +104,9 @@ type RuleSpec struct {
 	// Escalation: after EscalateAfter unanswered, EscalateTo may sign too.
 	EscalateTo    Pool     `json:"escalate_to,omitzero" yaml:"escalate_to,omitempty"`
 	EscalateAfter Duration `json:"escalate_after,omitempty" yaml:"escalate_after,omitempty"`
+	// EscalateChannel is a shared channel of the account ("#oncall") the
+	// ask is posted to after EscalateAfter unanswered, with its plain link.
+	EscalateChannel string `json:"escalate_channel,omitempty" yaml:"escalate_channel,omitempty"`
 	// RemindEvery is how long an unanswered ask waits before it is pushed
 	// again; 0 means the service's default.
 	RemindEvery Duration `json:"remind_every,omitempty" yaml:"remind_every,omitempty"`
@@ -228,14 +231,31 @@ func CheckRule(id string, r *RuleSpec) error {
 		if err := checkPool("escalate_to", r.EscalateTo); err != nil {
 			return err
 		}
-		if r.EscalateAfter <= 0 {
-			return core.Invalid("escalate_after", "an escalation needs its delay (like \"30m\")")
-		}
-	} else if r.EscalateAfter != 0 {
-		return core.Invalid("escalate_after", "a delay with no escalate_to pool escalates to nobody")
+	}
+	switch escalates := !r.EscalateTo.Empty() || r.EscalateChannel != ""; {
+	case escalates && r.EscalateAfter <= 0:
+		return core.Invalid("escalate_after", "an escalation needs its delay (like \"30m\")")
+	case !escalates && r.EscalateAfter != 0:
+		return core.Invalid("escalate_after", "a delay with no escalate_to pool and no escalate_channel escalates to nobody")
 	}
 	if r.EscalateAfter < 0 || r.RemindEvery < 0 || r.RemindEvery != 0 && time.Duration(r.RemindEvery) < time.Minute {
 		return core.Invalid("remind_every", "must be a minute or more (or 0 for the default)")
+	}
+	return nil
+}
+
+// CheckEscalationChannel checks that the shared channel a rule escalates
+// to is one of the account's.
+func CheckEscalationChannel(db *gorm.DB, accountID string, r *RuleSpec) error {
+	if r.EscalateChannel == "" {
+		return nil
+	}
+	var n int64
+	if err := db.Table("shared_channels").Where("account_id = ? AND name = ?", accountID, r.EscalateChannel).Count(&n).Error; err != nil {
+		return err
+	}
+	if n == 0 {
+		return core.Invalid("escalate_channel", "no shared channel %q in this account: add it on Admin → Channels first", r.EscalateChannel)
 	}
 	return nil
 }
@@ -373,6 +393,9 @@ func (s *Book) SetRuleTx(tx *gorm.DB, accountID, id string, spec RuleSpec, by st
 	if err := CheckRule(id, &spec); err != nil {
 		return nil, err
 	}
+	if err := CheckEscalationChannel(tx, accountID, &spec); err != nil {
+		return nil, err
+	}
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("rule spec: %w", err)
@@ -470,6 +493,9 @@ func (r RuleSpec) Summary() string {
 	}
 	if !r.EscalateTo.Empty() {
 		fmt.Fprintf(&b, "; escalates to %s after %s", r.EscalateTo, time.Duration(r.EscalateAfter))
+	}
+	if r.EscalateChannel != "" {
+		fmt.Fprintf(&b, "; posts to %s after %s", r.EscalateChannel, time.Duration(r.EscalateAfter))
 	}
 	if r.RemindEvery > 0 {
 		fmt.Fprintf(&b, "; reminds every %s", time.Duration(r.RemindEvery))
