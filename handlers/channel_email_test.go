@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
+	"github.com/countersign/countersign/ask"
 	"github.com/countersign/countersign/models/outbox"
+	"github.com/countersign/countersign/models/rules"
 )
 
 // mailScene is a scene whose service sends email through a Mailpit that
@@ -136,5 +138,36 @@ func TestAnEmailedLinkExpiresAfterFifteenMinutes(t *testing.T) {
 	}
 	if r := s.owner.Decide(id, "approve", ""); r.Status != http.StatusOK {
 		t.Errorf("ada, signed in, approves the ask: %s", r)
+	}
+}
+
+// Reminders go to the same channels as the first message: an ask a rule
+// covers, unanswered past its reminder interval, is emailed again, once
+// per reminder.
+func TestAReminderGoesToTheSameChannelsAsTheFirstMessage(t *testing.T) {
+	s := newMailScene(t, apptest.SQLite)
+	spec := rules.RuleSpec{Name: "owners review pull requests", Kinds: []string{ask.KindPullRequest}, Count: 1,
+		Pool: rules.Pool{Kind: rules.PoolRole, Role: rules.PoolOwners}, RemindEvery: rules.Duration(10 * time.Minute)}
+	if _, err := s.env.Store.SetRule(context.Background(), s.env.Account.ID, "reviews", spec, "cli:test"); err != nil {
+		t.Fatal(err)
+	}
+	id := s.prAsk(t, "")
+	s.mailedLink(t, id)
+	s.clock.advance(10 * time.Minute)
+	for range 2 { // a second pass at the same time reminds nobody again
+		if _, _, err := s.env.Store.RemindAndEscalate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var reminders []apptest.MailpitMessage
+	for deadline := time.Now().Add(20 * time.Second); len(reminders) == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, m := range s.mail.Messages(t) {
+			if strings.HasPrefix(m.Subject, "[Countersign] Reminder: Merge acme/web#") {
+				reminders = append(reminders, m)
+			}
+		}
+	}
+	if len(reminders) != 1 || len(reminders[0].To) != 1 || reminders[0].To[0].Address != "ada@example.com" || !mailedLink.MatchString(reminders[0].Text) {
+		t.Fatalf("%d reminder emails (%v), want one to ada with a fresh link", len(reminders), reminders)
 	}
 }
