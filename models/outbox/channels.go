@@ -482,10 +482,12 @@ func (s *Queue) MessageDead(ctx context.Context, m *ChannelMessage, reason strin
 	return s.finishMessage(ctx, m, map[string]any{"done_at": s.Now(), "outcome": "dead", "leased_until": nil, "last_error": truncate(reason, 500)})
 }
 
-// finishMessage writes set on the message while this sender still holds it.
+// finishMessage writes set on the message while this sender still holds
+// it: its attempts are still the claim's, so a sender whose lease ran out
+// and whose message another claimed since writes nothing over the other's.
 func (s *Queue) finishMessage(ctx context.Context, m *ChannelMessage, set map[string]any) error {
 	return s.Write(ctx, func(tx *gorm.DB) error {
-		return tx.Table("channel_messages").Where("seq = ? AND done_at IS NULL", m.Seq).Updates(set).Error
+		return tx.Table("channel_messages").Where("seq = ? AND done_at IS NULL AND attempts = ?", m.Seq, m.Attempts).Updates(set).Error
 	})
 }
 
