@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/apptest"
+	"github.com/countersign/countersign/channels"
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/outbox"
@@ -44,9 +46,12 @@ func scrape(t *testing.T, h http.Handler) map[string]float64 {
 
 func TestEveryNamedSeriesExistsAndMoves(t *testing.T) {
 	ps := apptest.NewPushService(t)
+	hook := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer hook.Close()
 	env := apptest.Start(t, apptest.SQLite, map[string]string{
-		"COUNTERSIGN_METRICS_ADDR":       "127.0.0.1:0",
-		"COUNTERSIGN_PUSH_ALLOWED_HOSTS": ps.Host(),
+		"COUNTERSIGN_METRICS_ADDR":          "127.0.0.1:0",
+		"COUNTERSIGN_PUSH_ALLOWED_HOSTS":    ps.Host(),
+		"COUNTERSIGN_CHANNEL_PRIVATE_HOSTS": strings.TrimPrefix(hook.URL, "http://"),
 	})
 	if env.App.Metrics == nil {
 		t.Fatal("COUNTERSIGN_METRICS_ADDR is set and the app has no metrics handler")
@@ -56,6 +61,10 @@ func TestEveryNamedSeriesExistsAndMoves(t *testing.T) {
 	endpoint, p256dh, auth := ps.Subscribe("ada-phone")
 	if _, err := env.Store.SavePushSubscription(ctx, owner.ID, outbox.PushSubscription{Endpoint: endpoint, P256dh: p256dh, Auth: auth}); err != nil {
 		t.Fatalf("subscribe: %v", err)
+	}
+	secret, _ := json.Marshal(channels.Secret{URL: hook.URL + "/hook", SigningSecret: channels.NewSigningSecret()})
+	if err := env.Store.SaveSharedChannel(ctx, outbox.SharedChannel{AccountID: env.Account.ID, Name: "pager", Kind: outbox.ChannelWebhook, Settings: "{}", Secret: string(secret), EveryAsk: true}); err != nil {
+		t.Fatal(err)
 	}
 	_, token := env.Agent(env.Account.ID, "bot")
 	c := env.Connect(token)
@@ -79,15 +88,16 @@ func TestEveryNamedSeriesExistsAndMoves(t *testing.T) {
 	}
 
 	want := map[string]string{ // series → what moves it
-		`countersign_asks_filed_total{kind="pull_request"}`:                  "an ask filed",
-		`countersign_mcp_calls_total{code="OK",tool="approvals_create"}`:     "a call that worked",
-		`countersign_mcp_calls_total{code="NOT_FOUND",tool="approvals_get"}`: "a refused call",
-		`countersign_transitions_total{status="approved"}`:                   "the approve",
-		`countersign_filed_to_decided_seconds_count{kind="pull_request"}`:    "the decision's wait",
-		`countersign_pushes_total{outcome="delivered"}`:                      "the ask's push",
-		`countersign_http_requests_total{route="/healthz",status="200"}`:     "GET /healthz",
-		`countersign_http_requests_total{route="/mcp",status="200"}`:         "the MCP calls",
-		`countersign_sqlite_write_queue_wait_seconds_count`:                  "the writes",
+		`countersign_asks_filed_total{kind="pull_request"}`:                    "an ask filed",
+		`countersign_mcp_calls_total{code="OK",tool="approvals_create"}`:       "a call that worked",
+		`countersign_mcp_calls_total{code="NOT_FOUND",tool="approvals_get"}`:   "a refused call",
+		`countersign_transitions_total{status="approved"}`:                     "the approve",
+		`countersign_filed_to_decided_seconds_count{kind="pull_request"}`:      "the decision's wait",
+		`countersign_pushes_total{outcome="delivered"}`:                        "the ask's push",
+		`countersign_channel_messages_total{channel="webhook",outcome="sent"}`: "the ask's webhook",
+		`countersign_http_requests_total{route="/healthz",status="200"}`:       "GET /healthz",
+		`countersign_http_requests_total{route="/mcp",status="200"}`:           "the MCP calls",
+		`countersign_sqlite_write_queue_wait_seconds_count`:                    "the writes",
 	}
 	var after map[string]float64
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
