@@ -20,16 +20,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/outbox"
+	"github.com/countersign/countersign/sendloop"
 )
 
 // Outgoing is one message as a channel sends it.
@@ -132,34 +130,14 @@ func (s *Sender) Wake() {
 // Run sends due messages until ctx ends. Messages are leased, so several
 // instances share the outbox and a crash mid-send only delays one.
 func (s *Sender) Run(ctx context.Context) {
-	sem := make(chan struct{}, s.opts.Workers)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for ctx.Err() == nil {
-		msgs, err := s.store.ClaimChannelMessages(ctx, s.opts.Workers*4, s.opts.Lease)
-		if err != nil && ctx.Err() == nil {
-			s.log.Error("claim channel messages", "err", err)
-		}
-		for i := range msgs {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				s.send(ctx, &msgs[i])
-			})
-		}
-		if len(msgs) == s.opts.Workers*4 {
-			continue
-		}
-		wait := time.Second
-		if next, err := s.store.NextMessageDue(ctx); err == nil && !next.IsZero() {
-			wait = min(max(time.Until(next), 10*time.Millisecond), wait)
-		}
-		select {
-		case <-ctx.Done():
-		case <-s.wake:
-		case <-time.After(wait):
-		}
-	}
+	sendloop.Loop[outbox.ChannelMessage]{
+		Name: "channel messages", Workers: s.opts.Workers, Wake: s.wake, Log: s.log,
+		Claim: func(ctx context.Context, n int) ([]outbox.ChannelMessage, error) {
+			return s.store.ClaimChannelMessages(ctx, n, s.opts.Lease)
+		},
+		NextDue: s.store.NextMessageDue,
+		Send:    s.send,
+	}.Run(ctx)
 }
 
 // send delivers one message and records the outcome.
@@ -226,7 +204,7 @@ func (s *Sender) record(ctx context.Context, m *outbox.ChannelMessage, ref strin
 		s.log.Warn("channel message refused", "kind", m.Kind, "message", m.Seq, "err", err)
 		return "dead", s.store.MessageDead(ctx, m, err.Error())
 	}
-	wait := s.backoff(m.Attempts)
+	wait := sendloop.Backoff(s.opts.RetryBase, m.Attempts)
 	var later *RetryAfter
 	if errors.As(err, &later) && later.Wait > wait {
 		wait = later.Wait
@@ -277,34 +255,13 @@ func (s *Sender) outgoing(ctx context.Context, m *outbox.ChannelMessage) (Outgoi
 	return out, "", nil
 }
 
-// backoff is the wait before try attempt+1: doubling from RetryBase, at
-// most ten minutes, with ±50% jitter.
-func (s *Sender) backoff(attempt int) time.Duration {
-	d := min(s.opts.RetryBase<<min(max(attempt-1, 0), 20), 10*time.Minute)
-	return time.Duration(float64(d) * (0.5 + rand.Float64()))
-}
-
-// retryAfter reads a Retry-After header: seconds, or an HTTP date.
-func retryAfter(h string, now time.Time) time.Duration {
-	if h == "" {
-		return 0
-	}
-	if secs, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && secs > 0 {
-		return time.Duration(secs) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return t.Sub(now)
-	}
-	return 0
-}
-
 // httpRefusal is the error of an HTTP answer that is not a success: a 429
 // or a 5xx is for now (honouring Retry-After), any other refusal permanent.
 func httpRefusal(res *http.Response, what string) error {
 	err := fmt.Errorf("%s answered %s", what, res.Status)
 	switch code := res.StatusCode; {
 	case code == http.StatusTooManyRequests || code >= 500:
-		return &RetryAfter{Wait: retryAfter(res.Header.Get("Retry-After"), time.Now()), Err: err}
+		return &RetryAfter{Wait: sendloop.RetryAfter(res.Header.Get("Retry-After"), time.Now()), Err: err}
 	case code == http.StatusRequestTimeout:
 		return &RetryAfter{Err: err}
 	}

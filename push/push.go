@@ -11,19 +11,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	webpush "github.com/SherClockHolmes/webpush-go"
 
 	"github.com/countersign/countersign/models"
 	"github.com/countersign/countersign/models/outbox"
+	"github.com/countersign/countersign/sendloop"
 )
 
 // Keys are the VAPID key pair, base64url as webpush-go writes them.
@@ -162,13 +161,6 @@ func NewSender(store *models.Store, keys Keys, opts Options) *Sender {
 	}
 }
 
-// backoff is the wait before try attempt+1: doubling from RetryBase, at
-// most ten minutes, with ±50% jitter so retries do not arrive together.
-func (s *Sender) backoff(attempt int) time.Duration {
-	d := min(s.opts.RetryBase<<min(max(attempt-1, 0), 20), 10*time.Minute)
-	return time.Duration(float64(d) * (0.5 + rand.Float64()))
-}
-
 // Wake makes Run look for due pushes now.
 func (s *Sender) Wake() {
 	select {
@@ -180,34 +172,14 @@ func (s *Sender) Wake() {
 // Run sends due pushes until ctx ends. Jobs are leased, so several
 // instances share the outbox and a crash mid-send only delays a push.
 func (s *Sender) Run(ctx context.Context) {
-	sem := make(chan struct{}, s.opts.Workers)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for ctx.Err() == nil {
-		jobs, err := s.store.ClaimPushJobs(ctx, s.opts.Workers*4, s.opts.Lease)
-		if err != nil && ctx.Err() == nil {
-			s.log.Error("claim pushes", "err", err)
-		}
-		for i := range jobs {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				s.send(ctx, &jobs[i])
-			})
-		}
-		if len(jobs) == s.opts.Workers*4 {
-			continue
-		}
-		wait := time.Second
-		if next, err := s.store.NextPushDue(ctx); err == nil && !next.IsZero() {
-			wait = min(max(time.Until(next), 10*time.Millisecond), wait)
-		}
-		select {
-		case <-ctx.Done():
-		case <-s.wake:
-		case <-time.After(wait):
-		}
-	}
+	sendloop.Loop[outbox.PushTarget]{
+		Name: "pushes", Workers: s.opts.Workers, Wake: s.wake, Log: s.log,
+		Claim: func(ctx context.Context, n int) ([]outbox.PushTarget, error) {
+			return s.store.ClaimPushJobs(ctx, n, s.opts.Lease)
+		},
+		NextDue: s.store.NextPushDue,
+		Send:    s.send,
+	}.Run(ctx)
 }
 
 // send delivers one push and records the outcome.
@@ -266,7 +238,7 @@ func (s *Sender) deliver(ctx context.Context, j *outbox.PushTarget) (string, err
 		}
 		var netErr net.Error
 		if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "connection") {
-			return "retry", s.store.PushRetry(ctx, j, now.Add(s.backoff(j.Attempts)), err.Error())
+			return "retry", s.store.PushRetry(ctx, j, now.Add(sendloop.Backoff(s.opts.RetryBase, j.Attempts)), err.Error())
 		}
 		return "failed", s.store.PushFailed(ctx, j, err.Error()) // a bad subscription key: no retry mends it
 	}
@@ -279,8 +251,8 @@ func (s *Sender) deliver(ctx context.Context, j *outbox.PushTarget) (string, err
 		s.log.Info("push subscription gone", "status", code, "subscription", j.SubscriptionID)
 		return "gone", s.store.PushGone(ctx, j)
 	case code == http.StatusTooManyRequests || code >= 500:
-		wait := s.backoff(j.Attempts)
-		if ra := retryAfter(res.Header.Get("Retry-After"), now); ra > wait {
+		wait := sendloop.Backoff(s.opts.RetryBase, j.Attempts)
+		if ra := sendloop.RetryAfter(res.Header.Get("Retry-After"), now); ra > wait {
 			wait = ra
 		}
 		return "retry", s.store.PushRetry(ctx, j, now.Add(wait), res.Status)
@@ -295,18 +267,4 @@ func waitingTitle(n int) string {
 		return "1 ask waits for you"
 	}
 	return strconv.Itoa(n) + " asks wait for you"
-}
-
-// retryAfter reads a Retry-After header: seconds, or an HTTP date.
-func retryAfter(h string, now time.Time) time.Duration {
-	if h == "" {
-		return 0
-	}
-	if secs, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && secs > 0 {
-		return time.Duration(secs) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return t.Sub(now)
-	}
-	return 0
 }
