@@ -114,3 +114,26 @@ func TestTheFatigueCapCountsEveryChannelTogether(t *testing.T) {
 		t.Errorf("emails per ask %v, want 1, 1 and none past a cap of 2", told)
 	}
 }
+
+// A test goes to an address somebody typed: one a minute per channel, so
+// "Send me a test" is no way to flood it.
+func TestATestIsSentOnceAMinuteAtMost(t *testing.T) {
+	ctx := context.Background()
+	s, acct := apptest.BareStore(t, apptest.SQLite)
+	now := time.Now()
+	s.SetClock(func() time.Time { return now })
+	ada, _ := s.AddMember(ctx, acct.ID, "ada", "Ada", core.RoleOwner)
+	if err := s.SetPersonChannel(ctx, acct.ID, ada.ID, outbox.ChannelEmail, "ada@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.QueueTestMessage(ctx, acct.ID, ada.ID, outbox.ChannelEmail); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.QueueTestMessage(ctx, acct.ID, ada.ID, outbox.ChannelEmail); core.CodeOf(err) != core.ResourceExhausted {
+		t.Fatalf("a second test within the minute: %v, want RESOURCE_EXHAUSTED", err)
+	}
+	now = now.Add(outbox.TestEvery + time.Second)
+	if err := s.QueueTestMessage(ctx, acct.ID, ada.ID, outbox.ChannelEmail); err != nil {
+		t.Fatalf("a test a minute later: %v", err)
+	}
+}

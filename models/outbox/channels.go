@@ -401,10 +401,31 @@ func (s *Queue) QueueTestMessage(ctx context.Context, accountID, personID, kind 
 		if err := tx.Table("person_channels").Where("account_id = ? AND person_id = ? AND kind = ?", accountID, personID, kind).Take(&c).Error; err != nil {
 			return core.Refuse(core.NotFound, "kind", "you have not turned %s on", kind)
 		}
+		if err := testedLately(tx, "person_id = ? AND kind = ?", now, personID, kind); err != nil {
+			return err
+		}
 		body, _ := json.Marshal(ChannelNote{Event: MessageTest, Title: "A test from Countersign", ExpiresAt: now.Add(time.Hour)})
 		return s.insertMessages(tx, []ChannelMessage{{Key: messageKey("", "person:"+personID, kind, MessageTest, core.NewID("t")), AccountID: accountID,
 			PersonID: personID, Kind: kind, Address: c.Address, Event: MessageTest, Body: string(body), CreatedAt: now, NotBefore: now, ExpiresAt: now.Add(time.Hour)}})
 	})
+}
+
+// TestEvery is how often a test may be sent to one channel: a test goes to
+// an address somebody typed, and must not become a way to flood it.
+const TestEvery = time.Minute
+
+// testedLately refuses a test when the channel where holds one sent less
+// than TestEvery ago.
+func testedLately(tx *gorm.DB, where string, now time.Time, args ...any) error {
+	var n int64
+	if err := tx.Table("channel_messages").Where("event = ? AND created_at > ? AND "+where, append([]any{MessageTest, now.Add(-TestEvery)}, args...)...).
+		Count(&n).Error; err != nil {
+		return err
+	}
+	if n > 0 {
+		return core.Refuse(core.ResourceExhausted, "", "a test was sent there less than a minute ago: wait for it, or try again in a minute")
+	}
+	return nil
 }
 
 // ClaimChannelMessages leases up to n due messages for sending. A lease that

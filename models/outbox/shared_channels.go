@@ -120,6 +120,9 @@ func (s *Queue) QueueSharedTest(ctx context.Context, accountID, name string) err
 		if err := tx.Table("shared_channels").Where("account_id = ? AND name = ?", accountID, name).Take(&c).Error; err != nil {
 			return core.Refuse(core.NotFound, "name", "no shared channel %q", name)
 		}
+		if err := testedLately(tx, "account_id = ? AND channel = ?", now, accountID, name); err != nil {
+			return err
+		}
 		body, _ := json.Marshal(ChannelNote{Event: MessageTest, Title: "A test from Countersign", ExpiresAt: now.Add(time.Hour)})
 		return s.insertMessages(tx, []ChannelMessage{{Key: messageKey("", "channel:"+name, c.Kind, MessageTest, core.NewID("t")), AccountID: accountID,
 			Channel: name, Kind: c.Kind, Event: MessageTest, Body: string(body), CreatedAt: now, NotBefore: now, ExpiresAt: now.Add(time.Hour)}})
