@@ -71,6 +71,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	if err := store.EnsureDefaultAccount(ctx); err != nil {
 		return nil, err
 	}
+	if err := ApplyEnvChannels(ctx, store, cfg.EnvChannels); err != nil {
+		return nil, fmt.Errorf("the channels the environment sets: %w", err)
+	}
 	if cfg.Rules != nil {
 		if err := ApplyRulesFile(ctx, store, cfg.Rules); err != nil {
 			return nil, fmt.Errorf("COUNTERSIGN_RULES: %w", err)

@@ -6,8 +6,10 @@ package app
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,24 +37,28 @@ type Config struct {
 	SweepEvery     time.Duration // COUNTERSIGN_SWEEP_EVERY
 	PushContact    string        // COUNTERSIGN_PUSH_CONTACT
 	PushCap        outbox.PushCap
-	PushHosts      []string          // COUNTERSIGN_PUSH_ALLOWED_HOSTS
-	PushWorkers    int               // COUNTERSIGN_PUSH_WORKERS
-	PushRetry      time.Duration     // COUNTERSIGN_PUSH_RETRY
-	SMTP           *channels.SMTP    // COUNTERSIGN_SMTP_URL, COUNTERSIGN_SMTP_FROM; nil: no email
-	SlackToken     string            // COUNTERSIGN_SLACK_BOT_TOKEN
-	SlackAPIURL    string            // COUNTERSIGN_SLACK_API_URL
-	ChannelPrivate []string          // COUNTERSIGN_CHANNEL_PRIVATE_HOSTS
-	ChannelRetry   time.Duration     // COUNTERSIGN_CHANNEL_RETRY
-	SessionIdle    time.Duration     // COUNTERSIGN_SESSION_IDLE_WEB
-	AgentIdle      time.Duration     // COUNTERSIGN_SESSION_IDLE
-	MCPSessions    mcp.SessionLimits // COUNTERSIGN_MCP_SESSIONS, COUNTERSIGN_MCP_SESSIONS_PER_TOKEN, COUNTERSIGN_MCP_SESSION_IDLE
-	MetricsAddr    string            // COUNTERSIGN_METRICS_ADDR
-	Proxies        []*net.IPNet      // COUNTERSIGN_TRUSTED_PROXIES
-	TLSCert        string            // COUNTERSIGN_TLS_CERT
-	TLSKey         string            // COUNTERSIGN_TLS_KEY
-	ACMEDomain     string            // COUNTERSIGN_ACME_DOMAIN
-	HTTPAddr       string            // COUNTERSIGN_HTTP_ADDR; "" when there is no redirect listener
-	Rules          *RulesFile        // COUNTERSIGN_RULES, read and checked; nil when unset
+	PushHosts      []string       // COUNTERSIGN_PUSH_ALLOWED_HOSTS
+	PushWorkers    int            // COUNTERSIGN_PUSH_WORKERS
+	PushRetry      time.Duration  // COUNTERSIGN_PUSH_RETRY
+	SMTP           *channels.SMTP // COUNTERSIGN_SMTP_URL, COUNTERSIGN_SMTP_FROM; nil: no email
+	SlackToken     string         // COUNTERSIGN_SLACK_BOT_TOKEN
+	SlackAPIURL    string         // COUNTERSIGN_SLACK_API_URL
+	ChannelPrivate []string       // COUNTERSIGN_CHANNEL_PRIVATE_HOSTS
+	ChannelRetry   time.Duration  // COUNTERSIGN_CHANNEL_RETRY
+	// EnvChannels are the default account's shared channels the
+	// environment sets (COUNTERSIGN_TEAMS_WEBHOOK_URL, COUNTERSIGN_NTFY_URL,
+	// COUNTERSIGN_WEBHOOK_URL, COUNTERSIGN_SLACK_CHANNEL).
+	EnvChannels []EnvChannel
+	SessionIdle time.Duration     // COUNTERSIGN_SESSION_IDLE_WEB
+	AgentIdle   time.Duration     // COUNTERSIGN_SESSION_IDLE
+	MCPSessions mcp.SessionLimits // COUNTERSIGN_MCP_SESSIONS, COUNTERSIGN_MCP_SESSIONS_PER_TOKEN, COUNTERSIGN_MCP_SESSION_IDLE
+	MetricsAddr string            // COUNTERSIGN_METRICS_ADDR
+	Proxies     []*net.IPNet      // COUNTERSIGN_TRUSTED_PROXIES
+	TLSCert     string            // COUNTERSIGN_TLS_CERT
+	TLSKey      string            // COUNTERSIGN_TLS_KEY
+	ACMEDomain  string            // COUNTERSIGN_ACME_DOMAIN
+	HTTPAddr    string            // COUNTERSIGN_HTTP_ADDR; "" when there is no redirect listener
+	Rules       *RulesFile        // COUNTERSIGN_RULES, read and checked; nil when unset
 
 	// Version is the build's version (countersign version), which MCP
 	// clients read as serverInfo.version; the binary sets it, no variable does.
@@ -105,6 +111,12 @@ var Settings = []Setting{
 	{"COUNTERSIGN_SMTP_CA_FILE", "", "Empty: the server's certificate must chain to the system's authorities. Else a PEM file of the only authorities it may chain to (a mail server with a private CA)."},
 	{"COUNTERSIGN_SLACK_BOT_TOKEN", "", "Empty: no Slack. Else a Slack app's bot token (`xoxb-…`, scopes `chat:write`, `im:write`, `users:read.email`): direct messages to people who turn Slack on on Devices, and posts to shared Slack channels."},
 	{"COUNTERSIGN_SLACK_API_URL", "", "Slack's Web API base; empty: Slack's own. Tests point it at a local server."},
+	{"COUNTERSIGN_SLACK_CHANNEL", "", "A Slack channel (`C…` or `#name`) the default account posts every ask to, with `COUNTERSIGN_SLACK_BOT_TOKEN`; set at every start as the shared channel `slack` (Admin → Channels holds more)."},
+	{"COUNTERSIGN_TEAMS_WEBHOOK_URL", "", "A Microsoft Teams channel's Workflows webhook URL the default account posts every ask to, as an Adaptive Card; set at every start as the shared channel `teams`."},
+	{"COUNTERSIGN_NTFY_URL", "", "An ntfy topic's URL (`https://ntfy.sh/your-topic`, or your own server) the default account posts every ask to; set at every start as the shared channel `ntfy`."},
+	{"COUNTERSIGN_NTFY_TOKEN", "", "The access token of `COUNTERSIGN_NTFY_URL`'s topic, when it needs one."},
+	{"COUNTERSIGN_WEBHOOK_URL", "", "A URL the default account posts every ask to as a JSON event signed as Standard Webhooks sign (PagerDuty, Opsgenie, anything); set at every start as the shared channel `webhook`."},
+	{"COUNTERSIGN_WEBHOOK_SECRET", "", "The signing secret of `COUNTERSIGN_WEBHOOK_URL`: `whsec_` and at least 24 random bytes in base64 (`whsec_$(openssl rand -base64 32)`); the receiver verifies with it."},
 	{"COUNTERSIGN_CHANNEL_PRIVATE_HOSTS", "", "Comma-separated `host:port` (or hosts) on private or loopback addresses that shared channels (webhooks, ntfy, Teams) may post to; every other private address is refused, after the name is resolved."},
 	{"COUNTERSIGN_CHANNEL_RETRY", "1s", "Wait before the first retry of a channel message refused for now (a channel's own `Retry-After` is honoured when longer); it doubles up to 10 minutes, and a message tried 8 times is dead (Admin → Channels)."},
 	{"COUNTERSIGN_SESSION_IDLE_WEB", "12h", "A web session unused this long ends; it ends 30 days after sign-in in any case. From `2m` to `720h`."},
@@ -295,6 +307,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.ChannelRetry, err = time.ParseDuration(get("COUNTERSIGN_CHANNEL_RETRY")); err != nil || c.ChannelRetry < time.Millisecond || c.ChannelRetry > 10*time.Minute {
 		bad("COUNTERSIGN_CHANNEL_RETRY", "must be a duration from 1ms to 10m, like 1s")
+	}
+	var refused map[string]string
+	c.EnvChannels, refused = envChannels(get, channels.Guard{AllowPrivate: c.ChannelPrivate}, c.SlackToken)
+	for _, name := range slices.Sorted(maps.Keys(refused)) {
+		bad(name, "%s", refused[name])
 	}
 	if c.SessionIdle, err = time.ParseDuration(get("COUNTERSIGN_SESSION_IDLE_WEB")); err != nil || c.SessionIdle < 2*time.Minute || c.SessionIdle > people.SessionAbsolute {
 		bad("COUNTERSIGN_SESSION_IDLE_WEB", "must be a duration from 2m to 720h, like 12h")

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/app"
 	"github.com/countersign/countersign/apptest"
 	"github.com/countersign/countersign/channels"
 	"github.com/countersign/countersign/models/core"
@@ -316,5 +317,36 @@ func TestARuleEscalatesToASharedChannelAfterItsDelay(t *testing.T) {
 	if err := json.Unmarshal(d.body, &ev); err != nil || ev.Type != "approval.escalated" || ev.Data.ApprovalID != id ||
 		ev.Data.Title != "Unanswered for 10m0s: Review the on-call doc" || ev.Data.URL != w.env.URL+"/approvals/"+id {
 		t.Errorf("#oncall got %s (%v)", d.body, err)
+	}
+}
+
+// The environment sets the default account's shared channels at start,
+// each taking every ask: COUNTERSIGN_WEBHOOK_URL with its signing secret
+// posts every ask, signed with that secret; a bad value stops the start,
+// naming the variable.
+func TestTheEnvironmentSetsTheDefaultAccountsSharedChannels(t *testing.T) {
+	rec := newRecorder(t)
+	secret := channels.NewSigningSecret()
+	env := apptest.StartWeb(t, apptest.SQLite, map[string]string{"COUNTERSIGN_CHANNEL_PRIVATE_HOSTS": rec.host(), "COUNTERSIGN_CHANNEL_RETRY": "10ms",
+		"COUNTERSIGN_WEBHOOK_URL": rec.URL + "/from-env", "COUNTERSIGN_WEBHOOK_SECRET": secret})
+	env.Owner("ada")
+	_, token := env.Agent(env.Account.ID, "bot")
+	w := &sharedWorld{env: env, bot: env.Connect(token)}
+	id := w.review(t, "Review the environment doc")
+	d := rec.wait(t, 1)[0]
+	payload, err := verifyWebhook(t, secret, d)
+	if err != nil || d.path != "/from-env" || payload["data"].(map[string]any)["approval_id"] != id {
+		t.Fatalf("the environment's webhook got %s %s (%v)", d.path, d.body, err)
+	}
+	for name, settings := range map[string]map[string]string{
+		"COUNTERSIGN_TEAMS_WEBHOOK_URL": {"COUNTERSIGN_TEAMS_WEBHOOK_URL": "https://hooks.example.com/teams"},
+		"COUNTERSIGN_NTFY_URL":          {"COUNTERSIGN_NTFY_URL": "https://ntfy.sh/"},
+		"COUNTERSIGN_WEBHOOK_SECRET":    {"COUNTERSIGN_WEBHOOK_URL": "https://hooks.example.com/pager"},
+		"COUNTERSIGN_SLACK_CHANNEL":     {"COUNTERSIGN_SLACK_CHANNEL": "#oncall"},
+	} {
+		_, err := app.LoadConfig(func(k string) string { return settings[k] })
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%v: %v, want the start refused naming %s", settings, err, name)
+		}
 	}
 }
