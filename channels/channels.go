@@ -179,8 +179,8 @@ func (s *Sender) deliver(ctx context.Context, m *outbox.ChannelMessage) (string,
 		switch {
 		case err != nil || gone:
 			return "skipped", s.store.MessageSkipped(ctx, m, "the message it would update was never sent")
-		case !sent: // the message is still on its way: update it once it is there
-			return "retry", s.store.MessageRetry(ctx, m, now.Add(s.opts.RetryBase), "the message to update is not sent yet")
+		case !sent: // the message is still on its way: update it once it is there, a wait that is no try
+			return "", s.store.MessageLater(ctx, m, now.Add(s.opts.RetryBase))
 		}
 		out.Update = updating
 		err = up.Update(ctx, out)

@@ -483,6 +483,13 @@ func (s *Queue) MessageRetry(ctx context.Context, m *ChannelMessage, notBefore t
 	return s.finishMessage(ctx, m, set)
 }
 
+// MessageLater puts a claimed message back, due at notBefore, without
+// counting the claim as a try: an update that waits for the message it
+// updates to be sent first.
+func (s *Queue) MessageLater(ctx context.Context, m *ChannelMessage, notBefore time.Time) error {
+	return s.finishMessage(ctx, m, map[string]any{"not_before": notBefore, "leased_until": nil, "attempts": gorm.Expr("attempts - 1")})
+}
+
 // MessageDead gives a message up for good (a refusal no retry mends): it
 // shows on Admin → Channels.
 func (s *Queue) MessageDead(ctx context.Context, m *ChannelMessage, reason string) error {
