@@ -52,7 +52,7 @@ Usage:
                                                --parallel at once, a production run only with the approvals of
                                                N people or more (default 1) (docs/runners.md)
   countersign rule add ID --count N --pool POOL [--kinds K,…] [--effects E,…] [--servers P,…] [--tools P,…]
-                 [--requesters agent:N,…] [--min-priority N] [--apply-from N] [--escalate-to POOL --escalate-after D]
+                 [--requesters agent:N,…] [--min-priority N] [--apply-from N] [--escalate-to POOL] [--escalate-channel C] [--escalate-after D]
                  [--remind-every D] [--name TEXT] [--account NAME]
                                                set an approval rule (two people for what matters); applies at once
   countersign rule list [--account NAME]       the rules in force, built-ins included

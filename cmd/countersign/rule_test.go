@@ -42,7 +42,8 @@ func TestRulesAreSetListedAndRemovedFromTheCLIAndAudited(t *testing.T) {
 		{[]string{"rule", "add", "x", "--count", "9", "--pool", "admins"}, "count: must be 1 to 5 distinct people, not 9"},
 		{[]string{"rule", "add", "x", "--count", "2", "--pool", "wizards"}, "must be owners, admins, members, asked_of+<role> or group:<name>=<subject>,…"},
 		{[]string{"rule", "add", "x", "--count", "2", "--pool", "admins", "--kinds", "merge"}, `unknown kind "merge"`},
-		{[]string{"rule", "add", "x", "--count", "2", "--pool", "admins", "--escalate-after", "5m"}, "a delay with no escalate_to pool escalates to nobody"},
+		{[]string{"rule", "add", "x", "--count", "2", "--pool", "admins", "--escalate-after", "5m"}, "a delay with no escalate_to pool and no escalate_channel escalates to nobody"},
+		{[]string{"rule", "add", "x", "--count", "1", "--pool", "admins", "--escalate-channel", "#oncall", "--escalate-after", "5m"}, `no shared channel "#oncall" in this account`},
 		{[]string{"rule", "remove", "nothing-here"}, `no rule "nothing-here" in this account`},
 	} {
 		r := cli(t, env, bad.args...)

@@ -16,7 +16,7 @@ import (
 )
 
 const ruleUsage = `usage: countersign rule add ID --count N --pool POOL [--kinds K,K] [--effects E,E] [--servers P,P] [--tools P,P]
-                 [--requesters agent:NAME,…] [--min-priority N] [--apply-from N] [--escalate-to POOL --escalate-after 30m]
+                 [--requesters agent:NAME,…] [--min-priority N] [--apply-from N] [--escalate-to POOL] [--escalate-channel '#oncall'] [--escalate-after 30m]
                  [--remind-every 10m] [--name TEXT] [--account NAME]
        countersign rule list [--account NAME]
        countersign rule remove ID [--account NAME]
@@ -46,6 +46,7 @@ func ruleCommand(ctx context.Context, cfg app.Config, args []string, out io.Writ
 	applyFrom := fs.Int("apply-from", 0, "stand aside while the pool has fewer people")
 	escalateTo := fs.String("escalate-to", "", "the escalation pool")
 	escalateAfter := fs.Duration("escalate-after", 0, "the delay before it escalates")
+	escalateChannel := fs.String("escalate-channel", "", "a shared channel (Admin → Channels) the ask is posted to after the delay")
 	remindEvery := fs.Duration("remind-every", 0, "how often an unanswered ask is pushed again")
 	positional, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -62,7 +63,7 @@ func ruleCommand(ctx context.Context, cfg app.Config, args []string, out io.Writ
 		}
 		spec := rules.RuleSpec{Name: *name, Kinds: list(*kinds), Effects: list(*effects), Servers: list(*servers), Tools: list(*tools),
 			Requesters: list(*requesters), MinPriority: *minPriority, Count: *count, ApplyFrom: *applyFrom,
-			EscalateAfter: rules.Duration(*escalateAfter), RemindEvery: rules.Duration(*remindEvery)}
+			EscalateAfter: rules.Duration(*escalateAfter), EscalateChannel: *escalateChannel, RemindEvery: rules.Duration(*remindEvery)}
 		if spec.Pool, err = rules.ParsePool(*pool); err != nil {
 			return err
 		}
