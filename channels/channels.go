@@ -17,6 +17,7 @@ package channels
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -220,7 +221,7 @@ func (s *Sender) record(ctx context.Context, m *outbox.ChannelMessage, ref strin
 // with a fresh one-time link. skip says why there is no point sending it.
 func (s *Sender) outgoing(ctx context.Context, m *outbox.ChannelMessage) (Outgoing, string, error) {
 	out := Outgoing{Message: m, Address: m.Address}
-	if err := jsonUnmarshal(m.Body, &out.Note); err != nil {
+	if err := json.Unmarshal([]byte(m.Body), &out.Note); err != nil {
 		return out, "", fmt.Errorf("message %d body: %w", m.Seq, err)
 	}
 	base := strings.TrimRight(s.opts.BaseURL, "/")

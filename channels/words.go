@@ -1,15 +1,12 @@
 package channels
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/countersign/countersign/models/outbox"
 )
-
-func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
 
 // The words of a message, the same on every channel.
 
