@@ -34,8 +34,11 @@ type App struct {
 	Push   *push.Sender
 	// Messages sends the channel outbox: email, Slack, Teams, ntfy, webhooks.
 	Messages *channels.Sender
-	// OAuth is the authorization server of the MCP endpoint.
-	OAuth   *oauth.Server
+	// OAuth is the authorization server of the MCP endpoint and the
+	// OpenID CIBA provider.
+	OAuth *oauth.Server
+	// Pings tell ping-mode CIBA clients their requests ended.
+	Pings   *oauth.Pinger
 	Keys    push.Keys
 	Handler http.Handler
 	// Metrics serves /metrics when COUNTERSIGN_METRICS_ADDR is set; else nil.
@@ -106,6 +109,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	sender := push.NewSender(store, keys, push.Options{BaseURL: cfg.BaseURL, Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log, Outcome: pushed})
 	messenger := channels.NewSender(store, channels.Options{BaseURL: cfg.BaseURL, Channels: channelsOf(cfg), RetryBase: cfg.ChannelRetry, Logger: log, Outcome: messaged})
 	authz := oauth.New(store, cfg.BaseURL, cfg.BaseURL+"/mcp")
+	authz.CIBA = cfg.CIBA
+	pinger := oauth.NewPinger(store, channels.Guard{AllowPrivate: cfg.ChannelPrivate}.Client(20*time.Second), cfg.ChannelRetry, log)
 	var instance mcp.Instance
 	if cfg.InstanceURL != "" {
 		instance = mcp.Instance{ID: mcp.NewInstanceID(), Address: store.InstanceAddress, Secret: cfg.InstanceSecret}
@@ -116,7 +121,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	endpoint := mcp.New(store, mcp.Options{Version: cfg.Version, BaseURL: cfg.BaseURL, AskRate: cfg.AskRate, AskBurst: cfg.AskBurst, Logger: log, Observer: mcpObserve, Sessions: cfg.MCPSessions, Instance: instance,
 		ResourceMetadataURL: cfg.BaseURL + handlers.ProtectedResourcePath + "/mcp", PublicHost: publicHost(cfg.BaseURL),
 		Resource: authz.Resource(), AuthorizationServer: authz.Issuer()})
-	a := &App{Config: cfg, Store: store, MCP: endpoint, Push: sender, Messages: messenger, OAuth: authz, Keys: keys, metrics: observe, log: log, instance: instance.ID}
+	a := &App{Config: cfg, Store: store, MCP: endpoint, Push: sender, Messages: messenger, OAuth: authz, Pings: pinger, Keys: keys, metrics: observe, log: log, instance: instance.ID}
 	store.Changes().Subscribe(func(c core.Change) {
 		switch c.Kind {
 		case core.PushesQueued:
@@ -254,7 +259,7 @@ func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (*models.Store
 }
 
 // Background runs the service's workers until ctx ends: the expiry sweeper,
-// the audit sealer, the push sender and, on PostgreSQL, the listener that
+// the audit sealer, the push, channel and CIBA ping senders and, on PostgreSQL, the listener that
 // feeds other instances' changes into the store's change feed.
 func (a *App) Background(ctx context.Context) {
 	var wg sync.WaitGroup
@@ -263,6 +268,7 @@ func (a *App) Background(ctx context.Context) {
 	wg.Go(func() { a.FlushHeartbeats(ctx) })
 	wg.Go(func() { a.Push.Run(ctx) })
 	wg.Go(func() { a.Messages.Run(ctx) })
+	wg.Go(func() { a.Pings.Run(ctx) })
 	if a.metrics != nil {
 		wg.Go(func() { a.metrics.Run(ctx) })
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/outbox"
 	"github.com/countersign/countersign/models/people"
+	"github.com/countersign/countersign/oauth"
 )
 
 // Config is every setting, read from COUNTERSIGN_* environment variables.
@@ -45,6 +46,9 @@ type Config struct {
 	SlackAPIURL    string         // COUNTERSIGN_SLACK_API_URL
 	ChannelPrivate []string       // COUNTERSIGN_CHANNEL_PRIVATE_HOSTS
 	ChannelRetry   time.Duration  // COUNTERSIGN_CHANNEL_RETRY
+	// CIBA bounds CIBA requests: COUNTERSIGN_CIBA_MAX_EXPIRY,
+	// COUNTERSIGN_CIBA_PER_PERSON, COUNTERSIGN_CIBA_PER_CLIENT.
+	CIBA oauth.CIBALimits
 	// EnvChannels are the default account's shared channels the
 	// environment sets (COUNTERSIGN_TEAMS_WEBHOOK_URL, COUNTERSIGN_NTFY_URL,
 	// COUNTERSIGN_WEBHOOK_URL, COUNTERSIGN_SLACK_CHANNEL).
@@ -119,6 +123,9 @@ var Settings = []Setting{
 	{"COUNTERSIGN_WEBHOOK_SECRET", "", "The signing secret of `COUNTERSIGN_WEBHOOK_URL`: `whsec_` and at least 24 random bytes in base64 (`whsec_$(openssl rand -base64 32)`); the receiver verifies with it."},
 	{"COUNTERSIGN_CHANNEL_PRIVATE_HOSTS", "", "Comma-separated `host:port` (or hosts) on private or loopback addresses that shared channels (webhooks, ntfy, Teams) may post to; every other private address is refused, after the name is resolved."},
 	{"COUNTERSIGN_CHANNEL_RETRY", "1s", "Wait before the first retry of a channel message refused for now (a channel's own `Retry-After` is honoured when longer); it doubles up to 10 minutes, and a message tried 8 times is dead (Admin → Channels)."},
+	{"COUNTERSIGN_CIBA_MAX_EXPIRY", "10m", "The longest a CIBA request waits for its person: a client's `requested_expiry` is cut to it, and a request naming none gets it. From `1m` to `24h`."},
+	{"COUNTERSIGN_CIBA_PER_PERSON", "5", "The most CIBA requests a minute for one person, from every client together; past it a request is refused with 429 `slow_down` and `Retry-After`. From `1` to `1000`."},
+	{"COUNTERSIGN_CIBA_PER_CLIENT", "60", "The most CIBA requests a minute from one client, whoever they ask; past it as above. From `1` to `100000`."},
 	{"COUNTERSIGN_SESSION_IDLE_WEB", "12h", "A web session unused this long ends; it ends 30 days after sign-in in any case. From `2m` to `720h`."},
 	{"COUNTERSIGN_SESSION_IDLE", "30m", "An agent session (`session_start`) that has not heartbeated this long ends by itself. Any Go duration of `1s` or more."},
 	{"COUNTERSIGN_MCP_SESSIONS", strconv.Itoa(mcp.DefaultSessions), "The most MCP sessions one instance holds open (an agent waiting on its GET stream costs some 5 KB, `docs/perf.md` §9). Past it, a new session first closes the instance's session idle the longest (idle: no call in flight and no GET stream open); when none is idle, `initialize` is refused with 429 and `Retry-After`, naming this setting. From `1` to `1000000`."},
@@ -307,6 +314,16 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.ChannelRetry, err = time.ParseDuration(get("COUNTERSIGN_CHANNEL_RETRY")); err != nil || c.ChannelRetry < time.Millisecond || c.ChannelRetry > 10*time.Minute {
 		bad("COUNTERSIGN_CHANNEL_RETRY", "must be a duration from 1ms to 10m, like 1s")
+	}
+	c.CIBA = oauth.DefaultCIBALimits
+	if c.CIBA.MaxExpiry, err = time.ParseDuration(get("COUNTERSIGN_CIBA_MAX_EXPIRY")); err != nil || c.CIBA.MaxExpiry < time.Minute || c.CIBA.MaxExpiry > oauth.MaxCIBAExpiry {
+		bad("COUNTERSIGN_CIBA_MAX_EXPIRY", "must be a duration from 1m to 24h, like 10m")
+	}
+	if c.CIBA.PerPerson, err = strconv.Atoi(get("COUNTERSIGN_CIBA_PER_PERSON")); err != nil || c.CIBA.PerPerson < 1 || c.CIBA.PerPerson > 1000 {
+		bad("COUNTERSIGN_CIBA_PER_PERSON", "must be a whole number from 1 to 1000")
+	}
+	if c.CIBA.PerClient, err = strconv.Atoi(get("COUNTERSIGN_CIBA_PER_CLIENT")); err != nil || c.CIBA.PerClient < 1 || c.CIBA.PerClient > 100000 {
+		bad("COUNTERSIGN_CIBA_PER_CLIENT", "must be a whole number from 1 to 100000")
 	}
 	var refused map[string]string
 	c.EnvChannels, refused = envChannels(get, channels.Guard{AllowPrivate: c.ChannelPrivate}, c.SlackToken)

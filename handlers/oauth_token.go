@@ -24,6 +24,9 @@ func oauthAnswer(c echo.Context, status int, v any) error {
 }
 
 func oauthFailed(c echo.Context, e *oauth.Error) error {
+	if e.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	}
 	return oauthAnswer(c, e.Status, e)
 }
 
@@ -47,11 +50,16 @@ func oauthForm(c echo.Context) (url.Values, string, *oauth.Error) {
 	return form, clientID, nil
 }
 
-// OAuthToken is the token endpoint: authorization_code (PKCE) and refresh_token grants.
+// OAuthToken is the token endpoint: authorization_code (PKCE) and
+// refresh_token grants of public clients, and the CIBA grant of the
+// confidential CIBA clients.
 func (h *Handlers) OAuthToken(c echo.Context) error {
 	form, clientID, e := oauthForm(c)
 	if e != nil {
 		return oauthFailed(c, e)
+	}
+	if form.Get("grant_type") == oauth.CIBAGrantType {
+		return h.cibaToken(c)
 	}
 	answer, e := h.oauth.Token(c.Request().Context(), form, clientID)
 	if e != nil {

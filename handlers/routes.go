@@ -102,6 +102,7 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	e.Any("/mcp", echo.WrapHandler(agents))
 	e.Any("/mcp/", echo.WrapHandler(mcpWithoutSlash(agents)))
 	h.oauthRoutes(e)
+	h.cibaRoutes(e)
 	h.wellKnownRoutes(e, agents)
 	h.staticRoutes(e)
 	// The service worker renews its push subscription without a session or

@@ -13,6 +13,7 @@ import (
 	"github.com/countersign/countersign/models/audit"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/grants"
+	"github.com/countersign/countersign/models/oidc"
 	"github.com/countersign/countersign/models/ops"
 	"github.com/countersign/countersign/models/outbox"
 	"github.com/countersign/countersign/models/people"
@@ -39,6 +40,7 @@ type Store struct {
 	*work.Tracker
 	*policy.Policies
 	*audit.Trail
+	*oidc.Provider
 	// askTTL is an ask's life unless its kind sets a shorter one.
 	askTTL time.Duration
 	// approvalShape and eventShape are the inserts fileInOneStatement
@@ -56,10 +58,11 @@ func NewStore(db *gorm.DB, dialect core.Dialect, askTTL time.Duration) *Store {
 	s := &Store{
 		Store: c, Upkeep: ops.NewUpkeep(c), Lifecycle: al, Queue: ou, Directory: pe,
 		Issuer: grants.NewIssuer(c, al, pe), Book: rules.NewBook(c, al, ou, pe), Registry: runners.NewRegistry(c, al),
-		Tracker: work.NewTracker(c, al), Policies: policy.NewPolicies(c, al), Trail: audit.NewTrail(c),
+		Tracker: work.NewTracker(c, al), Policies: policy.NewPolicies(c, al), Trail: audit.NewTrail(c), Provider: oidc.NewProvider(c),
 		askTTL: askTTL,
 	}
 	al.OnMove(ou.PushesOnMove)
+	al.OnMove(s.Provider.RequestsOnMove)
 	s.approvalShape = sync.OnceValues(func() (core.InsertShape, error) { return core.ShapeOf(db, &asks.Approval{}) })
 	s.eventShape = sync.OnceValues(func() (core.InsertShape, error) { return core.ShapeOf(db, &asks.TimelineEvent{}) })
 	return s

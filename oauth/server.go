@@ -65,12 +65,14 @@ type Server struct {
 	// MaxUnconnectedClients caps registration (MaxUnconnectedClients unless
 	// a test sets another).
 	MaxUnconnectedClients int
+	// CIBA bounds CIBA requests (DefaultCIBALimits unless configured).
+	CIBA CIBALimits
 }
 
 // New makes the authorization server of the service at issuer, for the MCP
 // endpoint at resource.
 func New(store *models.Store, issuer, resource string) *Server {
-	return &Server{store: store, issuer: issuer, resource: resource, Documents: NewDocuments(), MaxUnconnectedClients: MaxUnconnectedClients}
+	return &Server{store: store, issuer: issuer, resource: resource, Documents: NewDocuments(), MaxUnconnectedClients: MaxUnconnectedClients, CIBA: DefaultCIBALimits}
 }
 
 // Issuer is the server's issuer identifier.
@@ -143,6 +145,8 @@ type Error struct {
 	Code        string `json:"error"`
 	Description string `json:"error_description,omitempty"`
 	Status      int    `json:"-"`
+	// RetryAfter, when set, is sent as the Retry-After header (a 429).
+	RetryAfter time.Duration `json:"-"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Description }

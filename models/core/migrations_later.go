@@ -224,4 +224,52 @@ CREATE INDEX channel_messages_due ON channel_messages (done_at, not_before);
 CREATE INDEX channel_messages_approval ON channel_messages (approval_id, event);
 CREATE INDEX channel_messages_person ON channel_messages (person_id, event, created_at)
 `},
+	// CIBA (OpenID Client-Initiated Backchannel Authentication): each
+	// request a client made, kept by the SHA-256 of its auth_req_id, with
+	// the ask it filed, its polls and, in ping mode, the notification owed
+	// to the client (its token and the plain auth_req_id the notification
+	// names, kept for ping alone); and the access tokens the requests ended
+	// in, kept hashed, for introspection.
+	{33, "CIBA requests and the access tokens they end in", `
+CREATE TABLE ciba_requests (
+	id TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	client_id TEXT NOT NULL,
+	approval_id TEXT NOT NULL UNIQUE,
+	person_id TEXT NOT NULL REFERENCES persons(id),
+	subject TEXT NOT NULL,
+	scope TEXT NOT NULL,
+	authorization_details TEXT NOT NULL DEFAULT '',
+	delivery_mode TEXT NOT NULL,
+	notification_token TEXT NOT NULL DEFAULT '',
+	auth_req_id TEXT NOT NULL DEFAULT '',
+	poll_interval INTEGER NOT NULL,
+	created_at {{time}} NOT NULL,
+	expires_at {{time}} NOT NULL,
+	polled_at {{time}},
+	redeemed_at {{time}},
+	notify_due_at {{time}},
+	notify_leased_until {{time}},
+	notify_attempts INTEGER NOT NULL DEFAULT 0,
+	notified_at {{time}},
+	notify_error TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX ciba_requests_person ON ciba_requests (person_id, created_at);
+CREATE INDEX ciba_requests_client ON ciba_requests (client_id, created_at);
+CREATE INDEX ciba_requests_notify ON ciba_requests (notify_due_at);
+CREATE TABLE oidc_access_tokens (
+	token_sha256 TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	client_id TEXT NOT NULL,
+	request_id TEXT NOT NULL,
+	approval_id TEXT NOT NULL,
+	person_id TEXT NOT NULL,
+	subject TEXT NOT NULL,
+	scope TEXT NOT NULL,
+	authorization_details TEXT NOT NULL DEFAULT '',
+	created_at {{time}} NOT NULL,
+	expires_at {{time}} NOT NULL,
+	revoked_at {{time}}
+)
+`},
 }
