@@ -194,12 +194,12 @@ func (p *Provider) AccessTokenByHash(ctx context.Context, hash string) (*AccessT
 	return &t, err
 }
 
-// CIBARequestOf is the CIBA request that filed an ask, if one did.
-func (p *Provider) CIBARequestOf(ctx context.Context, approvalID string) (*Request, error) {
+// CIBARequest is the request with that SHA-256 id.
+func (p *Provider) CIBARequest(ctx context.Context, requestID string) (*Request, error) {
 	var r Request
-	err := p.DB().WithContext(ctx).Where("approval_id = ?", approvalID).Take(&r).Error
+	err := p.DB().WithContext(ctx).Where("id = ?", requestID).Take(&r).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, core.Refuse(core.NotFound, "approval_id", "no CIBA request filed ask %s", approvalID)
+		return nil, core.Refuse(core.NotFound, "auth_req_id", "no such CIBA request")
 	}
 	return &r, err
 }
