@@ -115,65 +115,61 @@ func (r *cibaRig) askOf(authReqID any) string {
 // Retry-After: per person from every client together, and per client; a
 // person at their limit is still asked by nobody, whoever asks.
 func TestCIBARequestsAreLimitedPerPersonAndPerClient(t *testing.T) {
-	for _, db := range apptest.Databases(t) {
-		t.Run(string(db), func(t *testing.T) {
-			r := newCIBARig(t, db, map[string]string{"COUNTERSIGN_CIBA_PER_PERSON": "2", "COUNTERSIGN_CIBA_PER_CLIENT": "3"})
-			shop := r.client("Shop", oidc.DeliveryPoll, "", "ada", "bob")
-			bank := r.client("Bank", oidc.DeliveryPoll, "", "ada", "bob")
-			for i := range 2 {
-				if status, body, _ := r.start(shop, "ada", nil); status != http.StatusOK {
-					t.Fatalf("request %d for ada: %d %v", i+1, status, body)
-				}
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		r := newCIBARig(t, db, map[string]string{"COUNTERSIGN_CIBA_PER_PERSON": "2", "COUNTERSIGN_CIBA_PER_CLIENT": "3"})
+		shop := r.client("Shop", oidc.DeliveryPoll, "", "ada", "bob")
+		bank := r.client("Bank", oidc.DeliveryPoll, "", "ada", "bob")
+		for i := range 2 {
+			if status, body, _ := r.start(shop, "ada", nil); status != http.StatusOK {
+				t.Fatalf("request %d for ada: %d %v", i+1, status, body)
 			}
-			for _, c := range []cibaClient{shop, bank} {
-				status, body, h := r.start(c, "ada", nil)
-				if status != http.StatusTooManyRequests || body["error"] != "slow_down" || h.Get("Retry-After") == "" ||
-					!strings.Contains(body["error_description"].(string), "at most 2 requests a minute for one person") {
-					t.Errorf("%s's request for ada past her limit: %d %v Retry-After %q; want 429 slow_down naming the limit", c.Name, status, body, h.Get("Retry-After"))
-				}
+		}
+		for _, c := range []cibaClient{shop, bank} {
+			status, body, h := r.start(c, "ada", nil)
+			if status != http.StatusTooManyRequests || body["error"] != "slow_down" || h.Get("Retry-After") == "" ||
+				!strings.Contains(body["error_description"].(string), "at most 2 requests a minute for one person") {
+				t.Errorf("%s's request for ada past her limit: %d %v Retry-After %q; want 429 slow_down naming the limit", c.Name, status, body, h.Get("Retry-After"))
 			}
-			if status, body, _ := r.start(shop, "bob", nil); status != http.StatusOK {
-				t.Fatalf("shop's third request, for bob: %d %v", status, body)
-			}
-			status, body, _ := r.start(shop, "bob", nil)
-			if status != http.StatusTooManyRequests || !strings.Contains(body["error_description"].(string), "for one client") {
-				t.Errorf("shop's fourth request in a minute: %d %v, want 429 naming the client's limit", status, body)
-			}
-			var n int64
-			if err := r.env.Store.DB().Table("ciba_requests").Count(&n).Error; err != nil || n != 3 {
-				t.Errorf("%d requests kept (%v), want the 3 let in", n, err)
-			}
-		})
-	}
+		}
+		if status, body, _ := r.start(shop, "bob", nil); status != http.StatusOK {
+			t.Fatalf("shop's third request, for bob: %d %v", status, body)
+		}
+		status, body, _ := r.start(shop, "bob", nil)
+		if status != http.StatusTooManyRequests || !strings.Contains(body["error_description"].(string), "for one client") {
+			t.Errorf("shop's fourth request in a minute: %d %v, want 429 naming the client's limit", status, body)
+		}
+		var n int64
+		if err := r.env.Store.DB().Table("ciba_requests").Count(&n).Error; err != nil || n != 3 {
+			t.Errorf("%d requests kept (%v), want the 3 let in", n, err)
+		}
+	})
 }
 
 // Ten requests for one person at once let in exactly as many as the
 // limit: the count and the insert are one transaction under a lock on the
 // person.
 func TestCIBARequestsMadeAtOnceNeverPassTheLimitTogether(t *testing.T) {
-	for _, db := range apptest.Databases(t) {
-		t.Run(string(db), func(t *testing.T) {
-			r := newCIBARig(t, db, map[string]string{"COUNTERSIGN_CIBA_PER_PERSON": "3"})
-			shop := r.client("Shop", oidc.DeliveryPoll, "", "ada")
-			var ok, limited atomic.Int32
-			var wg sync.WaitGroup
-			for range 10 {
-				wg.Go(func() {
-					status, _, _ := r.start(shop, "ada", nil)
-					switch status {
-					case http.StatusOK:
-						ok.Add(1)
-					case http.StatusTooManyRequests:
-						limited.Add(1)
-					}
-				})
-			}
-			wg.Wait()
-			if ok.Load() != 3 || limited.Load() != 7 {
-				t.Errorf("%d let in and %d limited, want 3 and 7", ok.Load(), limited.Load())
-			}
-		})
-	}
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		r := newCIBARig(t, db, map[string]string{"COUNTERSIGN_CIBA_PER_PERSON": "3"})
+		shop := r.client("Shop", oidc.DeliveryPoll, "", "ada")
+		var ok, limited atomic.Int32
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() {
+				status, _, _ := r.start(shop, "ada", nil)
+				switch status {
+				case http.StatusOK:
+					ok.Add(1)
+				case http.StatusTooManyRequests:
+					limited.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if ok.Load() != 3 || limited.Load() != 7 {
+			t.Errorf("%d let in and %d limited, want 3 and 7", ok.Load(), limited.Load())
+		}
+	})
 }
 
 // The poll mode from pending to tokens: pending, slow_down when too soon,
