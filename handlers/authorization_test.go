@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -145,4 +146,28 @@ func TestAnAuthorizationWithoutDetailsOrMessage(t *testing.T) {
 			t.Errorf("%d elements %s, want %d", got, id, n)
 		}
 	}
+}
+
+// No batch takes an authorization: one passkey prompt over a list of asks
+// never answers a client's request; the refusal says why and signs nothing.
+func TestABatchRefusesAnAuthorizationAsk(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		env := apptest.StartWeb(t, db, nil)
+		ada := env.Owner("ada")
+		_, token := env.Agent(env.Account.ID, "bot")
+		review := env.Connect(token).OK("approvals_create", map[string]any{"kind": "review", "title": "Review", "approve_means": "Reviewed", "deny_means": "Waits",
+			"payload": map[string]any{"review": map[string]any{"url": "https://docs.example.com/1"}}})["approval_id"].(string)
+		a := fileAuthorization(t, env, "ada", "Code 4711")
+		r := ada.Post("/batch/challenge", map[string]any{"approval_ids": []string{review, a.ID}, "decision": "approve"})
+		if r.Status != http.StatusConflict || !strings.Contains(fmt.Sprint(r.Body["message"]), "it authorizes a client to act for you") {
+			t.Errorf("a batch with an authorization: %s, want 409 saying why it is answered alone", r)
+		}
+		if r := ada.Post("/batch/challenge", map[string]any{"approval_ids": []string{review}, "decision": "approve"}); r.Status != http.StatusOK {
+			t.Errorf("a batch of the review alone: %s, want 200", r)
+		}
+		got, err := env.Store.GetApproval(context.Background(), env.Account.ID, a.ID)
+		if err != nil || got.Status != asks.StatusPending {
+			t.Errorf("the authorization is %v (%v), want pending", got.Status, err)
+		}
+	})
 }
