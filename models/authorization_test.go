@@ -31,7 +31,7 @@ func authorizationFiling(acct, agent, person string, expires time.Time) models.A
 
 // The CIBA provider files an authorization ask of one person by the
 // client's agent, with the binding message in its signed payload, expiring
-// when told, and the person is pushed; no policy approves it, no window
+// when told, and the person hears of it by push and by their other channels; no policy approves it, no window
 // opens on it, no batch takes it, and approvals_create refuses the kind.
 func TestFileAuthorizationAsksThePersonByTheClientsAgent(t *testing.T) {
 	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
@@ -46,6 +46,9 @@ func TestFileAuthorizationAsksThePersonByTheClientsAgent(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := s.SavePushSubscription(ctx, bob.ID, outbox.PushSubscription{Endpoint: "https://push.example/bob", P256dh: "key", Auth: "auth"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetPersonChannel(ctx, acct.ID, bob.ID, outbox.ChannelEmail, "bob@example.com"); err != nil {
 			t.Fatal(err)
 		}
 		if err := apptest.SeedDeviceKey(ctx, s, bob.ID, people.DeviceKey{ID: "bob-key", Name: "phone", Credential: "{}", PublicKey: "AQ"}); err != nil {
@@ -103,6 +106,10 @@ func TestFileAuthorizationAsksThePersonByTheClientsAgent(t *testing.T) {
 		}
 		if len(jobs) != 1 || jobs[0].PersonID != bob.ID || jobs[0].Event != outbox.PushAsk {
 			t.Errorf("queued %+v, want one ask push to bob", jobs)
+		}
+		var emails int64
+		if err := s.DB().Table("channel_messages").Where("approval_id = ? AND person_id = ? AND kind = ?", a.ID, bob.ID, outbox.ChannelEmail).Count(&emails).Error; err != nil || emails != 1 {
+			t.Errorf("%d email messages queued for bob (%v), want one: every channel the person has hears of the ask", emails, err)
 		}
 		if got.PolicyMayCover() {
 			t.Error("a policy may cover an authorization ask")
