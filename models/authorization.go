@@ -42,6 +42,15 @@ func (s *Store) FileAuthorization(ctx context.Context, f AuthorizationFiling) (*
 	if !f.ExpiresAt.After(now) {
 		return nil, core.Invalid("expires_at", "must be in the future (now is %s)", now.Format(time.RFC3339))
 	}
+	if len(f.Payload.AuthorizationDetails) > 0 {
+		// Checked first, so that bytes that are not JSON are refused by
+		// name rather than failing to marshal.
+		canonical, r := ask.ParseAuthorizationDetails(f.Payload.AuthorizationDetails)
+		if r != nil {
+			return nil, core.Invalid("payload.authorization."+r.Field, "%s", r.Msg)
+		}
+		f.Payload.AuthorizationDetails = canonical
+	}
 	raw, err := json.Marshal(map[string]ask.AuthorizationPayload{ask.KindAuthorization: f.Payload})
 	if err != nil {
 		return nil, fmt.Errorf("authorization payload: %w", err)

@@ -158,6 +158,10 @@ func TestFileAuthorizationRefusesWhatDoesNotRead(t *testing.T) {
 			{"a binding message on two lines", func(f *models.AuthorizationFiling) { f.Payload.BindingMessage = "a\nb" }, core.InvalidArgument, "payload.authorization.binding_message"},
 			{"a scope without openid", func(f *models.AuthorizationFiling) { f.Payload.Scope = "payments" }, core.InvalidArgument, "payload.authorization.scope"},
 			{"details that are no list", func(f *models.AuthorizationFiling) { f.Payload.AuthorizationDetails = json.RawMessage(`{"type":"x"}`) }, core.InvalidArgument, "payload.authorization.authorization_details"},
+			{"details that are not JSON", func(f *models.AuthorizationFiling) { f.Payload.AuthorizationDetails = json.RawMessage(`[{"type":`) }, core.InvalidArgument, "payload.authorization.authorization_details"},
+			{"a detail of a known type missing a member", func(f *models.AuthorizationFiling) {
+				f.Payload.AuthorizationDetails = json.RawMessage(`[{"type":"countersign_action","action":"Restart"}]`)
+			}, core.InvalidArgument, "payload.authorization.authorization_details[0].target"},
 			{"an expiry past", func(f *models.AuthorizationFiling) { f.ExpiresAt = s.Now().Add(-time.Second) }, core.InvalidArgument, "expires_at"},
 			{"an agent of another account", func(f *models.AuthorizationFiling) { f.AccountID = other.ID }, core.NotFound, "agent"},
 			{"a person not of the account", func(f *models.AuthorizationFiling) { f.PersonID = "person_nobody" }, core.NotFound, "person"},
