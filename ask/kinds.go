@@ -28,6 +28,12 @@ const (
 	// {"member_change": {action, …}}, is built by the store, never sent by
 	// an agent.
 	KindMemberChange = "member_change"
+	// KindAuthorization is a CIBA client's request that one person
+	// authorize it (OpenID CIBA with RFC 9396 authorization_details). The
+	// provider files it through the client's own agent, never
+	// approvals_create; its payload, {"authorization": {client, scope,
+	// authorization_details, binding_message}}, is AuthorizationPayload.
+	KindAuthorization = "authorization"
 )
 
 // Kinds are the kinds approvals_create files, in the order the seed names
@@ -47,9 +53,9 @@ var PayloadHelp = map[string]string{
 }
 
 // NeverAutoApproved are the kinds no policy approves: merges, rolls, runs,
-// policies and approval rules themselves keep asking, and a decision needs a
-// person to pick.
-var NeverAutoApproved = []string{KindPullRequest, KindRoll, KindRun, KindAutoApprove, KindDecision, KindRuleChange, KindMemberChange}
+// policies and approval rules themselves keep asking, a decision needs a
+// person to pick, and an authorization is a person's own consent.
+var NeverAutoApproved = []string{KindPullRequest, KindRoll, KindRun, KindAutoApprove, KindDecision, KindRuleChange, KindMemberChange, KindAuthorization}
 
 // Kinds of request an agent files with approval_request (seed 000): a change
 // to its work, its memory or a person's life, or a request to the person,

@@ -20,7 +20,7 @@ import (
 // field name). Adding a kind so touches ask, its words in views and its tests
 // (docs/architecture.md walks through it).
 func TestAKindIsDeclaredOnlyInPackageAsk(t *testing.T) {
-	kinds := append(slices.Clone(ask.Kinds), ask.KindAutoApprove, ask.KindRuleChange, ask.KindMemberChange)
+	kinds := append(slices.Clone(ask.Kinds), ask.KindAutoApprove, ask.KindRuleChange, ask.KindMemberChange, ask.KindAuthorization)
 	kinds = append(kinds, ask.RequestKinds...)
 	lists := []string{"Kinds", "RequestKinds", "NeverAutoApproved"}
 	root := ".."

@@ -205,7 +205,7 @@ const MaxToolCallArguments = 64 << 10
 const MaxToolCallWait = 24 * time.Hour
 
 // ParsePayload validates the payload of an ask of the given kind, filed with
-// approvals_create, at time now, and returns it frozen: its canonical bytes,
+// approvals_create (or, for an authorization, by the CIBA provider), at time now, and returns it frozen: its canonical bytes,
 // their hash and the bindings the list filters use. Every refusal is a
 // *Refusal naming the dotted path of the member at fault.
 func ParsePayload(kind string, raw json.RawMessage, now time.Time) (*Payload, error) {
@@ -218,7 +218,7 @@ func ParsePayload(kind string, raw json.RawMessage, now time.Time) (*Payload, er
 		return nil, Invalid("kind", "a member_change ask is not filed by an agent: an owner or admin proposes it on the Admin → Members page")
 	case kind == "":
 		return nil, Invalid("kind", "required: one of %s", strings.Join(Kinds, ", "))
-	case !slices.Contains(Kinds, kind):
+	case !slices.Contains(Kinds, kind) && kind != KindAuthorization: // the provider files authorization asks
 		return nil, Invalid("kind", "unknown kind %q: one of %s", clip(kind), strings.Join(Kinds, ", "))
 	}
 	trimmed := bytes.TrimSpace(raw)
@@ -314,6 +314,10 @@ func ParsePayload(kind string, raw json.RawMessage, now time.Time) (*Payload, er
 			return nil, err
 		}
 		p.ExpiresAt = exp
+	case KindAuthorization:
+		if r := checkAuthorization(memberRaw, memberTree, path); r != nil {
+			return nil, r
+		}
 	}
 	return p, nil
 }

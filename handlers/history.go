@@ -19,7 +19,7 @@ const historySize = 50
 func (h *Handlers) History(c echo.Context) error {
 	v := viewerOf(c)
 	view := views.HistoryView{Now: h.store.Now(), Status: c.QueryParam("status"), Kind: c.QueryParam("kind"),
-		Kinds: append(append([]string{}, ask.Kinds...), ask.KindAutoApprove)}
+		Kinds: append(append([]string{}, ask.Kinds...), ask.KindAutoApprove, ask.KindAuthorization)}
 	for _, s := range asks.AllStatuses {
 		view.Statuses = append(view.Statuses, string(s))
 	}

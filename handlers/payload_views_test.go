@@ -40,6 +40,8 @@ func TestEveryAcceptedPayloadHasAView(t *testing.T) {
 			"runner_public_key": "ed25519:AAAA", "expires_at": now.Add(30 * time.Minute).Unix(), "asked_of": "ada", "roll": roll,
 		}},
 		{ask.KindToolCall, map[string]any{"server": "filesystem", "tool": "write_file", "arguments": map[string]any{"path": "/a", "content": "b"}}},
+		{ask.KindAuthorization, map[string]any{"client": map[string]any{"id": "cli_1", "name": "Shop"}, "scope": "openid", "binding_message": "4711",
+			"authorization_details": []any{map[string]any{"type": "countersign_action", "action": "Restart", "target": "db"}}}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			raw, _ := json.Marshal(map[string]any{tc.kind: tc.payload})
@@ -51,7 +53,7 @@ func TestEveryAcceptedPayloadHasAView(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the page cannot show a payload the validator accepts: %v", err)
 			}
-			if fmt.Sprint(view.PullRequest, view.Roll, view.Review, view.Document, view.Decision, view.Run, view.ToolCall) == "<nil> <nil> <nil> <nil> <nil> <nil> <nil>" {
+			if fmt.Sprint(view.PullRequest, view.Roll, view.Review, view.Document, view.Decision, view.Run, view.ToolCall, view.Authorization) == "<nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil>" {
 				t.Fatal("no view was filled")
 			}
 		})

@@ -235,6 +235,8 @@ func specCreateCases() []createCase {
 		{name: "an auto_approve ask is sent to approvals_request_auto_approve", args: specAsk("auto_approve", map[string]any{"auto_approve": map[string]any{}}),
 			code: core.InvalidArgument, field: "kind", text: "approvals_request_auto_approve"},
 		{name: "an empty kind is refused", args: specWith(pr, "kind", ""), code: core.InvalidArgument, field: "kind"},
+		{name: "an authorization ask is refused: only the CIBA provider files it", args: specAsk("authorization", map[string]any{"authorization": map[string]any{
+			"client": map[string]any{"id": "cli_1", "name": "Shop"}, "scope": "openid"}}), code: core.InvalidArgument, field: "kind"},
 
 		// title, summary, approve_means, deny_means, agent
 		{name: "a missing title is refused", args: specWith(pr, "title", ""), code: core.InvalidArgument, field: "title"},

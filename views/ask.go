@@ -227,7 +227,9 @@ type Payload struct {
 	AutoApprove *AutoApprove
 	ToolCall    *ToolCall
 	RuleChange  *RuleChange
-	Canonical   string // the canonical JSON, shown as text when no view fits, and beside a tool call's table
+	// Authorization is a CIBA client's request (authorization.templ shows it).
+	Authorization *Authorization
+	Canonical     string // the canonical JSON, shown as text when no view fits, and beside a tool call's table
 }
 
 // The payload and context shapes are the validator's own (package ask), so
@@ -250,6 +252,7 @@ type (
 	Risk            = ask.Risk
 	Evidence        = ask.Evidence
 	RuleChange      = models.RuleChange
+	Authorization   = ask.AuthorizationPayload
 )
 
 // versionText says which version of a document is meant.
@@ -385,6 +388,9 @@ func DecodePayload(kind, canonical string) (Payload, error) {
 	case ask.KindRuleChange:
 		p.RuleChange = &RuleChange{}
 		target = p.RuleChange
+	case ask.KindAuthorization:
+		p.Authorization = &Authorization{}
+		target = p.Authorization
 	default:
 		return p, nil
 	}

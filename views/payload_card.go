@@ -95,6 +95,8 @@ func (a Ask) PayloadCard() []CardRow {
 			until = stamp(t)
 		}
 		return []CardRow{one("Approves without asking", aa.Scope.KindsText(), false), one("Filed by", aa.Scope.RequestersText(), false), one("Until", until, false)}
+	case p.Authorization != nil:
+		return authorizationCard(p.Authorization)
 	case p.RuleChange != nil:
 		rc := p.RuleChange
 		if rc.Action == models.RuleChangeRemove {

@@ -227,8 +227,8 @@ func (s *Lifecycle) ListApprovals(ctx context.Context, accountID string, f ListF
 		q = q.Where("status = ?", st)
 	}
 	if f.Kind != "" {
-		if !slices.Contains(ask.Kinds, f.Kind) && f.Kind != ask.KindAutoApprove && f.Kind != ask.KindRuleChange && f.Kind != ask.KindMemberChange && !slices.Contains(ask.RequestKinds, f.Kind) {
-			return nil, "", core.Invalid("kind", "must be one of %s, %s, %s, %s or %s, not %q", strings.Join(ask.Kinds, ", "), ask.KindAutoApprove, ask.KindRuleChange, ask.KindMemberChange, strings.Join(ask.RequestKinds, ", "), f.Kind)
+		if !slices.Contains(ask.Kinds, f.Kind) && f.Kind != ask.KindAutoApprove && f.Kind != ask.KindRuleChange && f.Kind != ask.KindMemberChange && f.Kind != ask.KindAuthorization && !slices.Contains(ask.RequestKinds, f.Kind) {
+			return nil, "", core.Invalid("kind", "must be one of %s, %s, %s, %s, %s or %s, not %q", strings.Join(ask.Kinds, ", "), ask.KindAutoApprove, ask.KindRuleChange, ask.KindMemberChange, ask.KindAuthorization, strings.Join(ask.RequestKinds, ", "), f.Kind)
 		}
 		q = q.Where("kind = ?", f.Kind)
 	}

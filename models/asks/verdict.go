@@ -111,6 +111,8 @@ func WhyNotBatched(a *Approval) string {
 		return "it asks you to pick an answer"
 	case a.Kind == ask.KindAutoApprove || a.Kind == ask.KindRuleChange || a.Kind == ask.KindMemberChange:
 		return "it changes a policy, a rule or who decides"
+	case a.Kind == ask.KindAuthorization:
+		return "it authorizes a client to act for you"
 	}
 	return ""
 }

@@ -189,7 +189,7 @@ func CheckRule(id string, r *RuleSpec) error {
 	if n := core.RuneCount(r.Name); n > 120 {
 		return core.Invalid("name", "at most 120 characters (got %d)", n)
 	}
-	kinds := append(append(slices.Clone(ask.Kinds), ask.KindAutoApprove, ask.KindRuleChange, ask.KindMemberChange), ask.RequestKinds...)
+	kinds := append(append(slices.Clone(ask.Kinds), ask.KindAutoApprove, ask.KindRuleChange, ask.KindMemberChange, ask.KindAuthorization), ask.RequestKinds...)
 	for _, k := range r.Kinds {
 		if !slices.Contains(kinds, k) {
 			return core.Invalid("kinds", "unknown kind %q: one of %s", k, strings.Join(kinds, ", "))
