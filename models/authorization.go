@@ -38,6 +38,18 @@ type AuthorizationFiling struct {
 // client's agent, expiring at f.ExpiresAt, and tells the person by every
 // channel they have. The payload is checked as ask.ParsePayload checks it.
 func (s *Store) FileAuthorization(ctx context.Context, f AuthorizationFiling) (*asks.Approval, error) {
+	a, err := s.authorizationAsk(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.file(ctx, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// authorizationAsk checks a filing and builds its ask, filing nothing.
+func (s *Store) authorizationAsk(ctx context.Context, f AuthorizationFiling) (*asks.Approval, error) {
 	now := s.Now()
 	if !f.ExpiresAt.After(now) {
 		return nil, core.Invalid("expires_at", "must be in the future (now is %s)", now.Format(time.RFC3339))
@@ -88,9 +100,6 @@ func (s *Store) FileAuthorization(ctx context.Context, f AuthorizationFiling) (*
 		Payload:      string(payload.Canonical), PayloadSHA256: payload.SHA256,
 		AgentLabel: strings.TrimSpace(name), RequesterID: agent.ID, RequesterSubject: agent.Subject, AskedOf: person.Subject,
 		Status: asks.StatusPending, Version: 1, ExpiresAt: f.ExpiresAt.UTC(), CreatedAt: now, UpdatedAt: now,
-	}
-	if err := s.file(ctx, a); err != nil {
-		return nil, err
 	}
 	return a, nil
 }

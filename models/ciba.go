@@ -40,8 +40,8 @@ func (e *TooManyRequests) Error() string {
 	return fmt.Sprintf("at most %d requests a minute for one %s; try again in %d s", e.Max, e.What, int(e.Wait.Seconds()+0.999))
 }
 
-// StartCIBA files a CIBA request's ask and keeps the request, in one
-// transaction, after the rate limits (a minute's requests for the person and
+// StartCIBA files a CIBA request's ask (as FileAuthorization does) and
+// keeps the request, in one transaction, after the rate limits (a minute's requests for the person and
 // from the client, counted under a lock on the person, so requests made at
 // once never pass the limit together). It returns the auth_req_id, the one
 // time it is seen in full: the request keeps its SHA-256, and the plain value
@@ -75,10 +75,13 @@ func (s *Store) StartCIBA(ctx context.Context, in CIBAStart) (string, *oidc.Requ
 				return &TooManyRequests{What: limit.what, Max: limit.max, Wait: max(oldest.Add(time.Minute).Sub(now), time.Second)}
 			}
 		}
-		a, err := s.FileAuthorization(core.WithTx(ctx, tx), AuthorizationFiling{
+		a, err := s.authorizationAsk(ctx, AuthorizationFiling{
 			AccountID: in.Client.AccountID, AgentID: in.Client.AgentID, PersonID: in.PersonID, Payload: in.Payload, ExpiresAt: in.ExpiresAt,
 		})
 		if err != nil {
+			return err
+		}
+		if err := s.fileTx(tx, a); err != nil {
 			return err
 		}
 		req = &oidc.Request{
