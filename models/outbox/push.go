@@ -492,13 +492,31 @@ func (s *Queue) ClaimPushJobs(ctx context.Context, n int, lease time.Duration) (
 	return out, nil
 }
 
+// claimed is the job while this sender still holds it: not finished, and
+// its attempts still the claim's. A sender whose lease ran out, and whose
+// job another sender claimed since, finds no row and writes nothing over
+// the other's.
+func claimed(tx *gorm.DB, j *PushTarget) *gorm.DB {
+	return tx.Table("push_jobs").Where("seq = ? AND done_at IS NULL AND attempts = ?", j.Seq, j.Attempts)
+}
+
+// finishPush writes set on the job this sender holds and, when it held it,
+// then runs after (the subscription's own record); a claim it no longer
+// holds changes nothing.
+func (s *Queue) finishPush(ctx context.Context, j *PushTarget, set map[string]any, after func(tx *gorm.DB) error) error {
+	return s.Write(ctx, func(tx *gorm.DB) error {
+		res := claimed(tx, j).Updates(set)
+		if res.Error != nil || res.RowsAffected == 0 || after == nil {
+			return res.Error
+		}
+		return after(tx)
+	})
+}
+
 // PushDelivered records that the push service took the push.
 func (s *Queue) PushDelivered(ctx context.Context, j *PushTarget) error {
 	now := s.Now()
-	return s.Write(ctx, func(tx *gorm.DB) error {
-		if err := tx.Table("push_jobs").Where("seq = ?", j.Seq).Updates(map[string]any{"done_at": now, "outcome": "delivered", "leased_until": nil}).Error; err != nil {
-			return err
-		}
+	return s.finishPush(ctx, j, map[string]any{"done_at": now, "outcome": "delivered", "leased_until": nil}, func(tx *gorm.DB) error {
 		return tx.Table("push_subscriptions").Where("id = ?", j.SubscriptionID).Updates(map[string]any{"last_success_at": now, "failures": 0}).Error
 	})
 }
@@ -506,10 +524,7 @@ func (s *Queue) PushDelivered(ctx context.Context, j *PushTarget) error {
 // PushGone drops a subscription the push service says no longer exists
 // (404 or 410), with its queued pushes.
 func (s *Queue) PushGone(ctx context.Context, j *PushTarget) error {
-	return s.Write(ctx, func(tx *gorm.DB) error {
-		if err := tx.Table("push_jobs").Where("seq = ?", j.Seq).Updates(map[string]any{"done_at": s.Now(), "outcome": "gone"}).Error; err != nil {
-			return err
-		}
+	return s.finishPush(ctx, j, map[string]any{"done_at": s.Now(), "outcome": "gone", "leased_until": nil}, func(tx *gorm.DB) error {
 		return deleteSubscriptions(tx, []string{j.SubscriptionID})
 	})
 }
@@ -521,20 +536,14 @@ func (s *Queue) PushRetry(ctx context.Context, j *PushTarget, notBefore time.Tim
 	if !notBefore.Before(j.ExpiresAt) {
 		set["done_at"], set["outcome"] = s.Now(), "expired"
 	}
-	return s.Write(ctx, func(tx *gorm.DB) error {
-		if err := tx.Table("push_jobs").Where("seq = ?", j.Seq).Updates(set).Error; err != nil {
-			return err
-		}
+	return s.finishPush(ctx, j, set, func(tx *gorm.DB) error {
 		return tx.Table("push_subscriptions").Where("id = ?", j.SubscriptionID).Update("failures", gorm.Expr("failures + 1")).Error
 	})
 }
 
 // PushFailed gives a push up for good (a refusal that no retry can mend).
 func (s *Queue) PushFailed(ctx context.Context, j *PushTarget, reason string) error {
-	return s.Write(ctx, func(tx *gorm.DB) error {
-		return tx.Table("push_jobs").Where("seq = ?", j.Seq).
-			Updates(map[string]any{"done_at": s.Now(), "outcome": "failed", "last_error": truncate(reason, 500)}).Error
-	})
+	return s.finishPush(ctx, j, map[string]any{"done_at": s.Now(), "outcome": "failed", "leased_until": nil, "last_error": truncate(reason, 500)}, nil)
 }
 
 // WaitingFor counts the open asks a person could answer in an account of theirs.
