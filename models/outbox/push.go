@@ -460,17 +460,33 @@ func (s *Queue) QueueTestPush(ctx context.Context, personID string) (int, error)
 // (the sender died) makes the job due again, so a crash loses no push.
 func (s *Queue) ClaimPushJobs(ctx context.Context, n int, lease time.Duration) ([]PushTarget, error) {
 	var out []PushTarget
+	err := s.claim(ctx, "push_jobs", n, lease, func(tx *gorm.DB, seqs []int64) error {
+		return tx.Raw(`SELECT j.*, s.endpoint, s.p256dh, s.auth FROM push_jobs j JOIN push_subscriptions s ON s.id = j.subscription_id
+			WHERE j.seq IN ? ORDER BY j.seq`, seqs).Scan(&out).Error
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim pushes: %w", err)
+	}
+	return out, nil
+}
+
+// claim leases up to n due rows of an outbox table (push_jobs or
+// channel_messages: seq, done_at, not_before, leased_until, attempts) and
+// reads the leased rows with read, in one transaction. Several instances
+// claim at once without taking a row twice (SKIP LOCKED on PostgreSQL; on
+// SQLite one write at a time). Most wakes find nothing due: a read says so
+// first, without taking a writer's turn.
+func (s *Queue) claim(ctx context.Context, table string, n int, lease time.Duration, read func(tx *gorm.DB, seqs []int64) error) error {
 	now := s.Now()
 	due := func(tx *gorm.DB) *gorm.DB {
-		return tx.Table("push_jobs").Select("seq").
+		return tx.Table(table).Select("seq").
 			Where("done_at IS NULL AND not_before <= ? AND (leased_until IS NULL OR leased_until < ?)", now, now).Order("seq").Limit(n)
 	}
-	// Most wakes find nothing due: a read says so without taking a writer's turn.
 	var first []int64
 	if err := due(s.DB().WithContext(ctx)).Limit(1).Pluck("seq", &first).Error; err != nil || len(first) == 0 {
-		return nil, err
+		return err
 	}
-	err := s.Write(ctx, func(tx *gorm.DB) error {
+	return s.Write(ctx, func(tx *gorm.DB) error {
 		q := due(tx)
 		if s.Dialect() == core.Postgres {
 			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
@@ -479,17 +495,12 @@ func (s *Queue) ClaimPushJobs(ctx context.Context, n int, lease time.Duration) (
 		if err := q.Pluck("seq", &seqs).Error; err != nil || len(seqs) == 0 {
 			return err
 		}
-		if err := tx.Table("push_jobs").Where("seq IN ?", seqs).
+		if err := tx.Table(table).Where("seq IN ?", seqs).
 			Updates(map[string]any{"leased_until": now.Add(lease), "attempts": gorm.Expr("attempts + 1")}).Error; err != nil {
 			return err
 		}
-		return tx.Raw(`SELECT j.*, s.endpoint, s.p256dh, s.auth FROM push_jobs j JOIN push_subscriptions s ON s.id = j.subscription_id
-			WHERE j.seq IN ? ORDER BY j.seq`, seqs).Scan(&out).Error
+		return read(tx, seqs)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("claim pushes: %w", err)
-	}
-	return out, nil
 }
 
 // claimed is the job while this sender still holds it: not finished, and
