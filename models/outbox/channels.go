@@ -343,7 +343,7 @@ func (s *Queue) insertMessages(tx *gorm.DB, msgs []ChannelMessage) error {
 	if err := tx.Table("channel_messages").Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "key"}}, DoNothing: true}).Create(&msgs).Error; err != nil {
 		return fmt.Errorf("queue channel messages: %w", err)
 	}
-	return s.PushesQueued(tx)
+	return s.OutboxQueued(tx)
 }
 
 // queueDecidedMessages, when an ask ends, drops its messages still waiting

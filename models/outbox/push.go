@@ -315,7 +315,7 @@ func (s *Queue) QueueAskPushesTo(tx *gorm.DB, a *asks.Approval, subs []PushSubsc
 	if err := tx.Table("push_jobs").Create(&jobs).Error; err != nil {
 		return fmt.Errorf("queue pushes: %w", err)
 	}
-	return s.PushesQueued(tx)
+	return s.OutboxQueued(tx)
 }
 
 // pastPushCap finds the devices, among subs, of persons who were sent
@@ -415,7 +415,7 @@ func (s *Queue) queueDecidedPushes(tx *gorm.DB, a *asks.Approval) error {
 			return fmt.Errorf("queue push: %w", err)
 		}
 	}
-	return s.PushesQueued(tx)
+	return s.OutboxQueued(tx)
 }
 
 // PushTopic is the Topic header of an ask's pushes, so a later push for the
@@ -448,7 +448,7 @@ func (s *Queue) QueueTestPush(ctx context.Context, personID string) (int, error)
 				return err
 			}
 		}
-		return s.PushesQueued(tx)
+		return s.OutboxQueued(tx)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("queue test push: %w", err)

@@ -68,7 +68,7 @@ func TestAWriteWakesTheSenderWhenItQueuedPushes(t *testing.T) {
 		s, acct := apptest.BareStore(t, db)
 		var wakes atomic.Int32
 		s.Changes().Subscribe(func(c core.Change) {
-			if c.Kind == core.PushesQueued {
+			if c.Kind == core.OutboxQueued {
 				wakes.Add(1)
 			}
 		})
