@@ -124,7 +124,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	a := &App{Config: cfg, Store: store, MCP: endpoint, Push: sender, Messages: messenger, OAuth: authz, Pings: pinger, Keys: keys, metrics: observe, log: log, instance: instance.ID}
 	store.Changes().Subscribe(func(c core.Change) {
 		switch c.Kind {
-		case core.PushesQueued:
+		case core.OutboxQueued:
 			sender.Wake()
 			messenger.Wake()
 		case core.ChangesMissed:

@@ -40,14 +40,6 @@ func newMailScene(t *testing.T, db apptest.Database) *mailScene {
 	return s
 }
 
-// phone is a browser that never signed in, holding ada's passkey (synced).
-func (s *mailScene) phone(t *testing.T) *apptest.Browser {
-	t.Helper()
-	b := apptest.NewBrowser(t, s.env.URL)
-	b.Passkey = s.owner.Passkey
-	return b
-}
-
 var mailedLink = regexp.MustCompile(`http://[^/\s]+(/link/(appr_[a-z0-9]+)/pl_[A-Za-z0-9_-]+)`)
 
 // mailedLink waits for the email of ask id and returns the path of the
@@ -94,7 +86,7 @@ func TestAnAskReachesAPersonByEmailAndItsLinkDecidesOnce(t *testing.T) {
 			t.Errorf("the HTML email: want one link and no approve button:\n%s", m.HTML)
 		}
 
-		phone := s.phone(t)
+		phone := phoneOf(t, s.env.URL, s.owner)
 		if status, _, to := openPage(t, phone, link); status != http.StatusSeeOther || to != "/link/"+id {
 			t.Fatalf("opening the emailed link answered %d to %q, want 303 to /link/%s", status, to, id)
 		}
@@ -113,7 +105,7 @@ func TestAnAskReachesAPersonByEmailAndItsLinkDecidesOnce(t *testing.T) {
 		if got := s.state(t, id); got.Status != "approved" || got.DecidedBy != "ada" {
 			t.Fatalf("the ask is %s by %q, want approved by ada", got.Status, got.DecidedBy)
 		}
-		if status, body, _ := openPage(t, s.phone(t), link); status == http.StatusOK || status == http.StatusSeeOther {
+		if status, body, _ := openPage(t, phoneOf(t, s.env.URL, s.owner), link); status == http.StatusOK || status == http.StatusSeeOther {
 			t.Errorf("the emailed link opened again: HTTP %d\n%s", status, body)
 		}
 
@@ -133,7 +125,7 @@ func TestAnEmailedLinkExpiresAfterFifteenMinutes(t *testing.T) {
 	id := s.prAsk(t, "")
 	link, _ := s.mailedLink(t, id)
 	s.clock.advance(outbox.PushLinkLife)
-	if status, body, _ := openPage(t, s.phone(t), link); status != http.StatusConflict || !strings.Contains(body, "expired") {
+	if status, body, _ := openPage(t, phoneOf(t, s.env.URL, s.owner), link); status != http.StatusConflict || !strings.Contains(body, "expired") {
 		t.Errorf("the emailed link after 15 minutes: HTTP %d, want 409 (expired):\n%s", status, body)
 	}
 	if r := s.owner.Decide(id, "approve", ""); r.Status != http.StatusOK {

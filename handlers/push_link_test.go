@@ -60,11 +60,12 @@ func (s *linkScene) pushedLink(t *testing.T, id string) string {
 	}
 }
 
-// phone is a browser that never signed in, holding ada's passkey (synced).
-func (s *linkScene) phone(t *testing.T) *apptest.Browser {
+// phoneOf is a browser that never signed in, holding the passkey of owner
+// (synced), on the service at url.
+func phoneOf(t *testing.T, url string, owner *apptest.Browser) *apptest.Browser {
 	t.Helper()
-	b := apptest.NewBrowser(t, s.env.URL)
-	b.Passkey = s.owner.Passkey
+	b := apptest.NewBrowser(t, url)
+	b.Passkey = owner.Passkey
 	return b
 }
 
@@ -99,7 +100,7 @@ func TestAPushLinkDecidesItsAskWithOnePasskeyPromptOnceAndNothingElse(t *testing
 		link := s.pushedLink(t, id)
 		other := s.prAsk(t, "")
 		otherLink := s.pushedLink(t, other)
-		phone := s.phone(t)
+		phone := phoneOf(t, s.env.URL, s.owner)
 
 		// The first open swaps the link for this browser's cookie and shows the ask.
 		status, _, to := openPage(t, phone, link)
@@ -237,7 +238,7 @@ func TestAPushLinkExpiresAfterFifteenMinutesAndNeverOutlivesItsAsk(t *testing.T)
 	link := s.pushedLink(t, id)
 	opened := s.prAsk(t, "")
 	openedLink := s.pushedLink(t, opened)
-	phone := s.phone(t)
+	phone := phoneOf(t, s.env.URL, s.owner)
 	if status, _, _ := openPage(t, phone, openedLink); status != http.StatusSeeOther {
 		t.Fatalf("opening the link: HTTP %d", status)
 	}
@@ -253,7 +254,7 @@ func TestAPushLinkExpiresAfterFifteenMinutesAndNeverOutlivesItsAsk(t *testing.T)
 	before := s.state(t, opened)
 	refused(t, linkDecide(t, phone, opened, "approve"), http.StatusConflict, "FAILED_PRECONDITION")
 	s.unchanged(t, opened, before)
-	if status, body, _ := openPage(t, s.phone(t), link); status != http.StatusConflict || !strings.Contains(body, "expired") {
+	if status, body, _ := openPage(t, phoneOf(t, s.env.URL, s.owner), link); status != http.StatusConflict || !strings.Contains(body, "expired") {
 		t.Errorf("an unopened link after 15 minutes: HTTP %d, want 409 (expired):\n%s", status, body)
 	}
 
@@ -281,7 +282,7 @@ func TestAPushLinkOpenedInASessionIsTheAskPageAndStaysUnused(t *testing.T) {
 	if status, _, to := openPage(t, s.owner, link); status != http.StatusSeeOther || to != "/approvals/"+id {
 		t.Fatalf("ada, signed in, opening the link: %d to %q, want the ask page", status, to)
 	}
-	phone := s.phone(t)
+	phone := phoneOf(t, s.env.URL, s.owner)
 	if status, _, to := openPage(t, phone, link); status != http.StatusSeeOther || to != "/link/"+id {
 		t.Errorf("the link after a signed-in open: %d to %q, want it still to open once", status, to)
 	}
@@ -290,7 +291,7 @@ func TestAPushLinkOpenedInASessionIsTheAskPageAndStaysUnused(t *testing.T) {
 func TestSignOutEverywhereAndPushOffEndTheLinks(t *testing.T) {
 	s := newLinkScene(t, apptest.SQLite)
 	id := s.prAsk(t, "")
-	phone := s.phone(t)
+	phone := phoneOf(t, s.env.URL, s.owner)
 	openPage(t, phone, s.pushedLink(t, id))
 	unopened := s.prAsk(t, "")
 	unopenedLink := s.pushedLink(t, unopened)
@@ -323,7 +324,7 @@ func TestSignOutEverywhereAndPushOffEndTheLinks(t *testing.T) {
 	if r := s.owner.Post("/push/unsubscribe", map[string]string{"endpoint": subs[0].Endpoint}); r.Status != http.StatusOK {
 		t.Fatalf("push off: %s", r)
 	}
-	if status, _, _ := openPage(t, s.phone(t), link); status != http.StatusNotFound {
+	if status, _, _ := openPage(t, phoneOf(t, s.env.URL, s.owner), link); status != http.StatusNotFound {
 		t.Errorf("the link of a device whose push is off: HTTP %d, want 404", status)
 	}
 }

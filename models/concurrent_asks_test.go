@@ -47,7 +47,7 @@ func TestConcurrentAsksOfOneAgentAllLandWithTheirEventsAndPushes(t *testing.T) {
 		}
 		var wakes atomic.Int32
 		s.Changes().Subscribe(func(c core.Change) {
-			if c.Kind == core.PushesQueued {
+			if c.Kind == core.OutboxQueued {
 				wakes.Add(1)
 			}
 		})

@@ -79,7 +79,7 @@ func (s *Store) fileInOneStatement(ctx context.Context, a *asks.Approval, checkR
 	}
 	capN := arg(s.PushCap.N, "integer")
 	msg, _ := json.Marshal(outbox.PushMessage{Event: outbox.PushAsk, ApprovalID: a.ID, Title: a.Title, URL: "/approvals/" + a.ID})
-	note, err := json.Marshal(core.Notification{Instance: s.Changes().Instance, Change: core.Change{Kind: core.PushesQueued}})
+	note, err := json.Marshal(core.Notification{Instance: s.Changes().Instance, Change: core.Change{Kind: core.OutboxQueued}})
 	if err != nil {
 		return false, false, fmt.Errorf("notify change: %w", err)
 	}
@@ -134,7 +134,7 @@ SELECT (SELECT seq FROM a), (SELECT seq FROM e), (SELECT count(*) FROM j),
 	a.Seq, ev.Seq = approvalSeq.Int64, eventSeq.Int64
 	a.NoteWritten(ev)
 	if pushes > 0 {
-		s.Changes().Publish([]core.Change{{Kind: core.PushesQueued}})
+		s.Changes().Publish([]core.Change{{Kind: core.OutboxQueued}})
 	}
 	return true, false, nil
 }

@@ -21,8 +21,9 @@ type ChangeKind string
 const (
 	// ApprovalChanged: an ask moved, or a note landed on its timeline.
 	ApprovalChanged ChangeKind = "approval"
-	// PushesQueued: pushes or channel messages wait in the outbox.
-	PushesQueued ChangeKind = "pushes"
+	// OutboxQueued: pushes or channel messages wait in an outbox (its wire
+	// value is the older "pushes", which instances of every version read).
+	OutboxQueued ChangeKind = "pushes"
 	// SessionsEnded: web sessions ended: one (SessionHash, signed out), or a
 	// person's in one account (removed from it) or in all (AccountID "":
 	// signed out everywhere).
@@ -179,10 +180,11 @@ func (s *Store) Changed(tx *gorm.DB, c Change) error {
 	return tx.Exec(`SELECT pg_notify(?, ?)`, ChangeChannel, string(payload)).Error
 }
 
-// PushesQueued records inside a write that it queued pushes: this instance's
-// sender wakes after the commit, and NOTIFY wakes the others'.
-func (s *Store) PushesQueued(tx *gorm.DB) error {
-	return s.Changed(tx, Change{Kind: PushesQueued})
+// OutboxQueued records inside a write that it queued pushes or channel
+// messages: this instance's senders wake after the commit, and NOTIFY wakes
+// the others'.
+func (s *Store) OutboxQueued(tx *gorm.DB) error {
+	return s.Changed(tx, Change{Kind: OutboxQueued})
 }
 
 // SessionsEnded records that web sessions ended (see SessionsEnded), so

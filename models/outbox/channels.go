@@ -343,7 +343,7 @@ func (s *Queue) insertMessages(tx *gorm.DB, msgs []ChannelMessage) error {
 	if err := tx.Table("channel_messages").Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "key"}}, DoNothing: true}).Create(&msgs).Error; err != nil {
 		return fmt.Errorf("queue channel messages: %w", err)
 	}
-	return s.PushesQueued(tx)
+	return s.OutboxQueued(tx)
 }
 
 // queueDecidedMessages, when an ask ends, drops its messages still waiting
@@ -432,28 +432,7 @@ func testedLately(tx *gorm.DB, where string, now time.Time, args ...any) error {
 // runs out (the sender died) makes the message due again.
 func (s *Queue) ClaimChannelMessages(ctx context.Context, n int, lease time.Duration) ([]ChannelMessage, error) {
 	var out []ChannelMessage
-	now := s.Now()
-	due := func(tx *gorm.DB) *gorm.DB {
-		return tx.Table("channel_messages").Select("seq").
-			Where("done_at IS NULL AND not_before <= ? AND (leased_until IS NULL OR leased_until < ?)", now, now).Order("seq").Limit(n)
-	}
-	var first []int64
-	if err := due(s.DB().WithContext(ctx)).Limit(1).Pluck("seq", &first).Error; err != nil || len(first) == 0 {
-		return nil, err
-	}
-	err := s.Write(ctx, func(tx *gorm.DB) error {
-		q := due(tx)
-		if s.Dialect() == core.Postgres {
-			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
-		}
-		var seqs []int64
-		if err := q.Pluck("seq", &seqs).Error; err != nil || len(seqs) == 0 {
-			return err
-		}
-		if err := tx.Table("channel_messages").Where("seq IN ?", seqs).
-			Updates(map[string]any{"leased_until": now.Add(lease), "attempts": gorm.Expr("attempts + 1")}).Error; err != nil {
-			return err
-		}
+	err := s.claim(ctx, "channel_messages", n, lease, func(tx *gorm.DB, seqs []int64) error {
 		return tx.Table("channel_messages").Where("seq IN ?", seqs).Order("seq").Find(&out).Error
 	})
 	if err != nil {

@@ -315,7 +315,7 @@ func (s *Queue) QueueAskPushesTo(tx *gorm.DB, a *asks.Approval, subs []PushSubsc
 	if err := tx.Table("push_jobs").Create(&jobs).Error; err != nil {
 		return fmt.Errorf("queue pushes: %w", err)
 	}
-	return s.PushesQueued(tx)
+	return s.OutboxQueued(tx)
 }
 
 // pastPushCap finds the devices, among subs, of persons who were sent
@@ -415,7 +415,7 @@ func (s *Queue) queueDecidedPushes(tx *gorm.DB, a *asks.Approval) error {
 			return fmt.Errorf("queue push: %w", err)
 		}
 	}
-	return s.PushesQueued(tx)
+	return s.OutboxQueued(tx)
 }
 
 // PushTopic is the Topic header of an ask's pushes, so a later push for the
@@ -448,7 +448,7 @@ func (s *Queue) QueueTestPush(ctx context.Context, personID string) (int, error)
 				return err
 			}
 		}
-		return s.PushesQueued(tx)
+		return s.OutboxQueued(tx)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("queue test push: %w", err)
@@ -460,29 +460,7 @@ func (s *Queue) QueueTestPush(ctx context.Context, personID string) (int, error)
 // (the sender died) makes the job due again, so a crash loses no push.
 func (s *Queue) ClaimPushJobs(ctx context.Context, n int, lease time.Duration) ([]PushTarget, error) {
 	var out []PushTarget
-	now := s.Now()
-	due := func(tx *gorm.DB) *gorm.DB {
-		return tx.Table("push_jobs").Select("seq").
-			Where("done_at IS NULL AND not_before <= ? AND (leased_until IS NULL OR leased_until < ?)", now, now).Order("seq").Limit(n)
-	}
-	// Most wakes find nothing due: a read says so without taking a writer's turn.
-	var first []int64
-	if err := due(s.DB().WithContext(ctx)).Limit(1).Pluck("seq", &first).Error; err != nil || len(first) == 0 {
-		return nil, err
-	}
-	err := s.Write(ctx, func(tx *gorm.DB) error {
-		q := due(tx)
-		if s.Dialect() == core.Postgres {
-			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
-		}
-		var seqs []int64
-		if err := q.Pluck("seq", &seqs).Error; err != nil || len(seqs) == 0 {
-			return err
-		}
-		if err := tx.Table("push_jobs").Where("seq IN ?", seqs).
-			Updates(map[string]any{"leased_until": now.Add(lease), "attempts": gorm.Expr("attempts + 1")}).Error; err != nil {
-			return err
-		}
+	err := s.claim(ctx, "push_jobs", n, lease, func(tx *gorm.DB, seqs []int64) error {
 		return tx.Raw(`SELECT j.*, s.endpoint, s.p256dh, s.auth FROM push_jobs j JOIN push_subscriptions s ON s.id = j.subscription_id
 			WHERE j.seq IN ? ORDER BY j.seq`, seqs).Scan(&out).Error
 	})
@@ -492,13 +470,64 @@ func (s *Queue) ClaimPushJobs(ctx context.Context, n int, lease time.Duration) (
 	return out, nil
 }
 
+// claim leases up to n due rows of an outbox table (push_jobs or
+// channel_messages: seq, done_at, not_before, leased_until, attempts) and
+// reads the leased rows with read, in one transaction. Several instances
+// claim at once without taking a row twice (SKIP LOCKED on PostgreSQL; on
+// SQLite one write at a time). Most wakes find nothing due: a read says so
+// first, without taking a writer's turn.
+func (s *Queue) claim(ctx context.Context, table string, n int, lease time.Duration, read func(tx *gorm.DB, seqs []int64) error) error {
+	now := s.Now()
+	due := func(tx *gorm.DB) *gorm.DB {
+		return tx.Table(table).Select("seq").
+			Where("done_at IS NULL AND not_before <= ? AND (leased_until IS NULL OR leased_until < ?)", now, now).Order("seq").Limit(n)
+	}
+	var first []int64
+	if err := due(s.DB().WithContext(ctx)).Limit(1).Pluck("seq", &first).Error; err != nil || len(first) == 0 {
+		return err
+	}
+	return s.Write(ctx, func(tx *gorm.DB) error {
+		q := due(tx)
+		if s.Dialect() == core.Postgres {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+		}
+		var seqs []int64
+		if err := q.Pluck("seq", &seqs).Error; err != nil || len(seqs) == 0 {
+			return err
+		}
+		if err := tx.Table(table).Where("seq IN ?", seqs).
+			Updates(map[string]any{"leased_until": now.Add(lease), "attempts": gorm.Expr("attempts + 1")}).Error; err != nil {
+			return err
+		}
+		return read(tx, seqs)
+	})
+}
+
+// claimed is the job while this sender still holds it: not finished, and
+// its attempts still the claim's. A sender whose lease ran out, and whose
+// job another sender claimed since, finds no row and writes nothing over
+// the other's.
+func claimed(tx *gorm.DB, j *PushTarget) *gorm.DB {
+	return tx.Table("push_jobs").Where("seq = ? AND done_at IS NULL AND attempts = ?", j.Seq, j.Attempts)
+}
+
+// finishPush writes set on the job this sender holds and, when it held it,
+// then runs after (the subscription's own record); a claim it no longer
+// holds changes nothing.
+func (s *Queue) finishPush(ctx context.Context, j *PushTarget, set map[string]any, after func(tx *gorm.DB) error) error {
+	return s.Write(ctx, func(tx *gorm.DB) error {
+		res := claimed(tx, j).Updates(set)
+		if res.Error != nil || res.RowsAffected == 0 || after == nil {
+			return res.Error
+		}
+		return after(tx)
+	})
+}
+
 // PushDelivered records that the push service took the push.
 func (s *Queue) PushDelivered(ctx context.Context, j *PushTarget) error {
 	now := s.Now()
-	return s.Write(ctx, func(tx *gorm.DB) error {
-		if err := tx.Table("push_jobs").Where("seq = ?", j.Seq).Updates(map[string]any{"done_at": now, "outcome": "delivered", "leased_until": nil}).Error; err != nil {
-			return err
-		}
+	return s.finishPush(ctx, j, map[string]any{"done_at": now, "outcome": "delivered", "leased_until": nil}, func(tx *gorm.DB) error {
 		return tx.Table("push_subscriptions").Where("id = ?", j.SubscriptionID).Updates(map[string]any{"last_success_at": now, "failures": 0}).Error
 	})
 }
@@ -506,10 +535,7 @@ func (s *Queue) PushDelivered(ctx context.Context, j *PushTarget) error {
 // PushGone drops a subscription the push service says no longer exists
 // (404 or 410), with its queued pushes.
 func (s *Queue) PushGone(ctx context.Context, j *PushTarget) error {
-	return s.Write(ctx, func(tx *gorm.DB) error {
-		if err := tx.Table("push_jobs").Where("seq = ?", j.Seq).Updates(map[string]any{"done_at": s.Now(), "outcome": "gone"}).Error; err != nil {
-			return err
-		}
+	return s.finishPush(ctx, j, map[string]any{"done_at": s.Now(), "outcome": "gone", "leased_until": nil}, func(tx *gorm.DB) error {
 		return deleteSubscriptions(tx, []string{j.SubscriptionID})
 	})
 }
@@ -521,20 +547,14 @@ func (s *Queue) PushRetry(ctx context.Context, j *PushTarget, notBefore time.Tim
 	if !notBefore.Before(j.ExpiresAt) {
 		set["done_at"], set["outcome"] = s.Now(), "expired"
 	}
-	return s.Write(ctx, func(tx *gorm.DB) error {
-		if err := tx.Table("push_jobs").Where("seq = ?", j.Seq).Updates(set).Error; err != nil {
-			return err
-		}
+	return s.finishPush(ctx, j, set, func(tx *gorm.DB) error {
 		return tx.Table("push_subscriptions").Where("id = ?", j.SubscriptionID).Update("failures", gorm.Expr("failures + 1")).Error
 	})
 }
 
 // PushFailed gives a push up for good (a refusal that no retry can mend).
 func (s *Queue) PushFailed(ctx context.Context, j *PushTarget, reason string) error {
-	return s.Write(ctx, func(tx *gorm.DB) error {
-		return tx.Table("push_jobs").Where("seq = ?", j.Seq).
-			Updates(map[string]any{"done_at": s.Now(), "outcome": "failed", "last_error": truncate(reason, 500)}).Error
-	})
+	return s.finishPush(ctx, j, map[string]any{"done_at": s.Now(), "outcome": "failed", "leased_until": nil, "last_error": truncate(reason, 500)}, nil)
 }
 
 // WaitingFor counts the open asks a person could answer in an account of theirs.

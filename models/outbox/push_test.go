@@ -68,7 +68,7 @@ func TestAWriteWakesTheSenderWhenItQueuedPushes(t *testing.T) {
 		s, acct := apptest.BareStore(t, db)
 		var wakes atomic.Int32
 		s.Changes().Subscribe(func(c core.Change) {
-			if c.Kind == core.PushesQueued {
+			if c.Kind == core.OutboxQueued {
 				wakes.Add(1)
 			}
 		})
@@ -255,6 +255,66 @@ func TestTheStatementsOfAnAskDoNotGrowWithItsRecipients(t *testing.T) {
 		}
 		if many != one {
 			t.Errorf("an ask of four people with eight devices ran %d statements, one of one person with one device %d: want the same", many, one)
+		}
+	})
+}
+
+// A sender whose lease ran out, and whose push another sender claimed
+// since, records nothing: neither the job's outcome nor the subscription's
+// failures or success. Only the claim that holds the push finishes it.
+func TestOnlyTheClaimThatHoldsAPushFinishesIt(t *testing.T) {
+	apptest.ForEachDatabase(t, func(t *testing.T, db apptest.Database) {
+		ctx := context.Background()
+		s, acct := apptest.BareStore(t, db)
+		ada, _ := s.AddMember(ctx, acct.ID, "ada", "Ada", core.RoleOwner)
+		if _, err := s.SavePushSubscription(ctx, ada.ID, outbox.PushSubscription{Endpoint: "https://fcm.googleapis.com/fcm/send/ada", P256dh: "key", Auth: "auth"}); err != nil {
+			t.Fatal(err)
+		}
+		agent, _, err := s.CreateAgent(ctx, acct.ID, "bot", people.AllScopes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		apptest.FilePullRequest(t, s, agent, 1)
+		first, err := s.ClaimPushJobs(ctx, 10, time.Millisecond)
+		if err != nil || len(first) != 1 {
+			t.Fatalf("claim: %d jobs, %v", len(first), err)
+		}
+		time.Sleep(5 * time.Millisecond) // the lease runs out: another sender claims the push
+		second, err := s.ClaimPushJobs(ctx, 10, time.Minute)
+		if err != nil || len(second) != 1 {
+			t.Fatalf("claim again: %d jobs, %v", len(second), err)
+		}
+		job := func() (outcome string, failures int) {
+			t.Helper()
+			var j struct{ Outcome string }
+			if err := s.DB().Table("push_jobs").Where("seq = ?", first[0].Seq).Take(&j).Error; err != nil {
+				t.Fatal(err)
+			}
+			var sub struct{ Failures int }
+			if err := s.DB().Table("push_subscriptions").Where("id = ?", first[0].SubscriptionID).Take(&sub).Error; err != nil {
+				t.Fatal(err)
+			}
+			return j.Outcome, sub.Failures
+		}
+		stale := first[0]
+		for what, finish := range map[string]func() error{
+			"failed":    func() error { return s.PushFailed(ctx, &stale, "too late") },
+			"retried":   func() error { return s.PushRetry(ctx, &stale, s.Now().Add(time.Minute), "too late") },
+			"delivered": func() error { return s.PushDelivered(ctx, &stale) },
+			"gone":      func() error { return s.PushGone(ctx, &stale) },
+		} {
+			if err := finish(); err != nil {
+				t.Fatalf("%s by the stale claim: %v", what, err)
+			}
+			if outcome, failures := job(); outcome != "" || failures != 0 {
+				t.Fatalf("the stale claim %s the push: outcome %q, failures %d; want nothing written", what, outcome, failures)
+			}
+		}
+		if err := s.PushDelivered(ctx, &second[0]); err != nil {
+			t.Fatal(err)
+		}
+		if outcome, _ := job(); outcome != "delivered" {
+			t.Errorf("the holding claim's delivery: outcome %q, want delivered", outcome)
 		}
 	})
 }

@@ -38,7 +38,7 @@ func TestAgentTokensKeepNothingTheyCannotTrust(t *testing.T) {
 	if _, ok := tokens.get("h", true, now.Add(agentTokenLife)); ok {
 		t.Errorf("an agent was used %s after it was read", agentTokenLife)
 	}
-	for _, kind := range []core.ChangeKind{core.ApprovalChanged, core.PushesQueued, core.SessionsEnded, core.RunsChanged} {
+	for _, kind := range []core.ChangeKind{core.ApprovalChanged, core.OutboxQueued, core.SessionsEnded, core.RunsChanged} {
 		tokens.forget(core.Change{Kind: kind})
 		if _, ok := tokens.get("h", true, now); !ok {
 			t.Errorf("a %s change emptied the agent tokens", kind)

@@ -323,7 +323,7 @@ func (s *Directory) passkeyChanged(tx *gorm.DB, personID, step string, key, by *
 			return fmt.Errorf("queue push: %w", err)
 		}
 	}
-	return s.PushesQueued(tx)
+	return s.OutboxQueued(tx)
 }
 
 // DeviceKeysEver lists every passkey the person ever had, removed ones too,
