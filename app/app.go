@@ -137,6 +137,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 			}
 		case core.ApprovalChanged:
 			endpoint.ApprovalChanged(c.ApprovalID)
+			pinger.Wake()
 		case core.RunsChanged:
 			endpoint.RunsChanged(c.RunnerID)
 		}
