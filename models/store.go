@@ -13,6 +13,7 @@ import (
 	"github.com/countersign/countersign/models/audit"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/grants"
+	"github.com/countersign/countersign/models/oidc"
 	"github.com/countersign/countersign/models/ops"
 	"github.com/countersign/countersign/models/outbox"
 	"github.com/countersign/countersign/models/people"
@@ -34,6 +35,7 @@ type Store struct {
 	*outbox.Queue
 	*people.Directory
 	*grants.Issuer
+	*oidc.Provider
 	*rules.Book
 	*runners.Registry
 	*work.Tracker
@@ -55,7 +57,7 @@ func NewStore(db *gorm.DB, dialect core.Dialect, askTTL time.Duration) *Store {
 	pe := people.NewDirectory(c, al, ou)
 	s := &Store{
 		Store: c, Upkeep: ops.NewUpkeep(c), Lifecycle: al, Queue: ou, Directory: pe,
-		Issuer: grants.NewIssuer(c, al, pe), Book: rules.NewBook(c, al, ou, pe), Registry: runners.NewRegistry(c, al),
+		Issuer: grants.NewIssuer(c, al, pe), Provider: oidc.NewProvider(c), Book: rules.NewBook(c, al, ou, pe), Registry: runners.NewRegistry(c, al),
 		Tracker: work.NewTracker(c, al), Policies: policy.NewPolicies(c, al), Trail: audit.NewTrail(c),
 		askTTL: askTTL,
 	}

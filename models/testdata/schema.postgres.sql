@@ -330,6 +330,40 @@ CREATE TABLE public.oauth_tokens (
     revoked_at timestamp with time zone
 );
 
+CREATE TABLE public.oidc_assertions (
+    client_id text NOT NULL,
+    jti text NOT NULL,
+    expires_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE public.oidc_client_people (
+    client_id text NOT NULL,
+    person_id text NOT NULL
+);
+
+CREATE TABLE public.oidc_clients (
+    id text NOT NULL,
+    account_id text NOT NULL,
+    name text NOT NULL,
+    auth_method text NOT NULL,
+    secret_sha256 text DEFAULT ''::text NOT NULL,
+    jwks text DEFAULT ''::text NOT NULL,
+    delivery_mode text NOT NULL,
+    notification_endpoint text DEFAULT ''::text NOT NULL,
+    agent_id text NOT NULL,
+    created_by text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    revoked_at timestamp with time zone
+);
+
+CREATE TABLE public.oidc_keys (
+    kid text NOT NULL,
+    private_jwk text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    retired_at timestamp with time zone,
+    published_until timestamp with time zone
+);
+
 CREATE TABLE public.person_channels (
     account_id text NOT NULL,
     person_id text NOT NULL,
@@ -619,6 +653,18 @@ ALTER TABLE ONLY public.oauth_tokens
 ALTER TABLE ONLY public.oauth_tokens
     ADD CONSTRAINT oauth_tokens_token_hash_key UNIQUE (token_hash);
 
+ALTER TABLE ONLY public.oidc_assertions
+    ADD CONSTRAINT oidc_assertions_pkey PRIMARY KEY (client_id, jti);
+
+ALTER TABLE ONLY public.oidc_client_people
+    ADD CONSTRAINT oidc_client_people_pkey PRIMARY KEY (client_id, person_id);
+
+ALTER TABLE ONLY public.oidc_clients
+    ADD CONSTRAINT oidc_clients_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.oidc_keys
+    ADD CONSTRAINT oidc_keys_pkey PRIMARY KEY (kid);
+
 ALTER TABLE ONLY public.person_channels
     ADD CONSTRAINT person_channels_pkey PRIMARY KEY (account_id, person_id, kind);
 
@@ -753,6 +799,12 @@ CREATE INDEX oauth_tokens_expiry ON public.oauth_tokens USING btree (expires_at)
 
 CREATE INDEX oauth_tokens_family ON public.oauth_tokens USING btree (family_id);
 
+CREATE INDEX oidc_assertions_expiry ON public.oidc_assertions USING btree (expires_at);
+
+CREATE INDEX oidc_clients_account ON public.oidc_clients USING btree (account_id, created_at);
+
+CREATE UNIQUE INDEX oidc_keys_one_current ON public.oidc_keys USING btree (((retired_at IS NULL))) WHERE (retired_at IS NULL);
+
 CREATE UNIQUE INDEX persons_subject_folded ON public.persons USING btree (subject_key);
 
 CREATE INDEX policies_account ON public.policies USING btree (account_id, created_at);
@@ -850,6 +902,18 @@ ALTER TABLE ONLY public.oauth_connections
 
 ALTER TABLE ONLY public.oauth_tokens
     ADD CONSTRAINT oauth_tokens_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id);
+
+ALTER TABLE ONLY public.oidc_client_people
+    ADD CONSTRAINT oidc_client_people_client_id_fkey FOREIGN KEY (client_id) REFERENCES public.oidc_clients(id);
+
+ALTER TABLE ONLY public.oidc_client_people
+    ADD CONSTRAINT oidc_client_people_person_id_fkey FOREIGN KEY (person_id) REFERENCES public.persons(id);
+
+ALTER TABLE ONLY public.oidc_clients
+    ADD CONSTRAINT oidc_clients_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+ALTER TABLE ONLY public.oidc_clients
+    ADD CONSTRAINT oidc_clients_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id);
 
 ALTER TABLE ONLY public.person_channels
     ADD CONSTRAINT person_channels_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);

@@ -66,6 +66,12 @@ CREATE INDEX oauth_tokens_agent ON oauth_tokens (agent_id);
 CREATE INDEX oauth_tokens_expiry ON oauth_tokens (expires_at);
 -- index oauth_tokens_family on oauth_tokens
 CREATE INDEX oauth_tokens_family ON oauth_tokens (family_id);
+-- index oidc_assertions_expiry on oidc_assertions
+CREATE INDEX oidc_assertions_expiry ON oidc_assertions (expires_at);
+-- index oidc_clients_account on oidc_clients
+CREATE INDEX oidc_clients_account ON oidc_clients (account_id, created_at);
+-- index oidc_keys_one_current on oidc_keys
+CREATE UNIQUE INDEX oidc_keys_one_current ON oidc_keys ((retired_at IS NULL)) WHERE retired_at IS NULL;
 -- index persons_subject_folded on persons
 CREATE UNIQUE INDEX persons_subject_folded ON persons (subject_key);
 -- index policies_account on policies
@@ -143,6 +149,14 @@ CREATE INDEX runner_report_signatures_expiry ON runner_report_signatures (expire
 -- index sqlite_autoindex_oauth_tokens_1 on oauth_tokens
 ;
 -- index sqlite_autoindex_oauth_tokens_2 on oauth_tokens
+;
+-- index sqlite_autoindex_oidc_assertions_1 on oidc_assertions
+;
+-- index sqlite_autoindex_oidc_client_people_1 on oidc_client_people
+;
+-- index sqlite_autoindex_oidc_clients_1 on oidc_clients
+;
+-- index sqlite_autoindex_oidc_keys_1 on oidc_keys
 ;
 -- index sqlite_autoindex_person_channels_1 on person_channels
 ;
@@ -475,6 +489,42 @@ CREATE TABLE oauth_tokens (
 	expires_at TIMESTAMP NOT NULL,
 	used_at TIMESTAMP,
 	revoked_at TIMESTAMP
+);
+-- table oidc_assertions on oidc_assertions
+CREATE TABLE oidc_assertions (
+	client_id TEXT NOT NULL,
+	jti TEXT NOT NULL,
+	expires_at TIMESTAMP NOT NULL,
+	PRIMARY KEY (client_id, jti)
+);
+-- table oidc_client_people on oidc_client_people
+CREATE TABLE oidc_client_people (
+	client_id TEXT NOT NULL REFERENCES oidc_clients(id),
+	person_id TEXT NOT NULL REFERENCES persons(id),
+	PRIMARY KEY (client_id, person_id)
+);
+-- table oidc_clients on oidc_clients
+CREATE TABLE oidc_clients (
+	id TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	name TEXT NOT NULL,
+	auth_method TEXT NOT NULL,
+	secret_sha256 TEXT NOT NULL DEFAULT '',
+	jwks TEXT NOT NULL DEFAULT '',
+	delivery_mode TEXT NOT NULL,
+	notification_endpoint TEXT NOT NULL DEFAULT '',
+	agent_id TEXT NOT NULL REFERENCES agents(id),
+	created_by TEXT NOT NULL,
+	created_at TIMESTAMP NOT NULL,
+	revoked_at TIMESTAMP
+);
+-- table oidc_keys on oidc_keys
+CREATE TABLE oidc_keys (
+	kid TEXT PRIMARY KEY,
+	private_jwk TEXT NOT NULL,
+	created_at TIMESTAMP NOT NULL,
+	retired_at TIMESTAMP,
+	published_until TIMESTAMP
 );
 -- table person_channels on person_channels
 CREATE TABLE person_channels (
