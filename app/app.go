@@ -106,6 +106,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	sender := push.NewSender(store, keys, push.Options{BaseURL: cfg.BaseURL, Contact: cfg.PushContact, AllowedHosts: cfg.PushHosts, Workers: cfg.PushWorkers, RetryBase: cfg.PushRetry, Logger: log, Outcome: pushed})
 	messenger := channels.NewSender(store, channels.Options{BaseURL: cfg.BaseURL, Channels: channelsOf(cfg), RetryBase: cfg.ChannelRetry, Logger: log, Outcome: messaged})
 	authz := oauth.New(store, cfg.BaseURL, cfg.BaseURL+"/mcp")
+	authz.NotificationPrivateHosts = cfg.ChannelPrivate
 	var instance mcp.Instance
 	if cfg.InstanceURL != "" {
 		instance = mcp.Instance{ID: mcp.NewInstanceID(), Address: store.InstanceAddress, Secret: cfg.InstanceSecret}

@@ -24,6 +24,9 @@ func oauthAnswer(c echo.Context, status int, v any) error {
 }
 
 func oauthFailed(c echo.Context, e *oauth.Error) error {
+	if e.Challenge != "" {
+		c.Response().Header().Set(echo.HeaderWWWAuthenticate, e.Challenge)
+	}
 	return oauthAnswer(c, e.Status, e)
 }
 

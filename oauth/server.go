@@ -65,11 +65,17 @@ type Server struct {
 	// MaxUnconnectedClients caps registration (MaxUnconnectedClients unless
 	// a test sets another).
 	MaxUnconnectedClients int
+	// NotificationPrivateHosts are the hosts (or host:port) on private
+	// addresses a CIBA client's notification endpoint may name over http
+	// or at a private address (COUNTERSIGN_CHANNEL_PRIVATE_HOSTS).
+	NotificationPrivateHosts []string
 }
 
 // New makes the authorization server of the service at issuer, for the MCP
-// endpoint at resource.
+// endpoint at resource. It is the OpenID provider too: the store makes the
+// provider's signing key with this package's maker at first need.
 func New(store *models.Store, issuer, resource string) *Server {
+	store.SetSigningKeyMaker(makeSigningKey)
 	return &Server{store: store, issuer: issuer, resource: resource, Documents: NewDocuments(), MaxUnconnectedClients: MaxUnconnectedClients}
 }
 
@@ -143,6 +149,9 @@ type Error struct {
 	Code        string `json:"error"`
 	Description string `json:"error_description,omitempty"`
 	Status      int    `json:"-"`
+	// Challenge is the WWW-Authenticate header to send with it, if any: a
+	// client that tried HTTP Basic and failed (RFC 6749 §5.2).
+	Challenge string `json:"-"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Description }
