@@ -117,7 +117,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_NTFY_TOKEN", "", "The access token of `COUNTERSIGN_NTFY_URL`'s topic, when it needs one."},
 	{"COUNTERSIGN_WEBHOOK_URL", "", "A URL the default account posts every ask to as a JSON event signed as Standard Webhooks sign (PagerDuty, Opsgenie, anything); set at every start as the shared channel `webhook`."},
 	{"COUNTERSIGN_WEBHOOK_SECRET", "", "The signing secret of `COUNTERSIGN_WEBHOOK_URL`: `whsec_` and at least 24 random bytes in base64 (`whsec_$(openssl rand -base64 32)`); the receiver verifies with it."},
-	{"COUNTERSIGN_CHANNEL_PRIVATE_HOSTS", "", "Comma-separated `host:port` (or hosts) on private or loopback addresses that shared channels (webhooks, ntfy, Teams) may post to; every other private address is refused, after the name is resolved."},
+	{"COUNTERSIGN_CHANNEL_PRIVATE_HOSTS", "", "Comma-separated `host:port` (or hosts) on private or loopback addresses that shared channels (webhooks, ntfy, Teams) may post to, and that a CIBA client's ping notification endpoint may name (over http too); every other private address is refused, after the name is resolved."},
 	{"COUNTERSIGN_CHANNEL_RETRY", "1s", "Wait before the first retry of a channel message refused for now (a channel's own `Retry-After` is honoured when longer); it doubles up to 10 minutes, and a message tried 8 times is dead (Admin → Channels)."},
 	{"COUNTERSIGN_SESSION_IDLE_WEB", "12h", "A web session unused this long ends; it ends 30 days after sign-in in any case. From `2m` to `720h`."},
 	{"COUNTERSIGN_SESSION_IDLE", "30m", "An agent session (`session_start`) that has not heartbeated this long ends by itself. Any Go duration of `1s` or more."},
