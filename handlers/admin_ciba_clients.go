@@ -85,14 +85,14 @@ func (h *Handlers) AdminCIBAClientRegister(c echo.Context) error {
 	f := views.CIBAClientForm{Name: strings.TrimSpace(form.Get("name")), Method: form.Get("method"), JWKS: form.Get("jwks"),
 		Mode: form.Get("mode"), NotificationEndpoint: strings.TrimSpace(form.Get("notification_endpoint")), PersonIDs: form["person"]}
 	in := oauth.CIBAClientRegistration{AccountID: viewerOf(c).account.ID, Name: f.Name, AuthMethod: f.Method, DeliveryMode: f.Mode,
-		NotificationEndpoint: f.NotificationEndpoint, PersonIDs: f.PersonIDs, CreatedBy: viewerOf(c).member.Subject}
+		PersonIDs: f.PersonIDs, CreatedBy: viewerOf(c).member.Subject}
+	// The form shows the JWK Set and the endpoint whatever the method and
+	// mode chosen: each is taken only where it applies.
 	if f.Method == oidc.AuthPrivateKeyJWT {
 		in.JWKS = f.JWKS
 	}
 	if f.Mode == oidc.DeliveryPing {
 		in.NotificationEndpoint = f.NotificationEndpoint
-	} else {
-		in.NotificationEndpoint = "" // the form shows the field for either mode
 	}
 	cl, secret, err := h.oauth.RegisterCIBAClient(c.Request().Context(), in)
 	if msg, status, ok := refusalOf(err); ok {

@@ -59,11 +59,11 @@ func (s *Provider) CurrentSigningKey(ctx context.Context) (*SigningKey, error) {
 	if err == nil || !errors.Is(err, gorm.ErrRecordNotFound) {
 		return k, err
 	}
-	make := s.maker()
-	if make == nil {
+	mk := s.maker()
+	if mk == nil {
 		return nil, core.Refuse(core.FailedPrecondition, "key", "the provider has no signing key and no way to make one")
 	}
-	kid, jwk, err := make()
+	kid, jwk, err := mk()
 	if err != nil {
 		return nil, fmt.Errorf("make signing key: %w", err)
 	}
