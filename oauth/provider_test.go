@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -196,6 +197,14 @@ func TestTheOpenIDConfigurationDescribesTheCIBAProvider(t *testing.T) {
 	}
 	if h := jws.Signatures[0].Protected; h.Algorithm != "ES256" || h.KeyID != set.Keys[0].KeyID || h.ExtraHeaders["typ"] != "JWT" {
 		t.Errorf("the JWT's header is %+v, want alg ES256, the key's kid and typ JWT", h)
+	}
+	res, err := http.Get(env.URL + oauth.JWKSPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/jwk-set+json") {
+		t.Errorf("the JWK Set is served as %q, want application/jwk-set+json", ct)
 	}
 	var published struct{ Keys []map[string]any }
 	getJSON(t, env.URL+oauth.JWKSPath, &published)
