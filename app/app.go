@@ -111,6 +111,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	authz := oauth.New(store, cfg.BaseURL, cfg.BaseURL+"/mcp")
 	authz.CIBA = cfg.CIBA
 	pinger := oauth.NewPinger(store, channels.Guard{AllowPrivate: cfg.ChannelPrivate}.Client(20*time.Second), cfg.ChannelRetry, log)
+	authz.NotificationPrivateHosts = cfg.ChannelPrivate
 	var instance mcp.Instance
 	if cfg.InstanceURL != "" {
 		instance = mcp.Instance{ID: mcp.NewInstanceID(), Address: store.InstanceAddress, Secret: cfg.InstanceSecret}

@@ -121,7 +121,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_NTFY_TOKEN", "", "The access token of `COUNTERSIGN_NTFY_URL`'s topic, when it needs one."},
 	{"COUNTERSIGN_WEBHOOK_URL", "", "A URL the default account posts every ask to as a JSON event signed as Standard Webhooks sign (PagerDuty, Opsgenie, anything); set at every start as the shared channel `webhook`."},
 	{"COUNTERSIGN_WEBHOOK_SECRET", "", "The signing secret of `COUNTERSIGN_WEBHOOK_URL`: `whsec_` and at least 24 random bytes in base64 (`whsec_$(openssl rand -base64 32)`); the receiver verifies with it."},
-	{"COUNTERSIGN_CHANNEL_PRIVATE_HOSTS", "", "Comma-separated `host:port` (or hosts) on private or loopback addresses that shared channels (webhooks, ntfy, Teams) may post to; every other private address is refused, after the name is resolved."},
+	{"COUNTERSIGN_CHANNEL_PRIVATE_HOSTS", "", "Comma-separated `host:port` (or hosts) on private or loopback addresses that shared channels (webhooks, ntfy, Teams) may post to, and that a CIBA client's ping notification endpoint may name (over http too); every other private address is refused, after the name is resolved."},
 	{"COUNTERSIGN_CHANNEL_RETRY", "1s", "Wait before the first retry of a channel message refused for now (a channel's own `Retry-After` is honoured when longer); it doubles up to 10 minutes, and a message tried 8 times is dead (Admin → Channels)."},
 	{"COUNTERSIGN_CIBA_MAX_EXPIRY", "10m", "The longest a CIBA request waits for its person: a client's `requested_expiry` is cut to it, and a request naming none gets it. From `1m` to `24h`."},
 	{"COUNTERSIGN_CIBA_PER_PERSON", "5", "The most CIBA requests a minute for one person, from every client together; past it a request is refused with 429 `slow_down` and `Retry-After`. From `1` to `1000`."},

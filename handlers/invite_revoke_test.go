@@ -178,7 +178,7 @@ func TestAdminIsAnIndexOfTheAdminPages(t *testing.T) {
 	for _, a := range elements(index[0], func(n *html.Node) bool { return n.Data == "a" }) {
 		links = append(links, attrOf(a, "href"))
 	}
-	want := []string{"/admin/members", "/admin/agents", "/admin/runners", "/policies", "/admin/rules", "/admin/channels", "/admin/audit"}
+	want := []string{"/admin/members", "/admin/agents", "/admin/runners", "/policies", "/admin/rules", "/admin/channels", "/admin/ciba-clients", "/admin/audit"}
 	if strings.Join(links, " ") != strings.Join(want, " ") {
 		t.Errorf("the index links to %v, want %v", links, want)
 	}

@@ -33,6 +33,10 @@ func (h *Handlers) oauthRoutes(e *echo.Echo) {
 	}
 	e.GET(oauth.MetadataPath, h.OAuthMetadata, allowAnyOrigin)
 	e.OPTIONS(oauth.MetadataPath, noContent, allowAnyOrigin)
+	e.GET(oauth.OpenIDConfigurationPath, h.OpenIDConfiguration, allowAnyOrigin)
+	e.OPTIONS(oauth.OpenIDConfigurationPath, noContent, allowAnyOrigin)
+	e.GET(oauth.JWKSPath, h.OpenIDJWKS, allowAnyOrigin)
+	e.OPTIONS(oauth.JWKSPath, noContent, allowAnyOrigin)
 	for path, handler := range map[string]echo.HandlerFunc{
 		oauth.TokenPath: h.OAuthToken, oauth.RegisterPath: h.OAuthRegister, oauth.RevokePath: h.OAuthRevoke,
 	} {
@@ -63,4 +67,23 @@ func (h *Handlers) OAuthMetadata(c echo.Context) error {
 	}
 	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
 	return c.JSON(http.StatusOK, doc)
+}
+
+// OpenIDConfiguration serves the OpenID Provider metadata (OpenID Connect
+// Discovery 1.0) of the CIBA provider.
+func (h *Handlers) OpenIDConfiguration(c echo.Context) error {
+	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
+	return c.JSON(http.StatusOK, h.oauth.OpenIDConfiguration(c.Request().Context()))
+}
+
+// OpenIDJWKS serves the provider's public signing keys. It is cached for
+// minutes only: a rotation must reach verifiers within its overlap.
+func (h *Handlers) OpenIDJWKS(c echo.Context) error {
+	set, err := h.oauth.JWKS(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "public, max-age=300")
+	c.Response().Header().Set(echo.HeaderContentType, "application/jwk-set+json")
+	return c.JSON(http.StatusOK, set)
 }

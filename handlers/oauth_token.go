@@ -27,6 +27,9 @@ func oauthFailed(c echo.Context, e *oauth.Error) error {
 	if e.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
+	if e.Challenge != "" {
+		c.Response().Header().Set(echo.HeaderWWWAuthenticate, e.Challenge)
+	}
 	return oauthAnswer(c, e.Status, e)
 }
 

@@ -52,6 +52,7 @@ var flashes = map[string]string{
 	"agent-reenabled":        "Agent re-enabled: its token works again. The asks cancelled when it was blocked stay cancelled.",
 	"agent-deleted":          "Agent deleted.",
 	"runner-disabled":        "Runner disabled: its token stops working and its runs that had not ended failed.",
+	"ciba-client-revoked":    "CIBA client revoked: it can no longer authenticate, and its open asks were cancelled.",
 	"client-disconnected":    "Client disconnected: its tokens stop working and its open asks are cancelled.",
 	"policy-revoked":         "Auto-approve is off: asks wait for you again.",
 	"window-revoked":         "Window turned off: its asks wait for you again.",

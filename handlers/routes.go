@@ -206,6 +206,11 @@ func (h *Handlers) Routes(agents AgentEndpoint) *echo.Echo {
 	admin.POST("/channels", h.AdminChannelSave)
 	admin.POST("/channels/:name/remove", h.AdminChannelRemove)
 	admin.POST("/channels/:name/test", h.AdminChannelTest)
+	if h.oauth != nil {
+		admin.GET("/ciba-clients", h.AdminCIBAClients)
+		admin.POST("/ciba-clients", h.AdminCIBAClientRegister)
+		admin.POST("/ciba-clients/:id/revoke", h.AdminCIBAClientRevoke)
+	}
 	return e
 }
 

@@ -35,12 +35,12 @@ type Store struct {
 	*outbox.Queue
 	*people.Directory
 	*grants.Issuer
+	*oidc.Provider
 	*rules.Book
 	*runners.Registry
 	*work.Tracker
 	*policy.Policies
 	*audit.Trail
-	*oidc.Provider
 	// askTTL is an ask's life unless its kind sets a shorter one.
 	askTTL time.Duration
 	// approvalShape and eventShape are the inserts fileInOneStatement
@@ -57,8 +57,8 @@ func NewStore(db *gorm.DB, dialect core.Dialect, askTTL time.Duration) *Store {
 	pe := people.NewDirectory(c, al, ou)
 	s := &Store{
 		Store: c, Upkeep: ops.NewUpkeep(c), Lifecycle: al, Queue: ou, Directory: pe,
-		Issuer: grants.NewIssuer(c, al, pe), Book: rules.NewBook(c, al, ou, pe), Registry: runners.NewRegistry(c, al),
-		Tracker: work.NewTracker(c, al), Policies: policy.NewPolicies(c, al), Trail: audit.NewTrail(c), Provider: oidc.NewProvider(c),
+		Issuer: grants.NewIssuer(c, al, pe), Provider: oidc.NewProvider(c), Book: rules.NewBook(c, al, ou, pe), Registry: runners.NewRegistry(c, al),
+		Tracker: work.NewTracker(c, al), Policies: policy.NewPolicies(c, al), Trail: audit.NewTrail(c),
 		askTTL: askTTL,
 	}
 	al.OnMove(ou.PushesOnMove)

@@ -18,11 +18,10 @@ import (
 	"github.com/countersign/countersign/models/people"
 )
 
-// The CIBA endpoints and grant (OpenID CIBA Core 1.0).
+// The CIBA endpoints (OpenID CIBA Core 1.0) and introspection (RFC 7662).
 const (
 	BackchannelPath = "/oauth/backchannel"
 	IntrospectPath  = "/oauth/introspect"
-	CIBAGrantType   = "urn:openid:params:grant-type:ciba"
 )
 
 // CIBALimits bound what a CIBA client may ask for.

@@ -67,11 +67,17 @@ type Server struct {
 	MaxUnconnectedClients int
 	// CIBA bounds CIBA requests (DefaultCIBALimits unless configured).
 	CIBA CIBALimits
+	// NotificationPrivateHosts are the hosts (or host:port) on private
+	// addresses a CIBA client's notification endpoint may name over http
+	// or at a private address (COUNTERSIGN_CHANNEL_PRIVATE_HOSTS).
+	NotificationPrivateHosts []string
 }
 
 // New makes the authorization server of the service at issuer, for the MCP
-// endpoint at resource.
+// endpoint at resource. It is the OpenID provider too: the store makes the
+// provider's signing key with this package's maker at first need.
 func New(store *models.Store, issuer, resource string) *Server {
+	store.SetSigningKeyMaker(makeSigningKey)
 	return &Server{store: store, issuer: issuer, resource: resource, Documents: NewDocuments(), MaxUnconnectedClients: MaxUnconnectedClients, CIBA: DefaultCIBALimits}
 }
 
@@ -147,6 +153,9 @@ type Error struct {
 	Status      int    `json:"-"`
 	// RetryAfter, when set, is sent as the Retry-After header (a 429).
 	RetryAfter time.Duration `json:"-"`
+	// Challenge is the WWW-Authenticate header to send with it, if any: a
+	// client that tried HTTP Basic and failed (RFC 6749 §5.2).
+	Challenge string `json:"-"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Description }

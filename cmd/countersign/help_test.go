@@ -42,6 +42,11 @@ var helpCommands = []struct {
 	{[]string{"gate"}, "countersign gate --rules gate.json"},
 	{[]string{"ask"}, "usage: countersign ask --title TEXT"},
 	{[]string{"doctor"}, "usage: countersign doctor"},
+	{[]string{"ciba-client", "add"}, "countersign ciba-client add --name NAME"},
+	{[]string{"ciba-client", "list"}, "countersign ciba-client list"},
+	{[]string{"ciba-client", "revoke"}, "countersign ciba-client revoke ID"},
+	{[]string{"oidc", "keys"}, "countersign oidc keys"},
+	{[]string{"oidc", "rotate-key"}, "countersign oidc rotate-key"},
 }
 
 // Every command's --help (and -h, and -help) prints its usage on stdout and

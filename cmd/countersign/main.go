@@ -57,6 +57,13 @@ Usage:
                                                set an approval rule (two people for what matters); applies at once
   countersign rule list [--account NAME]       the rules in force, built-ins included
   countersign rule remove ID [--account NAME]  remove a rule (a built-in is switched off)
+  countersign ciba-client add --name N --method private_key_jwt --jwks FILE | --method client_secret_basic
+                 --person SUBJECT … [--mode poll|ping] [--notification-endpoint URL] [--account NAME]
+                                               register an OpenID CIBA client and the people it may ask
+  countersign ciba-client list [--account NAME]
+  countersign ciba-client revoke ID [--account NAME]
+  countersign oidc keys                        the OpenID provider's published signing keys
+  countersign oidc rotate-key [--overlap 24h]  make a new signing key; the old one stays published for the overlap
   countersign doctor [--open URL]              check the configuration serve runs with and say what to fix: https
                                                or localhost, the RP ID, VAPID keys, clock, database, push services;
                                                exit 0 when all is OK, 1 when not
@@ -123,11 +130,13 @@ var commandUsage = map[string]string{
 	"ask":         askUsage,
 	"audit":       auditUsage,
 	"backup":      backupUsage,
+	"ciba-client": cibaClientUsage,
 	"doctor":      doctorUsage,
 	"gate":        gateUsage,
 	"healthcheck": healthcheckUsage,
 	"invite":      inviteUsage,
 	"keys":        keysUsage,
+	"oidc":        oidcUsage,
 	"rule":        ruleUsage,
 	"runner":      runnerUsage,
 	"vapid":       "usage: countersign vapid        print the Web Push (VAPID) public key",
@@ -226,6 +235,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return ruleCommand(ctx, cfg, args, out)
 	case "backup":
 		return backupCommand(ctx, cfg, args, out)
+	case "ciba-client":
+		return cibaClientCommand(ctx, cfg, args, out)
+	case "oidc":
+		return oidcCommand(ctx, cfg, args, out)
 	}
 	return usageError{fmt.Sprintf("unknown command %q; run countersign help", cmd)}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/grants"
+	"github.com/countersign/countersign/models/oidc"
 	"github.com/countersign/countersign/models/people"
 	"github.com/countersign/countersign/models/policy"
 	"github.com/countersign/countersign/models/rules"
@@ -29,7 +30,8 @@ var AuditSteps = []string{"created", string(asks.EventApprove), string(asks.Even
 	policy.StepAutoApproveRequested, policy.StepPolicyEnabled, policy.StepPolicyReplaced, policy.StepPolicyRevoked, policy.StepPolicySkipped,
 	people.StepMemberJoined, people.StepInviteRevoked, people.StepPasskeyAdded, people.StepPasskeyRemoved, people.StepPersonRenamed,
 	string(asks.EventRunnerDisabled), runners.StepRunnerEnrolled, runners.StepRunnerDisabled,
-	grants.StepClientConnected, grants.StepClientDisconnected, people.StepAgentReenabled}
+	grants.StepClientConnected, grants.StepClientDisconnected, people.StepAgentReenabled,
+	oidc.StepCIBAClientRegistered, oidc.StepCIBAClientRevoked}
 
 // AuditFilter narrows the audit log. Empty and zero fields are no filter.
 type AuditFilter struct {

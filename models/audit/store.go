@@ -1,7 +1,7 @@
 // Package audit holds the audit trail: queries over every room's timeline
 // events and the hash chain that seals them.
-// It stands on the rooms asks, core, grants, people, policy, rules and
-// runners; only the rooms above it import it (docs/architecture.md).
+// It stands on the rooms asks, core, grants, oidc, people, policy, rules
+// and runners; only the rooms above it import it (docs/architecture.md).
 package audit
 
 import (

@@ -224,17 +224,54 @@ CREATE INDEX channel_messages_due ON channel_messages (done_at, not_before);
 CREATE INDEX channel_messages_approval ON channel_messages (approval_id, event);
 CREATE INDEX channel_messages_person ON channel_messages (person_id, event, created_at)
 `},
+	{33, "oidc: provider signing keys, CIBA clients, the people each may ask, spent client assertions", `
+CREATE TABLE oidc_keys (
+	kid TEXT PRIMARY KEY,
+	private_jwk TEXT NOT NULL,
+	created_at {{time}} NOT NULL,
+	retired_at {{time}},
+	published_until {{time}}
+);
+CREATE UNIQUE INDEX oidc_keys_one_current ON oidc_keys ((retired_at IS NULL)) WHERE retired_at IS NULL;
+CREATE TABLE oidc_clients (
+	id TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	name TEXT NOT NULL,
+	auth_method TEXT NOT NULL,
+	secret_sha256 TEXT NOT NULL DEFAULT '',
+	jwks TEXT NOT NULL DEFAULT '',
+	delivery_mode TEXT NOT NULL,
+	notification_endpoint TEXT NOT NULL DEFAULT '',
+	agent_id TEXT NOT NULL REFERENCES agents(id),
+	created_by TEXT NOT NULL,
+	created_at {{time}} NOT NULL,
+	revoked_at {{time}}
+);
+CREATE INDEX oidc_clients_account ON oidc_clients (account_id, created_at);
+CREATE TABLE oidc_client_people (
+	client_id TEXT NOT NULL REFERENCES oidc_clients(id),
+	person_id TEXT NOT NULL REFERENCES persons(id),
+	PRIMARY KEY (client_id, person_id)
+);
+CREATE TABLE oidc_assertions (
+	client_id TEXT NOT NULL,
+	jti TEXT NOT NULL,
+	expires_at {{time}} NOT NULL,
+	PRIMARY KEY (client_id, jti)
+);
+CREATE INDEX oidc_assertions_expiry ON oidc_assertions (expires_at)
+`},
 	// CIBA (OpenID Client-Initiated Backchannel Authentication): each
 	// request a client made, kept by the SHA-256 of its auth_req_id, with
 	// the ask it filed, its polls and, in ping mode, the notification owed
 	// to the client (its token and the plain auth_req_id the notification
 	// names, kept for ping alone); and the access tokens the requests ended
 	// in, kept hashed, for introspection.
-	{33, "CIBA requests and the access tokens they end in", `
+	{34, "CIBA requests and the access tokens they end in", `
 CREATE TABLE ciba_requests (
 	id TEXT PRIMARY KEY,
 	account_id TEXT NOT NULL REFERENCES accounts(id),
-	client_id TEXT NOT NULL,
+	client_id TEXT NOT NULL REFERENCES oidc_clients(id),
 	approval_id TEXT NOT NULL UNIQUE,
 	person_id TEXT NOT NULL REFERENCES persons(id),
 	subject TEXT NOT NULL,

@@ -23,16 +23,16 @@ func dueRequests(tx *gorm.DB, now time.Time) *gorm.DB {
 // ClaimPings leases up to n requests whose ping is due. A lease that runs
 // out (the sender died) makes the ping due again; the client's endpoint
 // may then hear of the request twice, which CIBA allows (it polls once).
-func (p *Provider) ClaimPings(ctx context.Context, n int, lease time.Duration) ([]Request, error) {
-	now := p.Now()
+func (s *Provider) ClaimPings(ctx context.Context, n int, lease time.Duration) ([]Request, error) {
+	now := s.Now()
 	var first []string
-	if err := dueRequests(p.DB().WithContext(ctx), now).Limit(1).Pluck("id", &first).Error; err != nil || len(first) == 0 {
+	if err := dueRequests(s.DB().WithContext(ctx), now).Limit(1).Pluck("id", &first).Error; err != nil || len(first) == 0 {
 		return nil, err
 	}
 	var out []Request
-	err := p.Write(ctx, func(tx *gorm.DB) error {
+	err := s.Write(ctx, func(tx *gorm.DB) error {
 		q := dueRequests(tx, now).Order("notify_due_at").Limit(n)
-		if p.Dialect() == core.Postgres {
+		if s.Dialect() == core.Postgres {
 			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
 		}
 		var ids []string
@@ -53,38 +53,38 @@ func (p *Provider) ClaimPings(ctx context.Context, n int, lease time.Duration) (
 
 // PingSent records that the client's endpoint took the ping; the plain
 // auth_req_id and the client's token, kept only for it, are forgotten.
-func (p *Provider) PingSent(ctx context.Context, r *Request) error {
-	return p.finishPing(ctx, r, map[string]any{"notified_at": p.Now(), "notify_leased_until": nil, "notify_error": "", "auth_req_id": "", "notification_token": ""})
+func (s *Provider) PingSent(ctx context.Context, r *Request) error {
+	return s.finishPing(ctx, r, map[string]any{"notified_at": s.Now(), "notify_leased_until": nil, "notify_error": "", "auth_req_id": "", "notification_token": ""})
 }
 
 // PingRetry schedules another try at notBefore; after MaxPingAttempts, or
 // past the request's life, the ping is given up.
-func (p *Provider) PingRetry(ctx context.Context, r *Request, notBefore time.Time, reason string) error {
+func (s *Provider) PingRetry(ctx context.Context, r *Request, notBefore time.Time, reason string) error {
 	set := map[string]any{"notify_due_at": notBefore, "notify_leased_until": nil, "notify_error": clip(reason)}
 	if r.NotifyAttempts >= MaxPingAttempts || !notBefore.Before(r.ExpiresAt.Add(time.Hour)) {
-		return p.PingDead(ctx, r, reason)
+		return s.PingDead(ctx, r, reason)
 	}
-	return p.finishPing(ctx, r, set)
+	return s.finishPing(ctx, r, set)
 }
 
 // PingDead gives a ping up for good; the client can still poll.
-func (p *Provider) PingDead(ctx context.Context, r *Request, reason string) error {
-	return p.finishPing(ctx, r, map[string]any{"notified_at": p.Now(), "notify_leased_until": nil, "notify_error": "gave up: " + clip(reason),
+func (s *Provider) PingDead(ctx context.Context, r *Request, reason string) error {
+	return s.finishPing(ctx, r, map[string]any{"notified_at": s.Now(), "notify_leased_until": nil, "notify_error": "gave up: " + clip(reason),
 		"auth_req_id": "", "notification_token": ""})
 }
 
 // finishPing writes set while this sender still holds the ping: its
 // attempts are still the claim's.
-func (p *Provider) finishPing(ctx context.Context, r *Request, set map[string]any) error {
-	return p.Write(ctx, func(tx *gorm.DB) error {
+func (s *Provider) finishPing(ctx context.Context, r *Request, set map[string]any) error {
+	return s.Write(ctx, func(tx *gorm.DB) error {
 		return tx.Model(&Request{}).Where("id = ? AND notified_at IS NULL AND notify_attempts = ?", r.ID, r.NotifyAttempts).Updates(set).Error
 	})
 }
 
 // NextPingDue says when the earliest owed ping is due, or zero.
-func (p *Provider) NextPingDue(ctx context.Context) (time.Time, error) {
+func (s *Provider) NextPingDue(ctx context.Context) (time.Time, error) {
 	var next []time.Time
-	err := p.DB().WithContext(ctx).Model(&Request{}).Where("notify_due_at IS NOT NULL AND notified_at IS NULL").
+	err := s.DB().WithContext(ctx).Model(&Request{}).Where("notify_due_at IS NOT NULL AND notified_at IS NULL").
 		Order("notify_due_at").Limit(1).Pluck("notify_due_at", &next).Error
 	if err != nil || len(next) == 0 {
 		return time.Time{}, err

@@ -66,14 +66,14 @@ type AccessToken struct {
 func (AccessToken) TableName() string { return "oidc_access_tokens" }
 
 // InsertRequest writes a request in the transaction that filed its ask.
-func (p *Provider) InsertRequest(tx *gorm.DB, r *Request) error {
+func (s *Provider) InsertRequest(tx *gorm.DB, r *Request) error {
 	return tx.Create(r).Error
 }
 
 // RequestsSince counts the requests made for a person (column person_id)
 // or by a client (client_id) since a time, in the transaction about to
 // add one: the rate limits read it.
-func (p *Provider) RequestsSince(tx *gorm.DB, column, value string, since time.Time) (int64, error) {
+func (s *Provider) RequestsSince(tx *gorm.DB, column, value string, since time.Time) (int64, error) {
 	if column != "person_id" && column != "client_id" {
 		return 0, fmt.Errorf("requests since: no column %q", column)
 	}
@@ -84,7 +84,7 @@ func (p *Provider) RequestsSince(tx *gorm.DB, column, value string, since time.T
 
 // OldestRequestSince is when the oldest request counted by RequestsSince
 // was made, to say when the limit lets the next one in.
-func (p *Provider) OldestRequestSince(tx *gorm.DB, column, value string, since time.Time) (time.Time, error) {
+func (s *Provider) OldestRequestSince(tx *gorm.DB, column, value string, since time.Time) (time.Time, error) {
 	if column != "person_id" && column != "client_id" {
 		return time.Time{}, fmt.Errorf("requests since: no column %q", column)
 	}
@@ -130,11 +130,11 @@ type Poll struct {
 // made, bound to the client. issue is called inside the redemption's
 // transaction with what was redeemed: its error undoes the redemption, so a
 // client never loses tokens it was not given.
-func (p *Provider) Poll(ctx context.Context, clientID, requestID string, accessLife time.Duration, issue func(*Poll) error) (*Poll, error) {
+func (s *Provider) Poll(ctx context.Context, clientID, requestID string, accessLife time.Duration, issue func(*Poll) error) (*Poll, error) {
 	out := &Poll{}
-	err := p.Write(ctx, func(tx *gorm.DB) error {
+	err := s.Write(ctx, func(tx *gorm.DB) error {
 		var r Request
-		err := p.Lock(tx).Where("id = ?", requestID).Take(&r).Error
+		err := s.Lock(tx).Where("id = ?", requestID).Take(&r).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && (r.ClientID != clientID || r.RedeemedAt != nil)) {
 			return ErrNotRedeemable
 		}
@@ -146,7 +146,7 @@ func (p *Provider) Poll(ctx context.Context, clientID, requestID string, accessL
 			return err
 		}
 		out.Request, out.Approval = &r, &a
-		now := p.Now()
+		now := s.Now()
 		switch {
 		case a.Status == asks.StatusApproved:
 			token := core.RandomToken("cat_")
@@ -185,9 +185,9 @@ func (p *Provider) Poll(ctx context.Context, clientID, requestID string, accessL
 
 // AccessTokenByHash finds an access token by its SHA-256, whatever its
 // state: introspection says whether it is active.
-func (p *Provider) AccessTokenByHash(ctx context.Context, hash string) (*AccessToken, error) {
+func (s *Provider) AccessTokenByHash(ctx context.Context, hash string) (*AccessToken, error) {
 	var t AccessToken
-	err := p.DB().WithContext(ctx).Where("token_sha256 = ?", hash).Take(&t).Error
+	err := s.DB().WithContext(ctx).Where("token_sha256 = ?", hash).Take(&t).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, core.Refuse(core.NotFound, "token", "no such access token")
 	}
@@ -195,9 +195,9 @@ func (p *Provider) AccessTokenByHash(ctx context.Context, hash string) (*AccessT
 }
 
 // CIBARequest is the request with that SHA-256 id.
-func (p *Provider) CIBARequest(ctx context.Context, requestID string) (*Request, error) {
+func (s *Provider) CIBARequest(ctx context.Context, requestID string) (*Request, error) {
 	var r Request
-	err := p.DB().WithContext(ctx).Where("id = ?", requestID).Take(&r).Error
+	err := s.DB().WithContext(ctx).Where("id = ?", requestID).Take(&r).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, core.Refuse(core.NotFound, "auth_req_id", "no such CIBA request")
 	}
@@ -207,10 +207,10 @@ func (p *Provider) CIBARequest(ctx context.Context, requestID string) (*Request,
 // RequestsOnMove makes a ping owed when an authorization ask ends: its
 // request, in ping mode, notifies the client from now on. It runs inside
 // the move's transaction, so an ended ask always owes its ping.
-func (p *Provider) RequestsOnMove(tx *gorm.DB, a *asks.Approval, from asks.Status, _ asks.Event) error {
+func (s *Provider) RequestsOnMove(tx *gorm.DB, a *asks.Approval, from asks.Status, _ asks.Event) error {
 	if a.Kind != ask.KindAuthorization || a.Status.Open() || !from.Open() {
 		return nil
 	}
 	return tx.Model(&Request{}).Where("approval_id = ? AND delivery_mode = ? AND notify_due_at IS NULL", a.ID, DeliveryPing).
-		Update("notify_due_at", p.Now()).Error
+		Update("notify_due_at", s.Now()).Error
 }

@@ -195,6 +195,30 @@ CREATE SEQUENCE public.channel_messages_seq_seq
 
 ALTER SEQUENCE public.channel_messages_seq_seq OWNED BY public.channel_messages.seq;
 
+CREATE TABLE public.ciba_requests (
+    id text NOT NULL,
+    account_id text NOT NULL,
+    client_id text NOT NULL,
+    approval_id text NOT NULL,
+    person_id text NOT NULL,
+    subject text NOT NULL,
+    scope text NOT NULL,
+    authorization_details text DEFAULT ''::text NOT NULL,
+    delivery_mode text NOT NULL,
+    notification_token text DEFAULT ''::text NOT NULL,
+    auth_req_id text DEFAULT ''::text NOT NULL,
+    poll_interval integer NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    polled_at timestamp with time zone,
+    redeemed_at timestamp with time zone,
+    notify_due_at timestamp with time zone,
+    notify_leased_until timestamp with time zone,
+    notify_attempts integer DEFAULT 0 NOT NULL,
+    notified_at timestamp with time zone,
+    notify_error text DEFAULT ''::text NOT NULL
+);
+
 CREATE TABLE public.decision_challenges (
     nonce text NOT NULL,
     approval_id text NOT NULL,
@@ -328,6 +352,55 @@ CREATE TABLE public.oauth_tokens (
     expires_at timestamp with time zone NOT NULL,
     used_at timestamp with time zone,
     revoked_at timestamp with time zone
+);
+
+CREATE TABLE public.oidc_access_tokens (
+    token_sha256 text NOT NULL,
+    account_id text NOT NULL,
+    client_id text NOT NULL,
+    request_id text NOT NULL,
+    approval_id text NOT NULL,
+    person_id text NOT NULL,
+    subject text NOT NULL,
+    scope text NOT NULL,
+    authorization_details text DEFAULT ''::text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    revoked_at timestamp with time zone
+);
+
+CREATE TABLE public.oidc_assertions (
+    client_id text NOT NULL,
+    jti text NOT NULL,
+    expires_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE public.oidc_client_people (
+    client_id text NOT NULL,
+    person_id text NOT NULL
+);
+
+CREATE TABLE public.oidc_clients (
+    id text NOT NULL,
+    account_id text NOT NULL,
+    name text NOT NULL,
+    auth_method text NOT NULL,
+    secret_sha256 text DEFAULT ''::text NOT NULL,
+    jwks text DEFAULT ''::text NOT NULL,
+    delivery_mode text NOT NULL,
+    notification_endpoint text DEFAULT ''::text NOT NULL,
+    agent_id text NOT NULL,
+    created_by text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    revoked_at timestamp with time zone
+);
+
+CREATE TABLE public.oidc_keys (
+    kid text NOT NULL,
+    private_jwk text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    retired_at timestamp with time zone,
+    published_until timestamp with time zone
 );
 
 CREATE TABLE public.person_channels (
@@ -580,6 +653,12 @@ ALTER TABLE ONLY public.channel_messages
 ALTER TABLE ONLY public.channel_messages
     ADD CONSTRAINT channel_messages_pkey PRIMARY KEY (seq);
 
+ALTER TABLE ONLY public.ciba_requests
+    ADD CONSTRAINT ciba_requests_approval_id_key UNIQUE (approval_id);
+
+ALTER TABLE ONLY public.ciba_requests
+    ADD CONSTRAINT ciba_requests_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.decision_challenges
     ADD CONSTRAINT decision_challenges_pkey PRIMARY KEY (nonce);
 
@@ -618,6 +697,21 @@ ALTER TABLE ONLY public.oauth_tokens
 
 ALTER TABLE ONLY public.oauth_tokens
     ADD CONSTRAINT oauth_tokens_token_hash_key UNIQUE (token_hash);
+
+ALTER TABLE ONLY public.oidc_access_tokens
+    ADD CONSTRAINT oidc_access_tokens_pkey PRIMARY KEY (token_sha256);
+
+ALTER TABLE ONLY public.oidc_assertions
+    ADD CONSTRAINT oidc_assertions_pkey PRIMARY KEY (client_id, jti);
+
+ALTER TABLE ONLY public.oidc_client_people
+    ADD CONSTRAINT oidc_client_people_pkey PRIMARY KEY (client_id, person_id);
+
+ALTER TABLE ONLY public.oidc_clients
+    ADD CONSTRAINT oidc_clients_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.oidc_keys
+    ADD CONSTRAINT oidc_keys_pkey PRIMARY KEY (kid);
 
 ALTER TABLE ONLY public.person_channels
     ADD CONSTRAINT person_channels_pkey PRIMARY KEY (account_id, person_id, kind);
@@ -727,6 +821,12 @@ CREATE INDEX channel_messages_due ON public.channel_messages USING btree (done_a
 
 CREATE INDEX channel_messages_person ON public.channel_messages USING btree (person_id, event, created_at);
 
+CREATE INDEX ciba_requests_client ON public.ciba_requests USING btree (client_id, created_at);
+
+CREATE INDEX ciba_requests_notify ON public.ciba_requests USING btree (notify_due_at);
+
+CREATE INDEX ciba_requests_person ON public.ciba_requests USING btree (person_id, created_at);
+
 CREATE INDEX decision_challenges_approval ON public.decision_challenges USING btree (approval_id);
 
 CREATE INDEX decision_challenges_expiry ON public.decision_challenges USING btree (expires_at);
@@ -752,6 +852,12 @@ CREATE INDEX oauth_tokens_agent ON public.oauth_tokens USING btree (agent_id);
 CREATE INDEX oauth_tokens_expiry ON public.oauth_tokens USING btree (expires_at);
 
 CREATE INDEX oauth_tokens_family ON public.oauth_tokens USING btree (family_id);
+
+CREATE INDEX oidc_assertions_expiry ON public.oidc_assertions USING btree (expires_at);
+
+CREATE INDEX oidc_clients_account ON public.oidc_clients USING btree (account_id, created_at);
+
+CREATE UNIQUE INDEX oidc_keys_one_current ON public.oidc_keys USING btree (((retired_at IS NULL))) WHERE (retired_at IS NULL);
 
 CREATE UNIQUE INDEX persons_subject_folded ON public.persons USING btree (subject_key);
 
@@ -821,6 +927,15 @@ ALTER TABLE ONLY public.aways
 ALTER TABLE ONLY public.aways
     ADD CONSTRAINT aways_person_id_fkey FOREIGN KEY (person_id) REFERENCES public.persons(id);
 
+ALTER TABLE ONLY public.ciba_requests
+    ADD CONSTRAINT ciba_requests_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+ALTER TABLE ONLY public.ciba_requests
+    ADD CONSTRAINT ciba_requests_client_id_fkey FOREIGN KEY (client_id) REFERENCES public.oidc_clients(id);
+
+ALTER TABLE ONLY public.ciba_requests
+    ADD CONSTRAINT ciba_requests_person_id_fkey FOREIGN KEY (person_id) REFERENCES public.persons(id);
+
 ALTER TABLE ONLY public.device_grants
     ADD CONSTRAINT device_grants_person_id_fkey FOREIGN KEY (person_id) REFERENCES public.persons(id);
 
@@ -850,6 +965,21 @@ ALTER TABLE ONLY public.oauth_connections
 
 ALTER TABLE ONLY public.oauth_tokens
     ADD CONSTRAINT oauth_tokens_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id);
+
+ALTER TABLE ONLY public.oidc_access_tokens
+    ADD CONSTRAINT oidc_access_tokens_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+ALTER TABLE ONLY public.oidc_client_people
+    ADD CONSTRAINT oidc_client_people_client_id_fkey FOREIGN KEY (client_id) REFERENCES public.oidc_clients(id);
+
+ALTER TABLE ONLY public.oidc_client_people
+    ADD CONSTRAINT oidc_client_people_person_id_fkey FOREIGN KEY (person_id) REFERENCES public.persons(id);
+
+ALTER TABLE ONLY public.oidc_clients
+    ADD CONSTRAINT oidc_clients_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);
+
+ALTER TABLE ONLY public.oidc_clients
+    ADD CONSTRAINT oidc_clients_agent_id_fkey FOREIGN KEY (agent_id) REFERENCES public.agents(id);
 
 ALTER TABLE ONLY public.person_channels
     ADD CONSTRAINT person_channels_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(id);

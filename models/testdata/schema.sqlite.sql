@@ -40,6 +40,12 @@ CREATE INDEX channel_messages_approval ON channel_messages (approval_id, event);
 CREATE INDEX channel_messages_due ON channel_messages (done_at, not_before);
 -- index channel_messages_person on channel_messages
 CREATE INDEX channel_messages_person ON channel_messages (person_id, event, created_at);
+-- index ciba_requests_client on ciba_requests
+CREATE INDEX ciba_requests_client ON ciba_requests (client_id, created_at);
+-- index ciba_requests_notify on ciba_requests
+CREATE INDEX ciba_requests_notify ON ciba_requests (notify_due_at);
+-- index ciba_requests_person on ciba_requests
+CREATE INDEX ciba_requests_person ON ciba_requests (person_id, created_at);
 -- index decision_challenges_approval on decision_challenges
 CREATE INDEX decision_challenges_approval ON decision_challenges (approval_id);
 -- index decision_challenges_expiry on decision_challenges
@@ -66,6 +72,12 @@ CREATE INDEX oauth_tokens_agent ON oauth_tokens (agent_id);
 CREATE INDEX oauth_tokens_expiry ON oauth_tokens (expires_at);
 -- index oauth_tokens_family on oauth_tokens
 CREATE INDEX oauth_tokens_family ON oauth_tokens (family_id);
+-- index oidc_assertions_expiry on oidc_assertions
+CREATE INDEX oidc_assertions_expiry ON oidc_assertions (expires_at);
+-- index oidc_clients_account on oidc_clients
+CREATE INDEX oidc_clients_account ON oidc_clients (account_id, created_at);
+-- index oidc_keys_one_current on oidc_keys
+CREATE UNIQUE INDEX oidc_keys_one_current ON oidc_keys ((retired_at IS NULL)) WHERE retired_at IS NULL;
 -- index persons_subject_folded on persons
 CREATE UNIQUE INDEX persons_subject_folded ON persons (subject_key);
 -- index policies_account on policies
@@ -120,6 +132,10 @@ CREATE INDEX runner_report_signatures_expiry ON runner_report_signatures (expire
 ;
 -- index sqlite_autoindex_channel_messages_1 on channel_messages
 ;
+-- index sqlite_autoindex_ciba_requests_1 on ciba_requests
+;
+-- index sqlite_autoindex_ciba_requests_2 on ciba_requests
+;
 -- index sqlite_autoindex_decision_challenges_1 on decision_challenges
 ;
 -- index sqlite_autoindex_device_grants_1 on device_grants
@@ -143,6 +159,16 @@ CREATE INDEX runner_report_signatures_expiry ON runner_report_signatures (expire
 -- index sqlite_autoindex_oauth_tokens_1 on oauth_tokens
 ;
 -- index sqlite_autoindex_oauth_tokens_2 on oauth_tokens
+;
+-- index sqlite_autoindex_oidc_access_tokens_1 on oidc_access_tokens
+;
+-- index sqlite_autoindex_oidc_assertions_1 on oidc_assertions
+;
+-- index sqlite_autoindex_oidc_client_people_1 on oidc_client_people
+;
+-- index sqlite_autoindex_oidc_clients_1 on oidc_clients
+;
+-- index sqlite_autoindex_oidc_keys_1 on oidc_keys
 ;
 -- index sqlite_autoindex_person_channels_1 on person_channels
 ;
@@ -353,6 +379,30 @@ CREATE TABLE channel_messages (
 	last_error TEXT NOT NULL DEFAULT '',
 	remote_ref TEXT NOT NULL DEFAULT ''
 );
+-- table ciba_requests on ciba_requests
+CREATE TABLE ciba_requests (
+	id TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	client_id TEXT NOT NULL REFERENCES oidc_clients(id),
+	approval_id TEXT NOT NULL UNIQUE,
+	person_id TEXT NOT NULL REFERENCES persons(id),
+	subject TEXT NOT NULL,
+	scope TEXT NOT NULL,
+	authorization_details TEXT NOT NULL DEFAULT '',
+	delivery_mode TEXT NOT NULL,
+	notification_token TEXT NOT NULL DEFAULT '',
+	auth_req_id TEXT NOT NULL DEFAULT '',
+	poll_interval INTEGER NOT NULL,
+	created_at TIMESTAMP NOT NULL,
+	expires_at TIMESTAMP NOT NULL,
+	polled_at TIMESTAMP,
+	redeemed_at TIMESTAMP,
+	notify_due_at TIMESTAMP,
+	notify_leased_until TIMESTAMP,
+	notify_attempts INTEGER NOT NULL DEFAULT 0,
+	notified_at TIMESTAMP,
+	notify_error TEXT NOT NULL DEFAULT ''
+);
 -- table decision_challenges on decision_challenges
 CREATE TABLE decision_challenges (
 	nonce TEXT PRIMARY KEY,
@@ -475,6 +525,57 @@ CREATE TABLE oauth_tokens (
 	expires_at TIMESTAMP NOT NULL,
 	used_at TIMESTAMP,
 	revoked_at TIMESTAMP
+);
+-- table oidc_access_tokens on oidc_access_tokens
+CREATE TABLE oidc_access_tokens (
+	token_sha256 TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	client_id TEXT NOT NULL,
+	request_id TEXT NOT NULL,
+	approval_id TEXT NOT NULL,
+	person_id TEXT NOT NULL,
+	subject TEXT NOT NULL,
+	scope TEXT NOT NULL,
+	authorization_details TEXT NOT NULL DEFAULT '',
+	created_at TIMESTAMP NOT NULL,
+	expires_at TIMESTAMP NOT NULL,
+	revoked_at TIMESTAMP
+);
+-- table oidc_assertions on oidc_assertions
+CREATE TABLE oidc_assertions (
+	client_id TEXT NOT NULL,
+	jti TEXT NOT NULL,
+	expires_at TIMESTAMP NOT NULL,
+	PRIMARY KEY (client_id, jti)
+);
+-- table oidc_client_people on oidc_client_people
+CREATE TABLE oidc_client_people (
+	client_id TEXT NOT NULL REFERENCES oidc_clients(id),
+	person_id TEXT NOT NULL REFERENCES persons(id),
+	PRIMARY KEY (client_id, person_id)
+);
+-- table oidc_clients on oidc_clients
+CREATE TABLE oidc_clients (
+	id TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL REFERENCES accounts(id),
+	name TEXT NOT NULL,
+	auth_method TEXT NOT NULL,
+	secret_sha256 TEXT NOT NULL DEFAULT '',
+	jwks TEXT NOT NULL DEFAULT '',
+	delivery_mode TEXT NOT NULL,
+	notification_endpoint TEXT NOT NULL DEFAULT '',
+	agent_id TEXT NOT NULL REFERENCES agents(id),
+	created_by TEXT NOT NULL,
+	created_at TIMESTAMP NOT NULL,
+	revoked_at TIMESTAMP
+);
+-- table oidc_keys on oidc_keys
+CREATE TABLE oidc_keys (
+	kid TEXT PRIMARY KEY,
+	private_jwk TEXT NOT NULL,
+	created_at TIMESTAMP NOT NULL,
+	retired_at TIMESTAMP,
+	published_until TIMESTAMP
 );
 -- table person_channels on person_channels
 CREATE TABLE person_channels (
