@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -91,7 +91,7 @@ func (s *Server) Backchannel(ctx context.Context, header http.Header, form url.V
 	case err != nil:
 		return nil, oauthError(http.StatusInternalServerError, "server_error", "the request could not be kept; try again")
 	}
-	return &BackchannelAnswer{AuthReqID: authReqID, ExpiresIn: int(req.ExpiresAt.Sub(req.CreatedAt).Round(time.Second).Seconds()), Interval: req.PollInterval}, nil
+	return &BackchannelAnswer{AuthReqID: authReqID, ExpiresIn: int(math.Ceil(req.ExpiresAt.Sub(req.CreatedAt).Seconds())), Interval: req.PollInterval}, nil
 }
 
 // readBackchannel checks an authentication request's parameters and finds
@@ -152,7 +152,7 @@ func (s *Server) readBackchannel(ctx context.Context, c *oidc.Client, p url.Valu
 		Client: c, PersonID: m.ID, Subject: m.Subject,
 		Payload: ask.AuthorizationPayload{Client: ask.AuthorizationClient{ID: c.ID, Name: c.Name}, Scope: scope,
 			AuthorizationDetails: details, BindingMessage: binding},
-		ExpiresAt: s.store.Now().Add(life).Truncate(time.Second), Interval: limits.Interval, NotificationToken: token,
+		ExpiresAt: s.store.Now().Add(life), Interval: limits.Interval, NotificationToken: token,
 		PerPerson: limits.PerPerson, PerClient: limits.PerClient,
 	}, nil
 }
@@ -256,5 +256,3 @@ func clipHint(s string) string {
 	}
 	return s
 }
-
-var _ = fmt.Sprintf

@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
-	"github.com/countersign/countersign/models/asks"
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/oidc"
 )
@@ -174,5 +173,3 @@ func (s *Server) idTokenHintSubject(ctx context.Context, c *oidc.Client, raw str
 	}
 	return claims.Sub, nil
 }
-
-var _ = asks.StatusApproved
