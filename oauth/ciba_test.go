@@ -18,6 +18,7 @@ import (
 	"github.com/countersign/countersign/models/core"
 	"github.com/countersign/countersign/models/oidc"
 	"github.com/countersign/countersign/oauth"
+	"github.com/go-jose/go-jose/v4"
 )
 
 // cibaRig is the service with ada (signed in, with a passkey) and bob, and
@@ -346,5 +347,86 @@ func TestAPingClientIsToldWhenItsRequestEnds(t *testing.T) {
 		if k.NotifiedAt == nil || k.AuthReqID != "" || k.NotificationToken != "" || k.NotifyError != "" {
 			t.Errorf("request %s after its ping: notified %v, auth_req_id %q, token %q, error %q; want notified with both forgotten", k.ID, k.NotifiedAt, k.AuthReqID, k.NotificationToken, k.NotifyError)
 		}
+	}
+}
+
+// postAsKey sends a form to a CIBA endpoint as a private_key_jwt client:
+// a fresh client assertion signed with key.
+func (r *cibaRig) postAsKey(key clientKey, clientID, path string, form url.Values) (int, map[string]any) {
+	r.t.Helper()
+	now := time.Now()
+	form.Set("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+	form.Set("client_assertion", key.sign(r.t, map[string]any{"iss": clientID, "sub": clientID, "aud": r.env.URL,
+		"iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": core.RandomToken("")}))
+	res, err := http.PostForm(r.env.URL+path, form)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var body map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&body)
+	return res.StatusCode, body
+}
+
+// A signed authentication request (CIBA §7.1.1) is read in place of the
+// form, and once: the same request object again is refused. An ID token
+// the provider issued names its person as id_token_hint, for the client it
+// was issued to and no other.
+func TestASignedRequestAndAnIDTokenHintAreReadAsTheFormIs(t *testing.T) {
+	r := newCIBARig(t, apptest.SQLite, nil)
+	ctx := context.Background()
+	key := newClientKey(t, jose.ES256)
+	ada, err := r.env.Store.MemberBySubject(ctx, r.env.Account.ID, "ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := func(name string) *oidc.Client {
+		c, err := r.env.Store.RegisterCIBAClient(ctx, models.RegisterCIBAClient{AccountID: r.env.Account.ID, Name: name,
+			AuthMethod: oidc.AuthPrivateKeyJWT, JWKS: key.jwks(t), DeliveryMode: oidc.DeliveryPoll, PersonIDs: []string{ada.ID}, CreatedBy: ada.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	shop, other := register("Shop"), register("Other")
+	now := time.Now()
+	request := key.sign(t, map[string]any{"iss": shop.ID, "aud": r.env.URL, "iat": now.Unix(), "nbf": now.Unix(),
+		"exp": now.Add(time.Minute).Unix(), "jti": "req-1", "scope": "openid", "login_hint": "ada", "binding_message": "Signed 1",
+		"requested_expiry": 120, "authorization_details": []any{map[string]any{"type": "countersign_action", "action": "Ship", "target": "order 7"}}})
+	status, body := r.postAsKey(key, shop.ID, oauth.BackchannelPath, url.Values{"request": {request}})
+	if status != http.StatusOK || body["expires_in"] != float64(120) {
+		t.Fatalf("a signed request: %d %v, want 200 with the 120 s it asked for", status, body)
+	}
+	id := r.askOf(body["auth_req_id"])
+	a, err := r.env.Store.GetApproval(ctx, r.env.Account.ID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"authorization":{"authorization_details":[{"action":"Ship","target":"order 7","type":"countersign_action"}],"binding_message":"Signed 1","client":{"id":"` +
+		shop.ID + `","name":"Shop"},"scope":"openid"}}`; a.Payload != want || a.AskedOf != "ada" {
+		t.Errorf("the signed request's ask: payload %s asked of %q, want %s of ada", a.Payload, a.AskedOf, want)
+	}
+	if status, body := r.postAsKey(key, shop.ID, oauth.BackchannelPath, url.Values{"request": {request}}); status != http.StatusBadRequest || body["error"] != "invalid_request" {
+		t.Errorf("the same request object again: %d %v, want invalid_request", status, body)
+	}
+	if res := r.ada.Decide(id, "approve", ""); res.Status != http.StatusOK {
+		t.Fatalf("ada approves: %s", res)
+	}
+	status, tokens := r.postAsKey(key, shop.ID, oauth.TokenPath, url.Values{"grant_type": {oauth.CIBAGrantType}, "auth_req_id": {body["auth_req_id"].(string)}})
+	if status != http.StatusOK {
+		t.Fatalf("the poll after the approve: %d %v", status, tokens)
+	}
+	hint := url.Values{"scope": {"openid"}, "id_token_hint": {tokens["id_token"].(string)}}
+	status, body = r.postAsKey(key, shop.ID, oauth.BackchannelPath, hint)
+	if status != http.StatusOK {
+		t.Fatalf("the ID token as id_token_hint: %d %v, want 200", status, body)
+	}
+	if a, err := r.env.Store.GetApproval(ctx, r.env.Account.ID, r.askOf(body["auth_req_id"])); err != nil || a.AskedOf != "ada" {
+		t.Errorf("the hinted ask is asked of %q (%v), want ada", a.AskedOf, err)
+	}
+	hint = url.Values{"scope": {"openid"}, "id_token_hint": {tokens["id_token"].(string)}}
+	if status, body := r.postAsKey(key, other.ID, oauth.BackchannelPath, hint); status != http.StatusBadRequest || body["error"] != "invalid_request" ||
+		!strings.Contains(body["error_description"].(string), "another client") {
+		t.Errorf("another client's ID token as its hint: %d %v, want invalid_request naming another client", status, body)
 	}
 }
