@@ -137,8 +137,9 @@ func TestTheProtectedResourceMetadataValidatesAndNeverRedirects(t *testing.T) {
 		})
 	}
 	// A client looking for metadata that is not there is told so in JSON,
-	// never sent to the sign-in page.
-	for _, path := range []string{"/.well-known/openid-configuration",
+	// never sent to the sign-in page. (The OpenID provider's own document,
+	// /.well-known/openid-configuration at the root, is served: oauth tests it.)
+	for _, path := range []string{"/.well-known/openid-configuration/mcp",
 		"/.well-known/oauth-authorization-server/mcp", "/.well-known/oauth-protected-resource/elsewhere"} {
 		t.Run(path+" is a plain 404", func(t *testing.T) {
 			resp, doc := getJSON(t, env.URL+path)
