@@ -41,6 +41,20 @@ const agentUsage = `usage: countersign agent create --name NAME --scopes mcp:rea
        countersign agent list [--account NAME]
        countersign agent disable NAME [--account NAME] [--reason TEXT]`
 
+// subjectsByID maps the account's members' person ids to their subjects,
+// for lists that name people.
+func subjectsByID(ctx context.Context, store *models.Store, accountID string) (map[string]string, error) {
+	members, err := store.Members(ctx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	subjects := make(map[string]string, len(members))
+	for _, m := range members {
+		subjects[m.ID] = m.Subject
+	}
+	return subjects, nil
+}
+
 func accountCommand(ctx context.Context, cfg app.Config, args []string, out io.Writer) error {
 	if len(args) == 0 {
 		return usageError{"account needs create, set or list\n" + accountUsage}
@@ -142,13 +156,9 @@ func agentCommand(ctx context.Context, cfg app.Config, args []string, out io.Wri
 		if err != nil {
 			return err
 		}
-		members, err := store.Members(ctx, acct.ID)
+		subjects, err := subjectsByID(ctx, store, acct.ID)
 		if err != nil {
 			return err
-		}
-		subjects := map[string]string{}
-		for _, m := range members {
-			subjects[m.ID] = m.Subject
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tSUBJECT\tFOR\tSCOPES\tSTATE\tCREATED")

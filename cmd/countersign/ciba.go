@@ -140,13 +140,9 @@ func listCIBAClients(ctx context.Context, store *models.Store, accountID string,
 	if err != nil {
 		return err
 	}
-	members, err := store.Members(ctx, accountID)
+	subjects, err := subjectsByID(ctx, store, accountID)
 	if err != nil {
 		return err
-	}
-	subjects := map[string]string{}
-	for _, m := range members {
-		subjects[m.ID] = m.Subject
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tMETHOD\tMODE\tPEOPLE\tSTATE\tREGISTERED")
