@@ -221,10 +221,24 @@ func (p *Page) Do(what string, actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// Go loads path on the service and waits for the load event.
+// Go loads path on the service and waits for the load event. Chromium
+// reports a navigation it began as aborted (net::ERR_ABORTED) when the page
+// it leaves starts one of its own at the same moment; the page then often
+// lands at path all the same, which is what a person would see: Go waits
+// for that, and fails only when the page is not at path.
 func (p *Page) Go(path string) {
 	p.t.Helper()
-	p.Do("open "+path, chromedp.Navigate(p.Origin+path))
+	ctx, cancel := context.WithTimeout(p.ctx, StepTimeout)
+	defer cancel()
+	err := chromedp.Do(ctx, chromedp.Navigate(p.Origin+path))
+	if err != nil && strings.Contains(err.Error(), "net::ERR_ABORTED") {
+		p.WaitFor("the page at "+path+" after Chromium reported its navigation aborted",
+			fmt.Sprintf(`location.pathname + location.search === %s && document.readyState === "complete"`, jsString(path)))
+		return
+	}
+	if err != nil {
+		p.Fatalf("open %s: %v", path, err)
+	}
 }
 
 // Reload reloads the page and waits for the load event.

@@ -42,6 +42,21 @@ func newAddressLimiter(limit rate.Limit, burst int) *addressLimiter {
 	return &addressLimiter{limit: limit, burst: burst, by: map[string]*addressBucket{}}
 }
 
+// wait says how long until addr's bucket holds a token, without spending
+// one: zero when it holds one now.
+func (l *addressLimiter) wait(addr string, now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.by[addr]
+	if b == nil {
+		return 0
+	}
+	if tokens := b.lim.TokensAt(now); tokens < 1 {
+		return time.Duration((1 - tokens) / float64(l.limit) * float64(time.Second))
+	}
+	return 0
+}
+
 // take spends one token of addr's bucket; when there is none it answers
 // how long until there is.
 func (l *addressLimiter) take(addr string, now time.Time) (bool, time.Duration) {

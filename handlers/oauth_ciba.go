@@ -1,7 +1,11 @@
 package handlers
 
 import (
+	"fmt"
+	"math"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -15,8 +19,29 @@ func (h *Handlers) cibaRoutes(e *echo.Echo) {
 	if h.oauth == nil {
 		return
 	}
-	e.POST(oauth.BackchannelPath, h.OAuthBackchannel)
-	e.POST(oauth.IntrospectPath, h.OAuthIntrospect)
+	e.POST(oauth.BackchannelPath, h.OAuthBackchannel, h.limitClientFailures)
+	e.POST(oauth.IntrospectPath, h.OAuthIntrospect, h.limitClientFailures)
+}
+
+// limitClientFailures holds an address that failed client authentication
+// too often (clientFailureRate): its requests get 429 and Retry-After,
+// whatever credentials they carry, until its bucket refills; each
+// invalid_client answer spends a token.
+func (h *Handlers) limitClientFailures(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		key := h.clientKey(c.Request())
+		if wait := h.clientFailures.wait(key, time.Now()); wait > 0 {
+			secs := int(math.Ceil(wait.Seconds()))
+			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+			return oauthAnswer(c, http.StatusTooManyRequests, &oauth.Error{Code: "slow_down", Status: http.StatusTooManyRequests,
+				Description: fmt.Sprintf("too many failed client authentications from this address; try again in %d s", secs)})
+		}
+		err := next(c)
+		if c.Response().Status == http.StatusUnauthorized {
+			h.clientFailures.take(key, time.Now())
+		}
+		return err
+	}
 }
 
 // OAuthBackchannel is the backchannel authentication endpoint (CIBA §7).

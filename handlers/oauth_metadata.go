@@ -17,11 +17,21 @@ const (
 	registrationBurst = 5
 )
 
+// The cap on failed client authentications at the CIBA endpoints, per
+// client address: a client that mistypes its secret a few times is let
+// through, one that guesses is held to ten a minute, and past the cap even
+// the right credentials wait (429), so guessing gains nothing by speed.
+const (
+	clientFailureRate  = rate.Limit(10.0 / 60)
+	clientFailureBurst = 10
+)
+
 // ServeOAuth makes the service the OAuth authorization server of its own
 // MCP endpoint (package oauth); without it, there is none.
 func (h *Handlers) ServeOAuth(o *oauth.Server) {
 	h.oauth = o
 	h.registrations = newAddressLimiter(registrationRate, registrationBurst)
+	h.clientFailures = newAddressLimiter(clientFailureRate, clientFailureBurst)
 }
 
 // oauthRoutes serves the authorization server's metadata (RFC 8414) and the

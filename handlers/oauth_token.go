@@ -62,7 +62,7 @@ func (h *Handlers) OAuthToken(c echo.Context) error {
 		return oauthFailed(c, e)
 	}
 	if form.Get("grant_type") == oauth.CIBAGrantType {
-		return h.cibaToken(c)
+		return h.limitClientFailures(h.cibaToken)(c)
 	}
 	answer, e := h.oauth.Token(c.Request().Context(), form, clientID)
 	if e != nil {

@@ -44,6 +44,9 @@ type Handlers struct {
 	oauth *oauth.Server
 	// registrations caps dynamic client registrations per client address.
 	registrations *addressLimiter
+	// clientFailures caps the failed CIBA client authentications per
+	// client address.
+	clientFailures *addressLimiter
 	// streams are the live timelines served off net/http (package standing).
 	streams *standing.Set
 }

@@ -430,3 +430,30 @@ func TestASignedRequestAndAnIDTokenHintAreReadAsTheFormIs(t *testing.T) {
 		t.Errorf("another client's ID token as its hint: %d %v, want invalid_request naming another client", status, body)
 	}
 }
+
+// An address that fails client authentication ten times is held: its next
+// request gets 429 and Retry-After even with the right secret, at the
+// backchannel, token and introspection endpoints alike, so guessing a
+// secret or a key gains nothing by speed.
+func TestAnAddressThatKeepsFailingClientAuthenticationIsHeld(t *testing.T) {
+	r := newCIBARig(t, apptest.SQLite, nil)
+	shop := r.client("Shop", oidc.DeliveryPoll, "", "ada")
+	wrong := cibaClient{Client: shop.Client, secret: "guess"}
+	for i := range 10 {
+		if status, body, _ := r.start(wrong, "ada", nil); status != http.StatusUnauthorized || body["error"] != "invalid_client" {
+			t.Fatalf("wrong secret %d: %d %v, want 401 invalid_client", i+1, status, body)
+		}
+	}
+	for _, path := range []string{oauth.BackchannelPath, oauth.TokenPath, oauth.IntrospectPath} {
+		form := url.Values{"scope": {"openid"}, "login_hint": {"ada"}, "grant_type": {oauth.CIBAGrantType}, "auth_req_id": {"x"}, "token": {"x"}}
+		status, body, h := r.post(shop, path, form)
+		if status != http.StatusTooManyRequests || body["error"] != "slow_down" || h.Get("Retry-After") == "" ||
+			!strings.Contains(body["error_description"].(string), "failed client authentications") {
+			t.Errorf("%s with the right secret after ten failures: %d %v Retry-After %q, want 429 slow_down", path, status, body, h.Get("Retry-After"))
+		}
+	}
+	var n int64
+	if err := r.env.Store.DB().Table("ciba_requests").Count(&n).Error; err != nil || n != 0 {
+		t.Errorf("%d requests kept while held (%v), want none", n, err)
+	}
+}
