@@ -442,20 +442,23 @@ func (c *Countersign) AwaitAnswer(ctx context.Context, id string) (Answer, error
 }
 
 // askDeadline is the tool_call's expires_at for a gate that stops waiting at
-// deadline: unix seconds, rounded up, so the ask lives until the gate gives
-// up and less than a second more (the sink withdraws it at the deadline in
-// any case). The page, the inbox and the push's lifetime then show the time
-// the caller really waits. A deadline further than ask.MaxToolCallWait
-// ahead is not sent, and the ask lives the service's usual life.
+// deadline: unix seconds, rounded up, and one second more, so the ask lives
+// until the gate gives up and one to two seconds after (the sink withdraws it
+// at the deadline, and that withdrawal, not the service's expiry, must end
+// it: rounded up alone, a deadline just short of a whole second left the
+// withdrawal a millisecond to win the race). The page, the inbox and the
+// push's lifetime then show about the time the caller really waits. A
+// deadline further than ask.MaxToolCallWait ahead, less those two seconds,
+// is not sent, and the ask lives the service's usual life.
 func askDeadline(deadline, now time.Time) (int64, bool) {
-	if deadline.IsZero() || deadline.Sub(now) > ask.MaxToolCallWait {
+	if deadline.IsZero() || deadline.Sub(now) > ask.MaxToolCallWait-2*time.Second {
 		return 0, false
 	}
 	secs := deadline.Unix()
 	if deadline.After(time.Unix(secs, 0)) {
 		secs++
 	}
-	return secs, true
+	return secs + 1, true
 }
 
 // withdraw marks an ask nobody waits for any more stale, only from the state
