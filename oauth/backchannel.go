@@ -80,10 +80,6 @@ func (s *Server) Backchannel(ctx context.Context, header http.Header, form url.V
 	switch {
 	case errors.As(err, &many):
 		return nil, &Error{Code: "slow_down", Status: http.StatusTooManyRequests, Description: many.Error(), RetryAfter: many.Wait}
-	case core.CodeOf(err) == core.ResourceExhausted:
-		var r *core.Error
-		errors.As(err, &r)
-		return nil, &Error{Code: "slow_down", Status: http.StatusTooManyRequests, Description: r.Msg, RetryAfter: time.Minute}
 	case core.CodeOf(err) != "":
 		var r *core.Error
 		errors.As(err, &r)
