@@ -63,15 +63,11 @@ func (s *Store) StartCIBA(ctx context.Context, in CIBAStart) (string, *oidc.Requ
 				continue
 			}
 			since := now.Add(-time.Minute)
-			n, err := s.RequestsSince(tx, limit.column, limit.value, since)
+			n, oldest, err := s.RecentRequests(tx, limit.column, limit.value, since)
 			if err != nil {
 				return err
 			}
 			if n >= int64(limit.max) {
-				oldest, err := s.OldestRequestSince(tx, limit.column, limit.value, since)
-				if err != nil {
-					return err
-				}
 				return &TooManyRequests{What: limit.what, Max: limit.max, Wait: max(oldest.Add(time.Minute).Sub(now), time.Second)}
 			}
 		}
