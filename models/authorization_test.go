@@ -182,3 +182,40 @@ func TestFileAuthorizationRefusesWhatDoesNotRead(t *testing.T) {
 		}
 	})
 }
+
+// The fatigue cap holds for authorization asks as for every ask: past it,
+// the person's devices and channels hear of no more of them in the window,
+// though each ask is still filed for them to answer.
+func TestTheFatigueCapHoldsForAuthorizationAsks(t *testing.T) {
+	ctx := context.Background()
+	s, acct := apptest.BareStore(t, apptest.SQLite)
+	s.SetPushCap(outbox.PushCap{N: 2, Window: time.Hour})
+	bob, err := s.AddMember(ctx, acct.ID, "bob", "Bob", core.RoleMember)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SavePushSubscription(ctx, bob.ID, outbox.PushSubscription{Endpoint: "https://push.example/bob", P256dh: "key", Auth: "auth"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPersonChannel(ctx, acct.ID, bob.ID, outbox.ChannelEmail, "bob@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	agent, _, err := s.CreateAgent(ctx, acct.ID, "ciba-shop", people.AllScopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []int64
+	for range 3 {
+		a, err := s.FileAuthorization(ctx, authorizationFiling(acct.ID, agent.ID, bob.ID, s.Now().Add(5*time.Minute)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pushes, messages int64
+		s.DB().Table("push_jobs").Where("approval_id = ?", a.ID).Count(&pushes)
+		s.DB().Table("channel_messages").Where("approval_id = ? AND person_id = ?", a.ID, bob.ID).Count(&messages)
+		told = append(told, pushes+messages)
+	}
+	if told[0] == 0 || told[1] == 0 || told[2] != 0 {
+		t.Errorf("push and channel messages per authorization ask %v, want some for the first two and none past a cap of 2", told)
+	}
+}
